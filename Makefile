@@ -1,0 +1,54 @@
+# Narad — the two commands a newcomer needs are `make run` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/bin
+NARAD := $(BIN)/narad
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+GO_PKGS := ./broker/... ./test/...
+FUZZTIME ?= 3000x
+
+.PHONY: all build run test unit blackbox fuzz fuzz-long bench lint proto clean chaos
+
+all: build
+
+build: ## Build bin/narad
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(NARAD) ./broker/cmd/narad
+
+run: build ## Single-node broker on 127.0.0.1:7942, data in ./.narad/data, auth off
+	mkdir -p .narad/data
+	$(NARAD) serve --dev --data-dir ./.narad/data
+
+test: build ## Everything: vet, unit tests with -race, short fuzz runs, black-box suites
+	$(GO) vet $(GO_PKGS)
+	$(MAKE) unit
+	$(MAKE) fuzz
+	$(MAKE) blackbox
+
+unit:
+	cd broker && $(GO) test -race -count=1 -timeout 15m ./...
+
+blackbox: build
+	cd test && NARAD_BIN=$(NARAD) $(GO) test -count=1 -timeout 20m ./...
+
+fuzz: ## Run every fuzz target briefly (FUZZTIME per target)
+	./hack/fuzz.sh $(FUZZTIME)
+
+fuzz-long:
+	./hack/fuzz.sh 5m
+
+bench: build ## Benchmarks against a fresh single node; writes docs/benchmarks.md
+	./hack/bench.sh $(NARAD)
+
+chaos: build ## Long crash/soak loops (not part of make test)
+	cd test && NARAD_BIN=$(NARAD) NARAD_CHAOS=1 $(GO) test -count=1 -timeout 60m ./...
+
+lint:
+	$(GO) vet $(GO_PKGS)
+	@out=$$(gofmt -l broker test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+proto: ## Regenerate node RPC code (installs protoc and plugins if missing)
+	./hack/gen-proto.sh
+
+clean:
+	rm -rf $(BIN) .narad

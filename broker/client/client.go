@@ -1,0 +1,216 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// DefaultTimeout bounds one request (connect to last body byte) unless WithTimeout says
+// otherwise. A consume's long-poll wait is added on top of it.
+const DefaultTimeout = 30 * time.Second
+
+// ErrBadBaseURL is returned by New for a base URL that is not an absolute http(s) URL.
+var ErrBadBaseURL = errors.New("base URL must be an absolute http:// or https:// URL")
+
+// Client talks to one Narad endpoint (normally a load balancer in front of every node).
+// Its configuration never changes after New, so it is safe for concurrent use.
+type Client struct {
+	base    string // scheme://host[/prefix], no trailing slash
+	hc      *http.Client
+	user    string
+	pass    string
+	useAuth bool
+	timeout time.Duration // per request; <= 0 = none
+	agent   string
+}
+
+// Option configures a Client in New.
+type Option func(*Client)
+
+// WithBasicAuth sends HTTP Basic credentials with every request (spec/api.md §1.2).
+func WithBasicAuth(user, pass string) Option {
+	return func(c *Client) { c.user, c.pass, c.useAuth = user, pass, true }
+}
+
+// WithHTTPClient makes the Client send its requests through hc (its Transport, redirect
+// policy and Timeout are used as they are). A nil hc is ignored.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc != nil {
+			c.hc = hc
+		}
+	}
+}
+
+// WithTimeout bounds each request to d (0 or negative: no bound besides the caller's
+// context). Consume adds its long-poll wait to d so a long poll is never cut short.
+func WithTimeout(d time.Duration) Option {
+	return func(c *Client) { c.timeout = d }
+}
+
+// WithUserAgent sets the User-Agent header.
+func WithUserAgent(ua string) Option {
+	return func(c *Client) { c.agent = ua }
+}
+
+// New returns a Client for baseURL (for example "http://127.0.0.1:7942"). The URL must be an
+// absolute http or https URL; a path prefix is kept and the /v1 routes are appended to it.
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimSpace(baseURL))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadBaseURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: %q", ErrBadBaseURL, baseURL)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath, u.RawQuery, u.Fragment = "", "", ""
+	c := &Client{base: u.String(), timeout: DefaultTimeout, agent: "narad-go-client"}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.hc == nil {
+		c.hc = &http.Client{Transport: NewTransport(64)}
+	}
+	return c, nil
+}
+
+// NewTransport returns an http.Transport tuned for many concurrent requests to one host:
+// keep-alive pools of maxIdlePerHost connections, no response compression, HTTP/1.1.
+func NewTransport(maxIdlePerHost int) *http.Transport {
+	if maxIdlePerHost < 2 {
+		maxIdlePerHost = 2
+	}
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           d.DialContext,
+		MaxIdleConns:          maxIdlePerHost * 2,
+		MaxIdleConnsPerHost:   maxIdlePerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+	}
+}
+
+// BaseURL returns the base URL the Client was built with (without a trailing slash).
+func (c *Client) BaseURL() string { return c.base }
+
+// request describes one API call.
+type request struct {
+	method      string
+	path        string     // already escaped, starting with "/"
+	query       url.Values // may be nil
+	body        []byte     // nil = no body
+	contentType string
+	accept      string        // "" = application/json
+	extra       time.Duration // added to the per-request timeout (long polls)
+}
+
+// response is a completed exchange with a 2xx status.
+type response struct {
+	status int
+	body   []byte
+}
+
+// do performs r. A non-2xx status is returned as *Error; transport failures are wrapped with
+// the method and path.
+func (c *Client) do(ctx context.Context, r request) (response, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout+r.extra)
+		defer cancel()
+	}
+	target := c.base + r.path
+	if len(r.query) > 0 {
+		target += "?" + r.query.Encode()
+	}
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
+	if err != nil {
+		return response{}, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+	}
+	if r.body != nil && r.contentType != "" {
+		req.Header.Set("Content-Type", r.contentType)
+	}
+	if r.accept != "" {
+		req.Header.Set("Accept", r.accept)
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	if c.agent != "" {
+		req.Header.Set("User-Agent", c.agent)
+	}
+	if c.useAuth {
+		req.SetBasicAuth(c.user, c.pass)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return response{}, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		return response{}, decodeError(resp.StatusCode, b)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return response{}, fmt.Errorf("%s %s: reading response: %w", r.method, r.path, err)
+	}
+	return response{status: resp.StatusCode, body: b}, nil
+}
+
+// doJSON sends in (if non-nil) as a JSON body and decodes a 2xx body into out (if non-nil
+// and the body is not empty).
+func (c *Client) doJSON(ctx context.Context, method, path string, query url.Values, in, out any) (int, error) {
+	r := request{method: method, path: path, query: query}
+	if in != nil {
+		b, err := marshalJSON(in)
+		if err != nil {
+			return 0, fmt.Errorf("%s %s: encoding request: %w", method, path, err)
+		}
+		r.body, r.contentType = b, "application/json"
+	}
+	resp, err := c.do(ctx, r)
+	if err != nil {
+		return 0, err
+	}
+	if out != nil && len(bytes.TrimSpace(resp.body)) > 0 {
+		if err := json.Unmarshal(resp.body, out); err != nil {
+			return resp.status, fmt.Errorf("%s %s: decoding response: %w", method, path, err)
+		}
+	}
+	return resp.status, nil
+}
+
+// marshalJSON encodes v without HTML escaping, so payload text is sent as written.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// seg escapes one path segment.
+func seg(s string) string { return url.PathEscape(s) }

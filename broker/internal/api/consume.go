@@ -1,0 +1,81 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"narad.dev/broker/internal/meta"
+)
+
+// consume is GET /v1/topics/{topic}/consume (spec §2.9, §6.1). Check order: consume grant
+// (403) → query syntax (400) → topic existence (404) → partition range / offset without
+// partition (400) → read (200 / 204 / 410 / 503).
+//
+// Response shape: one Message object when max_messages is absent or 1 (§6.1: "With N = 1
+// or absent the response is exactly §2.9"); {"messages":[...]} when max_messages ≥ 2.
+func (s *server) consume(w http.ResponseWriter, r *http.Request) {
+	const op = "consume"
+	name := r.PathValue("topic")
+	if !s.allows(s.caller(r), meta.ActionConsume, name) {
+		s.writeErr(w, r, op, forbiddenf("no consume grant for topic %q", name))
+		return
+	}
+	cq, err := parseConsumeQuery(r.URL.Query(), s.maxWait)
+	if err != nil {
+		s.writeErr(w, r, op, err)
+		return
+	}
+	t, ok := s.be.Topic(name)
+	if !ok {
+		s.writeErr(w, r, op, notFoundf("topic %q not found", name))
+		return
+	}
+	if cq.Offset >= 0 && !cq.PartitionGiven {
+		s.writeErr(w, r, op, invalidf("offset requires partition"))
+		return
+	}
+	req := ConsumeRequest{Partition: -1, Offset: cq.Offset, Wait: cq.Wait, Max: cq.Max}
+	if cq.PartitionGiven {
+		if cq.Partition < 0 || cq.Partition >= t.Partitions {
+			s.writeErr(w, r, op, invalidf("partition %d out of range [0, %d)", cq.Partition, t.Partitions))
+			return
+		}
+		req.Partition = cq.Partition
+	}
+	replay := req.Offset >= 0
+	if replay {
+		req.Wait = 0 // wait is ignored on replay
+	}
+	start := time.Now()
+	msgs, err := s.be.Consume(r.Context(), t, req)
+	if !replay && req.Wait > 0 {
+		s.events.ConsumeWait(name, waitOutcome(r.Context(), len(msgs), err), time.Since(start))
+	}
+	if err != nil {
+		s.writeErr(w, r, op, err)
+		return
+	}
+	if len(msgs) == 0 {
+		s.events.ConsumeEmpty(name)
+		writeEmpty(w, http.StatusNoContent)
+		return
+	}
+	if len(msgs) > req.Max {
+		msgs = msgs[:req.Max]
+	}
+	writeRawJSON(w, http.StatusOK, encodeMessages(msgs, cq.Multi))
+}
+
+// waitOutcome labels a long-poll for narad_consume_wait_seconds: hit, timeout or
+// cancelled (the client went away).
+func waitOutcome(ctx context.Context, n int, err error) string {
+	switch {
+	case n > 0:
+		return "hit"
+	case ctx.Err() != nil, errors.Is(err, context.Canceled):
+		return "cancelled"
+	}
+	return "timeout"
+}

@@ -1,0 +1,78 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// appendPayload appends the "payload" value for stored bytes p per spec §2.10 and reports
+// whether it is base64: valid UTF-8 that is a JSON text is embedded byte-for-byte
+// (whitespace included); other valid UTF-8 becomes a JSON string whose value is exactly p;
+// anything else is standard padded base64 in a JSON string. UTF-8 is checked first so the
+// response itself is always valid UTF-8.
+func appendPayload(dst, p []byte) (out []byte, base64Encoded bool) {
+	if utf8.Valid(p) {
+		if json.Valid(p) {
+			return append(dst, p...), false
+		}
+		return appendJSONString(dst, string(p)), false
+	}
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, p)
+	return append(dst, '"'), true
+}
+
+// appendJSONString appends s as a JSON string. s must be valid UTF-8 for the value to
+// round-trip exactly (invalid bytes would become U+FFFD).
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s) // marshalling a string cannot fail
+	return append(dst, b...)
+}
+
+// appendMessage appends the Message object of spec §2.9 with its fields in the documented
+// order: topic, partition, offset, key (omitted when empty), payload, payload_encoding
+// (only "base64"), timestamp (Unix seconds), receipt_handle (omitted on replay).
+func appendMessage(dst []byte, m *Message) []byte {
+	dst = append(dst, `{"topic":`...)
+	dst = appendJSONString(dst, m.Topic)
+	dst = append(dst, `,"partition":`...)
+	dst = strconv.AppendInt(dst, int64(m.Partition), 10)
+	dst = append(dst, `,"offset":`...)
+	dst = strconv.AppendInt(dst, m.Offset, 10)
+	if len(m.Key) > 0 {
+		dst = append(dst, `,"key":`...)
+		dst = appendJSONString(dst, string(m.Key))
+	}
+	dst = append(dst, `,"payload":`...)
+	dst, b64 := appendPayload(dst, m.Payload)
+	if b64 {
+		dst = append(dst, `,"payload_encoding":"base64"`...)
+	}
+	dst = append(dst, `,"timestamp":`...)
+	dst = strconv.AppendInt(dst, m.CommittedAtMs/1000, 10)
+	if m.ReceiptHandle != "" {
+		dst = append(dst, `,"receipt_handle":`...)
+		dst = appendJSONString(dst, m.ReceiptHandle)
+	}
+	return append(dst, '}')
+}
+
+// encodeMessages encodes a consume answer: one Message object, or {"messages":[...]} when
+// multi, followed by "\n".
+func encodeMessages(msgs []Message, multi bool) []byte {
+	var dst []byte
+	if !multi {
+		dst = appendMessage(dst, &msgs[0])
+		return append(dst, '\n')
+	}
+	dst = append(dst, `{"messages":[`...)
+	for i := range msgs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendMessage(dst, &msgs[i])
+	}
+	return append(dst, "]}\n"...)
+}

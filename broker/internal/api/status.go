@@ -1,0 +1,178 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"narad.dev/broker/internal/auth"
+	"narad.dev/broker/internal/consume"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/schema"
+)
+
+// errAuthUnavailable is returned when security is on but no Authenticator is configured.
+var errAuthUnavailable = errors.New("authentication unavailable")
+
+// statusOf maps an error to its HTTP status. It is the only place that does (STYLE: map
+// errors to HTTP status in one place); anything it does not know is a 500.
+func statusOf(err error) int {
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.Is(err, ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrInvalid), errors.Is(err, ErrSchema),
+		errors.Is(err, consume.ErrBadHandle), errors.Is(err, auth.ErrInvalid),
+		errors.Is(err, schema.ErrInvalidSchema), errors.Is(err, schema.ErrViolation),
+		errors.Is(err, schema.ErrIncompatible):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrUnauthenticated), errors.Is(err, auth.ErrUnauthenticated):
+		return http.StatusUnauthorized
+	case errors.Is(err, ErrForbidden), errors.Is(err, auth.ErrForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrExists), errors.Is(err, ErrConflict), errors.Is(err, ErrDelayedChild):
+		return http.StatusConflict
+	case errors.Is(err, ErrStale), errors.Is(err, ErrGone):
+		return http.StatusGone
+	case errors.Is(err, ErrThrottled), errors.Is(err, auth.ErrThrottled):
+		return http.StatusTooManyRequests
+	case errors.Is(err, ErrNoLeader), errors.Is(err, meta.ErrTimeout), errors.Is(err, meta.ErrClosed),
+		errors.Is(err, ErrDraining), errors.Is(err, ErrUnavailable), errors.Is(err, ErrOwnerDown),
+		errors.Is(err, ErrAckedAheadFull),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		// Retryable; for a proposal the outcome is unknown (spec §1.6).
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// reqError is a client error found by the HTTP layer itself: its message is the whole
+// text shown to the client, and it unwraps to the sentinel that fixes its status.
+type reqError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *reqError) Error() string { return e.msg }
+func (e *reqError) Unwrap() error { return e.sentinel }
+
+// invalidf is a 400.
+func invalidf(format string, args ...any) error {
+	return &reqError{sentinel: ErrInvalid, msg: fmt.Sprintf(format, args...)}
+}
+
+// forbiddenf is a 403.
+func forbiddenf(format string, args ...any) error {
+	return &reqError{sentinel: ErrForbidden, msg: fmt.Sprintf(format, args...)}
+}
+
+// notFoundf is a 404.
+func notFoundf(format string, args ...any) error {
+	return &reqError{sentinel: ErrNotFound, msg: fmt.Sprintf(format, args...)}
+}
+
+// conflictf is a 409.
+func conflictf(format string, args ...any) error {
+	return &reqError{sentinel: ErrConflict, msg: fmt.Sprintf(format, args...)}
+}
+
+// tooLargef is a 413.
+func tooLargef(format string, args ...any) error {
+	return &reqError{sentinel: ErrTooLarge, msg: fmt.Sprintf(format, args...)}
+}
+
+// recordError blames one record of a batch produce; the error body carries its index
+// (spec §2.8).
+type recordError struct {
+	Index int
+	Err   error
+}
+
+func (e *recordError) Error() string { return fmt.Sprintf("record %d: %v", e.Index, e.Err) }
+func (e *recordError) Unwrap() error { return e.Err }
+
+// ErrorFields adds "index" to the error body.
+func (e *recordError) ErrorFields() map[string]any { return map[string]any{"index": e.Index} }
+
+// errorFielder is an error that adds machine-readable fields to the error body
+// (spec §1.5: index, owner/target, node/reasons).
+type errorFielder interface {
+	ErrorFields() map[string]any
+}
+
+// writeErr answers err with its status (statusOf). A 500 shows only "<op> failed" and logs
+// the cause; every other status shows err's message plus any ErrorFields.
+func (s *server) writeErr(w http.ResponseWriter, r *http.Request, op string, err error) {
+	status := statusOf(err)
+	if status == http.StatusInternalServerError {
+		msg := op + " failed"
+		if op == opAuthenticate {
+			msg = "authentication unavailable"
+		}
+		s.log.Error(msg, "op", op, "method", r.Method, "path", r.URL.Path, "err", err)
+		writeErrorBody(w, status, msg, nil)
+		return
+	}
+	msg := err.Error()
+	switch status {
+	case http.StatusUnauthorized:
+		msg = "authentication required" // unknown user and wrong password look the same (§1.2)
+	case http.StatusTooManyRequests:
+		msg = "too many failed authentication attempts"
+	}
+	var fields map[string]any
+	var fe errorFielder
+	if errors.As(err, &fe) {
+		fields = fe.ErrorFields()
+	}
+	writeErrorBody(w, status, msg, fields)
+}
+
+// opAuthenticate is the op name of credential checks; its 500 text is fixed by spec §1.2.
+const opAuthenticate = "authentication"
+
+// writeErrorBody writes {"error": msg, ...fields} with the headers the status requires:
+// WWW-Authenticate on 401, Retry-After on 429 (spec §1.2).
+func writeErrorBody(w http.ResponseWriter, status int, msg string, fields map[string]any) {
+	switch status {
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Basic realm="narad"`)
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", "12")
+	}
+	body := make(map[string]any, len(fields)+1)
+	for k, v := range fields {
+		body[k] = v
+	}
+	body["error"] = msg
+	writeJSON(w, status, body)
+}
+
+// writeJSON writes v as one JSON value followed by "\n" (spec §1.1).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only response types of this package reach here; they always marshal.
+		b = []byte(`{"error":"encoding response failed"}`)
+		status = http.StatusInternalServerError
+	}
+	writeRawJSON(w, status, append(b, '\n'))
+}
+
+// writeRawJSON writes an already-encoded JSON body (ending in "\n").
+func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// writeEmpty answers status (202/204) with an empty body.
+func writeEmpty(w http.ResponseWriter, status int) {
+	w.WriteHeader(status)
+}

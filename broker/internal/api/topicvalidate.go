@@ -1,0 +1,151 @@
+package api
+
+import (
+	"encoding/json"
+
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/schema"
+)
+
+// validTopicName applies the name rule of spec §1.7: ^[A-Za-z0-9._-]{1,255}$, not "." or "..".
+func validTopicName(s string) bool {
+	if len(s) == 0 || len(s) > 255 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// checkRetention applies the retention rule: 0 = keep forever, otherwise ≥ 1 h.
+func checkRetention(ms int64) error {
+	if ms < 0 || (ms > 0 && ms < meta.MinRetentionMs) {
+		return invalidf("retention_ms must be 0 (keep forever) or at least %d", meta.MinRetentionMs)
+	}
+	return nil
+}
+
+// checkSchemaDoc compiles a JSON Schema document; failure is a 400.
+func checkSchemaDoc(doc json.RawMessage) error {
+	if _, err := schema.Compile(doc); err != nil {
+		return invalidf("invalid schema: %v", err)
+	}
+	return nil
+}
+
+// validateCreate is the field-validation step of spec §2.2 (every failure is a 400). It
+// does not look at any stored state; owner is filled in by the caller.
+func validateCreate(b *createTopicBody, maxPartitions int) (CreateTopicRequest, error) {
+	if b.Name == "" {
+		return CreateTopicRequest{}, invalidf("name is required")
+	}
+	if !validTopicName(b.Name) {
+		return CreateTopicRequest{}, invalidf("invalid topic name %q: want 1…255 of [A-Za-z0-9._-], not \".\" or \"..\"", b.Name)
+	}
+	if b.Partitions != 0 && (b.Partitions < meta.MinPartitions || b.Partitions > maxPartitions) {
+		return CreateTopicRequest{}, invalidf("partitions must be %d…%d (0 = default)", meta.MinPartitions, maxPartitions)
+	}
+	if b.RetentionMs != nil {
+		if err := checkRetention(*b.RetentionMs); err != nil {
+			return CreateTopicRequest{}, err
+		}
+	}
+	if b.VisibilityTimeoutMs < 0 {
+		return CreateTopicRequest{}, invalidf("visibility_timeout_ms must not be negative")
+	}
+	if b.MaxInFlightPerPartition < 0 {
+		return CreateTopicRequest{}, invalidf("max_in_flight_per_partition must not be negative")
+	}
+	if b.MaxAckedAheadPerPartition < 0 {
+		return CreateTopicRequest{}, invalidf("max_acked_ahead_per_partition must not be negative")
+	}
+	var doc json.RawMessage
+	if !isAbsentJSON(b.Schema) {
+		if err := checkSchemaDoc(b.Schema); err != nil {
+			return CreateTopicRequest{}, err
+		}
+		doc = b.Schema
+	}
+	if b.Parent != "" {
+		if !validTopicName(b.Parent) {
+			return CreateTopicRequest{}, invalidf("invalid parent topic name %q", b.Parent)
+		}
+		if b.Parent == b.Name {
+			return CreateTopicRequest{}, invalidf("a topic cannot be its own parent")
+		}
+	} else if b.FanoutDelayMs != 0 {
+		return CreateTopicRequest{}, invalidf("fanout_delay_ms requires parent")
+	}
+	if b.FanoutDelayMs < 0 || b.FanoutDelayMs > meta.MaxDelayMs {
+		return CreateTopicRequest{}, invalidf("fanout_delay_ms must be 0…%d", meta.MaxDelayMs)
+	}
+	return CreateTopicRequest{
+		Name:                      b.Name,
+		Partitions:                b.Partitions,
+		RetentionMs:               b.RetentionMs,
+		VisibilityTimeoutMs:       b.VisibilityTimeoutMs,
+		MaxInFlightPerPartition:   b.MaxInFlightPerPartition,
+		MaxAckedAheadPerPartition: b.MaxAckedAheadPerPartition,
+		Schema:                    doc,
+		Parent:                    b.Parent,
+		FanoutDelayMs:             b.FanoutDelayMs,
+	}, nil
+}
+
+// validateAlter is the first step of spec §2.5 (JSON syntax and field validation, all
+// 400): at least one field supplied, each within its stateless bounds. The comparison with
+// the current partition count and schema happens after the 404.
+func validateAlter(b *alterTopicBody, maxPartitions int) (AlterTopicRequest, error) {
+	var req AlterTopicRequest
+	supplied := 0
+	if b.Partitions != nil && *b.Partitions != 0 { // 0 = not supplied
+		if *b.Partitions < 0 || *b.Partitions > maxPartitions {
+			return req, invalidf("partitions must be greater than the current count and at most %d", maxPartitions)
+		}
+		req.Partitions = *b.Partitions
+		supplied++
+	}
+	if b.RetentionMs != nil {
+		if err := checkRetention(*b.RetentionMs); err != nil {
+			return req, err
+		}
+		req.RetentionMs = b.RetentionMs
+		supplied++
+	}
+	for _, f := range []struct {
+		name string
+		v    *int64
+		dst  **int64
+	}{
+		{"visibility_timeout_ms", b.VisibilityTimeoutMs, &req.VisibilityTimeoutMs},
+		{"max_in_flight_per_partition", b.MaxInFlightPerPartition, &req.MaxInFlightPerPartition},
+		{"max_acked_ahead_per_partition", b.MaxAckedAheadPerPartition, &req.MaxAckedAheadPerPartition},
+	} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v < 0 {
+			return req, invalidf("%s must not be negative", f.name)
+		}
+		*f.dst = f.v
+		supplied++
+	}
+	if !isAbsentJSON(b.Schema) {
+		if err := checkSchemaDoc(b.Schema); err != nil {
+			return req, err
+		}
+		req.Schema = b.Schema
+		supplied++
+	}
+	if supplied == 0 {
+		return req, invalidf("nothing to change: supply at least one of partitions, retention_ms, visibility_timeout_ms, max_in_flight_per_partition, max_acked_ahead_per_partition, schema")
+	}
+	return req, nil
+}

@@ -1,0 +1,30 @@
+// Package auth is Narad's client-plane security: password hashing and the input rules for
+// usernames, passwords and grants (spec/api.md §1.7, §2.15), RBAC decisions and the
+// no-escalation rules (§1.3), and the HTTP Basic authenticator with its failed-login throttle
+// and success cache (§1.2).
+//
+// The package decides; it stores nothing. Users come from a UserSource (the metastore), and the
+// HTTP layer maps the sentinel errors below to statuses.
+package auth
+
+import (
+	"errors"
+
+	"narad.dev/broker/internal/meta"
+)
+
+// Sentinel errors. Every error this package returns wraps exactly one of them.
+var (
+	// ErrUnauthenticated: no or malformed credentials, unknown user, wrong password (401). Unknown
+	// user and wrong password are deliberately the same error.
+	ErrUnauthenticated = errors.New("authentication required")
+	// ErrThrottled: the username's failed-login bucket is empty (429).
+	ErrThrottled = errors.New("too many failed authentication attempts")
+	// ErrUnavailable: the credential store cannot be used, e.g. a stored hash is corrupt (500).
+	ErrUnavailable = errors.New("authentication unavailable")
+	// ErrForbidden: authenticated but not allowed (403).
+	ErrForbidden = errors.New("forbidden")
+	// ErrInvalid: a username, password, pattern or grant breaks the input rules (400). It is
+	// meta.ErrInvalid, so one mapping covers both packages.
+	ErrInvalid = meta.ErrInvalid
+)

@@ -1,0 +1,314 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"narad.dev/broker/client"
+)
+
+// benchRun is one bench execution. Producers claim message ranges from claimed, so exactly
+// cfg.Count messages are attempted; consumers count only messages carrying the run's tag.
+// The full flow is done when producers have finished and acked ≥ produced.
+type benchRun struct {
+	cfg  benchConfig
+	c    *client.Client
+	body []byte
+	tag  []byte // nil: every consumed message is the run's
+
+	claimed       atomic.Int64 // messages handed to producers
+	produced      atomic.Int64 // messages accepted (202)
+	produceReqs   atomic.Int64 // produce requests that completed (any outcome but cancellation)
+	produceErrs   atomic.Int64 // failed produce requests
+	failedMsgs    atomic.Int64 // messages in failed produce requests
+	consumed      atomic.Int64 // run messages received (redeliveries included)
+	acked         atomic.Int64 // run messages acked with 204
+	consumeErrs   atomic.Int64
+	ackErrs       atomic.Int64 // acks that ended without 204 (410, given-up retries)
+	producersDone atomic.Bool
+
+	lat [][]time.Duration // per producer: latency of each accepted request
+
+	mu      sync.Mutex
+	lastErr error
+	fatal   error
+	cancel  context.CancelFunc // cancels the whole run (fatal error)
+
+	done     chan struct{}
+	doneOnce sync.Once
+}
+
+func newBenchRun(cfg benchConfig, c *client.Client) *benchRun {
+	body, tag := benchPayload(cfg.Size)
+	return &benchRun{cfg: cfg, c: c, body: body, tag: tag, lat: make([][]time.Duration, cfg.Workers),
+		done: make(chan struct{})}
+}
+
+// run executes the benchmark until every message is produced (and with Consume, acked), the
+// timeout passes, a non-retryable error occurs, or ctx ends.
+func (r *benchRun) run(parent context.Context) (benchResult, error) {
+	ctx, cancel := context.WithTimeout(parent, r.cfg.Timeout)
+	defer cancel()
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	r.mu.Lock()
+	r.cancel = rcancel
+	r.mu.Unlock()
+	cctx, ccancel := context.WithCancel(rctx)
+	defer ccancel()
+
+	start := time.Now()
+	var pwg, cwg sync.WaitGroup
+	for i := 0; i < r.cfg.Workers; i++ {
+		pwg.Add(1)
+		go func() { defer pwg.Done(); r.producer(rctx, i) }()
+	}
+	if r.cfg.Consume {
+		for i := 0; i < r.cfg.Consumers; i++ {
+			cwg.Add(1)
+			go func() { defer cwg.Done(); r.consumer(cctx) }()
+		}
+	}
+	pwg.Wait()
+	produceEnd := time.Now()
+	r.producersDone.Store(true)
+	r.checkDone()
+	if r.cfg.Consume {
+		select {
+		case <-r.done:
+		case <-rctx.Done():
+		}
+		ccancel()
+		cwg.Wait()
+	}
+	end := time.Now()
+
+	res := r.result(produceEnd.Sub(start), end.Sub(start))
+	r.mu.Lock()
+	fatal, last := r.fatal, r.lastErr
+	r.mu.Unlock()
+	if last != nil {
+		res.LastError = last.Error()
+	}
+	attempted := r.produced.Load()+r.failedMsgs.Load() >= int64(r.cfg.Count)
+	finished := attempted && (!r.cfg.Consume || isClosed(r.done))
+	switch {
+	case fatal != nil:
+		return res, fatal
+	case parent.Err() != nil:
+		return res, errf("bench interrupted: produced %d, acked %d of %d", res.Produced, res.Acked, r.cfg.Count)
+	case !finished && ctx.Err() != nil:
+		res.TimedOut = true
+		return res, errf("bench timed out after %s: produced %d, acked %d of %d", r.cfg.Timeout, res.Produced, res.Acked, r.cfg.Count)
+	case res.Produced == 0:
+		return res, errf("no message was accepted (%d failed requests; last error: %s)", res.ProduceErrors, res.LastError)
+	}
+	return res, nil
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// fail records the first non-retryable error and stops the run.
+func (r *benchRun) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fatal == nil {
+		r.fatal = err
+		r.cancel()
+	}
+}
+
+func (r *benchRun) noteErr(err error) {
+	r.mu.Lock()
+	r.lastErr = err
+	r.mu.Unlock()
+}
+
+// checkDone closes done once producers have finished and every accepted message was acked.
+func (r *benchRun) checkDone() {
+	if r.producersDone.Load() && r.acked.Load() >= r.produced.Load() {
+		r.doneOnce.Do(func() { close(r.done) })
+	}
+}
+
+// producer sends claimed ranges until cfg.Count messages were attempted.
+func (r *benchRun) producer(ctx context.Context, id int) {
+	chunk := max(1, r.cfg.Batch)
+	var recs []client.BatchRecord
+	if r.cfg.Batch > 0 {
+		rec := client.NewBatchRecord("", r.body)
+		recs = make([]client.BatchRecord, chunk)
+		for i := range recs {
+			recs[i] = rec
+		}
+	}
+	for ctx.Err() == nil {
+		first := r.claimed.Add(int64(chunk)) - int64(chunk)
+		if first >= int64(r.cfg.Count) {
+			return
+		}
+		n := min(int64(chunk), int64(r.cfg.Count)-first)
+		t0 := time.Now()
+		var err error
+		if r.cfg.Batch > 0 {
+			_, err = r.c.ProduceBatch(ctx, r.cfg.Topic, recs[:n])
+		} else {
+			err = r.c.Produce(ctx, r.cfg.Topic, r.body, client.ProduceOptions{})
+		}
+		d := time.Since(t0)
+		if err != nil && ctx.Err() != nil {
+			return // cancelled, not a server outcome
+		}
+		r.produceReqs.Add(1)
+		if err != nil {
+			r.produceErrs.Add(1)
+			r.failedMsgs.Add(n)
+			r.noteErr(err)
+			if fatalAPIError(err) {
+				r.fail(fmt.Errorf("produce: %w", err))
+				return
+			}
+			continue
+		}
+		r.lat[id] = append(r.lat[id], d)
+		r.produced.Add(n)
+	}
+}
+
+// consumer receives, counts and acks until ctx ends.
+func (r *benchRun) consumer(ctx context.Context) {
+	opts := client.ConsumeOptions{Wait: benchConsumeWait, Max: min(r.cfg.Batch, client.MaxConsumeMessages)}
+	failures := 0
+	for ctx.Err() == nil {
+		msgs, err := r.c.Consume(ctx, r.cfg.Topic, opts)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.consumeErrs.Add(1)
+			r.noteErr(err)
+			if fatalAPIError(err) {
+				r.fail(fmt.Errorf("consume: %w", err))
+				return
+			}
+			failures++
+			sleepCtx(ctx, time.Duration(min(failures, 10))*20*time.Millisecond)
+			continue
+		}
+		failures = 0
+		if len(msgs) == 0 {
+			continue
+		}
+		own := make([]bool, len(msgs))
+		for i, m := range msgs {
+			own[i] = r.isOwn(m)
+			if own[i] {
+				r.consumed.Add(1)
+			}
+		}
+		if r.cfg.Batch > 0 {
+			r.ackBatch(ctx, msgs, own)
+		} else {
+			for i, m := range msgs {
+				r.ackOne(ctx, m, own[i])
+			}
+		}
+		r.checkDone()
+	}
+}
+
+func (r *benchRun) isOwn(m client.Message) bool {
+	if r.tag == nil {
+		return true
+	}
+	b, err := m.Bytes()
+	return err == nil && bytes.HasPrefix(b, r.tag)
+}
+
+// benchAckTries bounds ack attempts per message, as `narad sub` does.
+const benchAckTries = ackTries
+
+func (r *benchRun) ackOne(ctx context.Context, m client.Message, own bool) {
+	for try := 1; try <= benchAckTries; try++ {
+		err := r.c.Ack(ctx, r.cfg.Topic, m.ReceiptHandle)
+		switch {
+		case err == nil:
+			if own {
+				r.acked.Add(1)
+			}
+			return
+		case ctx.Err() != nil:
+			return
+		case client.IsStatus(err, http.StatusGone) || !retryableErr(err):
+			r.ackErrs.Add(1)
+			r.noteErr(err)
+			if fatalAPIError(err) && !client.IsStatus(err, http.StatusGone) {
+				r.fail(fmt.Errorf("ack: %w", err))
+			}
+			return
+		}
+		if !sleepCtx(ctx, time.Duration(try)*10*time.Millisecond) {
+			return
+		}
+	}
+	r.ackErrs.Add(1)
+}
+
+// ackBatch acks msgs with ack/batch, retrying the entries that got 503.
+func (r *benchRun) ackBatch(ctx context.Context, msgs []client.Message, own []bool) {
+	pending := make([]int, len(msgs))
+	for i := range pending {
+		pending[i] = i
+	}
+	for try := 1; try <= benchAckTries && len(pending) > 0; try++ {
+		if try > 1 && !sleepCtx(ctx, time.Duration(try)*10*time.Millisecond) {
+			return
+		}
+		entries := make([]client.AckEntry, len(pending))
+		for j, i := range pending {
+			entries[j] = client.AckEntry{ReceiptHandle: msgs[i].ReceiptHandle}
+		}
+		res, err := r.c.AckBatch(ctx, r.cfg.Topic, entries)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.noteErr(err)
+			if !retryableErr(err) {
+				r.ackErrs.Add(int64(len(pending)))
+				if fatalAPIError(err) {
+					r.fail(fmt.Errorf("ack batch: %w", err))
+				}
+				return
+			}
+			continue
+		}
+		retry := pending[:0:0]
+		for j, i := range pending {
+			switch res[j].Status {
+			case http.StatusNoContent:
+				if own[i] {
+					r.acked.Add(1)
+				}
+			case http.StatusServiceUnavailable:
+				retry = append(retry, i)
+			default:
+				r.ackErrs.Add(1)
+			}
+		}
+		pending = retry
+	}
+	r.ackErrs.Add(int64(len(pending)))
+}

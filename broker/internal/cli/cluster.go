@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) clusterCmd() *cobra.Command {
+	cmd := groupCmd("cluster", "Inspect members and moves; decommission nodes")
+
+	members := &cobra.Command{
+		Use:   "members",
+		Short: "List cluster members",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.newClient(cmd, 2)
+			if err != nil {
+				return err
+			}
+			l, err := c.ClusterMembers(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), l)
+		},
+	}
+
+	var detail bool
+	moves := &cobra.Command{
+		Use:   "moves",
+		Short: "List in-flight partition moves",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.newClient(cmd, 2)
+			if err != nil {
+				return err
+			}
+			mv, err := c.Moves(cmd.Context(), detail)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), map[string]any{"moves": mv})
+		},
+	}
+	moves.Flags().BoolVar(&detail, "detail", false, "ask each destination for its report of the move")
+
+	var target string
+	abort := &cobra.Command{
+		Use:   "abort <topic> <partition>",
+		Short: "Abort a partition move (exit 1 on 409/503, naming owner and target)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := strconv.Atoi(args[1])
+			if err != nil || p < 0 {
+				return errf("partition %q: want a non-negative integer", args[1])
+			}
+			c, err := a.newClient(cmd, 2)
+			if err != nil {
+				return err
+			}
+			r, err := c.AbortMove(cmd.Context(), args[0], p, target)
+			if err != nil {
+				if e, ok := apiError(err); ok && (e.Status == http.StatusConflict || e.Status == http.StatusServiceUnavailable) {
+					t := e.Target
+					if t == "" {
+						t = "(none)"
+					}
+					if e.Status == http.StatusServiceUnavailable {
+						return fmt.Errorf("%w (outcome unknown; check `narad cluster moves`)", err)
+					}
+					return fmt.Errorf("%w (owner=%s target=%s)", err, e.Owner, t)
+				}
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), r)
+		},
+	}
+	abort.Flags().StringVar(&target, "target", "", "abort only while the move still targets this node")
+	moves.AddCommand(abort)
+
+	var dryRun, cancel bool
+	decom := &cobra.Command{
+		Use:   "decommission <node-id>",
+		Short: "Drain a node (or --dry-run to check, --cancel to stop)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dryRun && cancel {
+				return errf("--dry-run and --cancel exclude each other")
+			}
+			c, err := a.newClient(cmd, 2)
+			if err != nil {
+				return err
+			}
+			id := args[0]
+			if cancel {
+				if err := c.CancelDecommission(cmd.Context(), id); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "decommission of %s cancelled\n", id)
+				return nil
+			}
+			v, err := c.Decommission(cmd.Context(), id, dryRun)
+			if err != nil {
+				if e, ok := apiError(err); ok && e.Status == http.StatusConflict && len(e.Reasons) > 0 {
+					return fmt.Errorf("%w (node=%s reasons=%s)", err, e.Node, strings.Join(e.Reasons, ","))
+				}
+				return err
+			}
+			if !dryRun {
+				fmt.Fprintf(cmd.ErrOrStderr(), "node %s is draining\n", id)
+				return nil
+			}
+			if err := printJSON(cmd.OutOrStdout(), v); err != nil {
+				return err
+			}
+			if !v.Allowed {
+				return errf("decommission of %s is not allowed: %s", id, strings.Join(v.Reasons, ","))
+			}
+			return nil
+		},
+	}
+	decom.Flags().BoolVar(&dryRun, "dry-run", false, "evaluate and print the verdict; change nothing")
+	decom.Flags().BoolVar(&cancel, "cancel", false, "cancel a decommission")
+
+	cmd.AddCommand(members, moves, decom)
+	return cmd
+}

@@ -1,0 +1,285 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"narad.dev/broker/client"
+)
+
+func (a *app) topicCmd() *cobra.Command {
+	cmd := groupCmd("topic", "Create, inspect, alter and delete topics")
+	cmd.AddCommand(a.topicAddCmd(), a.topicLsCmd(), a.topicInfoCmd(), a.topicEditCmd(), a.topicRmCmd(),
+		a.topicAttachCmd(), a.topicDetachCmd(), a.topicChildrenCmd())
+	return cmd
+}
+
+func (a *app) topicAddCmd() *cobra.Command {
+	var (
+		req                        client.CreateTopicRequest
+		retention, visibility, dly string
+	)
+	cmd := &cobra.Command{
+		Use:   "add <name>",
+		Short: "Create a topic (optionally as a fan-out or delay child)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Name = args[0]
+			f := cmd.Flags()
+			if f.Changed("retention") {
+				ms, err := parseDurationMs(retention)
+				if err != nil {
+					return fmt.Errorf("--retention: %w", err)
+				}
+				req.RetentionMs = &ms
+			}
+			if f.Changed("visibility") {
+				ms, err := parseDurationMs(visibility)
+				if err != nil {
+					return fmt.Errorf("--visibility: %w", err)
+				}
+				req.VisibilityTimeoutMs = ms
+			}
+			if f.Changed("delay") {
+				if req.Parent == "" {
+					return errf("--delay requires --parent")
+				}
+				ms, err := parseDurationMs(dly)
+				if err != nil {
+					return fmt.Errorf("--delay: %w", err)
+				}
+				req.FanoutDelayMs = ms
+			}
+			c, err := a.newClient(cmd, 2)
+			if err != nil {
+				return err
+			}
+			t, err := c.CreateTopic(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), t)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&req.Partitions, "partitions", 0, "partition count (0 = server default, or the parent's count)")
+	f.StringVar(&retention, "retention", "", "retention age, e.g. 12h or 7d (0 = keep forever; default: server default)")
+	f.StringVar(&visibility, "visibility", "", "visibility timeout, e.g. 30s")
+	f.StringVar(&req.Parent, "parent", "", "create the topic as a child of this parent")
+	f.StringVar(&dly, "delay", "", "fan-out delay of a delay child (requires --parent)")
+	f.Int64Var(&req.MaxInFlightPerPartition, "max-in-flight", 0, "max unacked reservations per partition (0 = default)")
+	f.Int64Var(&req.MaxAckedAheadPerPartition, "max-acked-ahead", 0, "max out-of-order acks parked per partition (0 = default)")
+	return cmd
+}
+
+func (a *app) topicLsCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List every topic",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.newClient(cmd, 2)
+			if err != nil {
+				return err
+			}
+			topics, err := c.AllTopics(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), topics)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tPARTITIONS\tRETENTION\tROLE")
+			for _, t := range topics {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.Name, t.Partitions, formatMs(t.RetentionMs), t.Role)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the topics as a JSON array")
+	return cmd
+}
+
+func (a *app) topicInfoCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "info <name>",
+		Short: "Describe a topic with per-partition stats",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.newClient(cmd, 2)
+			if err != nil {
+				return err
+			}
+			d, err := c.GetTopic(cmd.Context(), args[0], nil)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), d)
+		},
+	}
+}
+
+func (a *app) topicEditCmd() *cobra.Command {
+	var (
+		retention, visibility   string
+		partitions              int
+		maxInFlight, ackedAhead int64
+	)
+	cmd := &cobra.Command{
+		Use:   "edit <name>",
+		Short: "Alter a topic (all changes apply atomically)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var req client.AlterTopicRequest
+			f := cmd.Flags()
+			if f.Changed("retention") {
+				ms, err := parseDurationMs(retention)
+				if err != nil {
+					return fmt.Errorf("--retention: %w", err)
+				}
+				req.RetentionMs = &ms
+			}
+			if f.Changed("visibility") {
+				ms, err := parseDurationMs(visibility)
+				if err != nil {
+					return fmt.Errorf("--visibility: %w", err)
+				}
+				req.VisibilityTimeoutMs = &ms
+			}
+			if f.Changed("partitions") {
+				req.Partitions = &partitions
+			}
+			if f.Changed("max-in-flight") {
+				req.MaxInFlightPerPartition = &maxInFlight
+			}
+			if f.Changed("max-acked-ahead") {
+				req.MaxAckedAheadPerPartition = &ackedAhead
+			}
+			if req.Empty() {
+				return errf("nothing to change: give --retention, --visibility or --partitions")
+			}
+			c, err := a.newClient(cmd, 2)
+			if err != nil {
+				return err
+			}
+			t, err := c.AlterTopic(cmd.Context(), args[0], req)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), t)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&retention, "retention", "", "new retention age (0 = keep forever)")
+	f.StringVar(&visibility, "visibility", "", "new visibility timeout (0 = server default)")
+	f.IntVar(&partitions, "partitions", 0, "new partition count (grow only)")
+	f.Int64Var(&maxInFlight, "max-in-flight", 0, "new max unacked reservations per partition (0 = default)")
+	f.Int64Var(&ackedAhead, "max-acked-ahead", 0, "new max parked out-of-order acks per partition (0 = default)")
+	return cmd
+}
+
+func (a *app) topicRmCmd() *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "rm <name>",
+		Short: "Delete a topic and all its data",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !force {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Delete topic %q and all its data? [y/N] ", args[0])
+				line, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+				switch strings.ToLower(strings.TrimSpace(line)) {
+				case "y", "yes":
+				default:
+					fmt.Fprintln(cmd.ErrOrStderr(), "aborted")
+					return nil
+				}
+			}
+			c, err := a.newClient(cmd, 2)
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteTopic(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "topic %q deleted\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "skip the confirmation prompt")
+	return cmd
+}
+
+func (a *app) topicAttachCmd() *cobra.Command {
+	var delay string
+	cmd := &cobra.Command{
+		Use:   "attach <parent> <child>",
+		Short: "Attach an existing topic as a child of parent",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var delayMs int64
+			if cmd.Flags().Changed("delay") {
+				ms, err := parseDurationMs(delay)
+				if err != nil {
+					return fmt.Errorf("--delay: %w", err)
+				}
+				delayMs = ms
+			}
+			c, err := a.newClient(cmd, 2)
+			if err != nil {
+				return err
+			}
+			t, err := c.Attach(cmd.Context(), args[0], args[1], delayMs)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), t)
+		},
+	}
+	cmd.Flags().StringVar(&delay, "delay", "", "make a delay child delivering records this long after the parent commit")
+	return cmd
+}
+
+func (a *app) topicDetachCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "detach <parent> <child>",
+		Short: "Detach a child from its parent",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.newClient(cmd, 2)
+			if err != nil {
+				return err
+			}
+			if err := c.Detach(cmd.Context(), args[0], args[1]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%q detached from %q\n", args[1], args[0])
+			return nil
+		},
+	}
+}
+
+func (a *app) topicChildrenCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "children <parent>",
+		Short: "List a parent's children with their fan-out lag",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.newClient(cmd, 2)
+			if err != nil {
+				return err
+			}
+			l, err := c.Children(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), l)
+		},
+	}
+}

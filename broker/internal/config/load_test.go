@@ -1,0 +1,409 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestMain(m *testing.M) {
+	hostname = func() (string, error) { return "test-host", nil }
+	os.Exit(m.Run())
+}
+
+// load registers the serve flags, parses args and loads with env as the environment.
+func load(t *testing.T, args []string, env map[string]string) (Serve, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	Register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %v: %v", args, err)
+	}
+	return Load(fs, func(k string) string { return env[k] })
+}
+
+func mustLoad(t *testing.T, args []string, env map[string]string) Serve {
+	t.Helper()
+	s, err := load(t, args, env)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return s
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultsApplyWhenNothingIsSet(t *testing.T) {
+	got := mustLoad(t, nil, nil)
+	want := Serve{
+		DataDir: "data", HTTPAddr: ":7942", ClusterAddr: ":7943", NodeID: "test-host",
+		LogLevel: "info", LogFormat: "json", SecurityEnabled: true, AdminUser: "admin",
+		StorageCodec: "none", StorageCompressionLevel: "fastest",
+		MaxConsumeWait: 10 * time.Second, TopicDefaultPartitions: 3, TopicMaxPartitions: 108,
+		TopicDefaultRetentionMs: 604_800_000, IdleLogEviction: 30 * time.Minute,
+		ShutdownGrace: 10 * time.Second, HTTPReadTimeout: 10 * time.Second,
+		HTTPWriteTimeout: 30 * time.Second, HTTPIdleTimeout: 60 * time.Second,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestDevModeChangesDefaultsButNotExplicitSettings(t *testing.T) {
+	cases := []struct {
+		name         string
+		args         []string
+		env          map[string]string
+		wantSecurity bool
+		wantHTTP     string
+		wantFormat   string
+	}{
+		{"dev flag", []string{"--dev"}, nil, false, "127.0.0.1:7942", "text"},
+		{"dev from env", nil, map[string]string{"NARAD_DEV": "true"}, false, "127.0.0.1:7942", "text"},
+		{"dev with security flag true", []string{"--dev", "--security-enabled=true"}, nil, true, "127.0.0.1:7942", "text"},
+		{"dev with security env true", []string{"--dev"}, map[string]string{"NARAD_SECURITY_ENABLED": "true"}, true, "127.0.0.1:7942", "text"},
+		{"dev with explicit addr and format", []string{"--dev", "--http-addr", ":9000", "--log-format", "json"}, nil, false, ":9000", "json"},
+		{"no dev, security off explicitly", []string{"--security-enabled=false"}, nil, false, ":7942", "json"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := mustLoad(t, c.args, c.env)
+			if s.SecurityEnabled != c.wantSecurity || s.HTTPAddr != c.wantHTTP || s.LogFormat != c.wantFormat {
+				t.Fatalf("security=%v http=%s format=%s; want %v %s %s", s.SecurityEnabled, s.HTTPAddr, s.LogFormat, c.wantSecurity, c.wantHTTP, c.wantFormat)
+			}
+			if s.Dev && s.ClusterAddr != DevClusterAddr {
+				t.Fatalf("dev cluster-addr = %s, want loopback", s.ClusterAddr)
+			}
+		})
+	}
+}
+
+func TestPrecedenceIsFlagThenEnvThenFileThenDefault(t *testing.T) {
+	file := writeFile(t, "narad.yaml", "max-consume-wait: 3s\ndata-dir: /from/file\njoin: [f1:1, f2:2]\ncluster-secret-file: "+writeFile(t, "s", "x\n")+"\n")
+	cases := []struct {
+		name     string
+		args     []string
+		env      map[string]string
+		wantWait time.Duration
+		wantDir  string
+		wantJoin []string
+	}{
+		{"default only", nil, nil, 10 * time.Second, "data", nil},
+		{"file beats default", []string{"--config", file}, nil, 3 * time.Second, "/from/file", []string{"f1:1", "f2:2"}},
+		{"env beats file", []string{"--config", file}, map[string]string{"NARAD_MAX_CONSUME_WAIT": "4s", "NARAD_DATA_DIR": "/from/env", "NARAD_JOIN": "e1:1"}, 4 * time.Second, "/from/env", []string{"e1:1"}},
+		{"flag beats env", []string{"--config", file, "--max-consume-wait=5s", "--data-dir=/from/flag", "--join=a:1,b:2", "--join=c:3"}, map[string]string{"NARAD_MAX_CONSUME_WAIT": "4s", "NARAD_DATA_DIR": "/from/env"}, 5 * time.Second, "/from/flag", []string{"a:1", "b:2", "c:3"}},
+		{"config path from env", nil, map[string]string{"NARAD_CONFIG": file}, 3 * time.Second, "/from/file", []string{"f1:1", "f2:2"}},
+		{"empty env counts as unset", []string{"--config", file}, map[string]string{"NARAD_DATA_DIR": ""}, 3 * time.Second, "/from/file", []string{"f1:1", "f2:2"}},
+		{"flag equal to its default still wins", []string{"--config", file, "--max-consume-wait=10s"}, nil, 10 * time.Second, "/from/file", []string{"f1:1", "f2:2"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := mustLoad(t, c.args, c.env)
+			if s.MaxConsumeWait != c.wantWait || s.DataDir != c.wantDir || !reflect.DeepEqual(s.Join, c.wantJoin) {
+				t.Fatalf("wait=%s dir=%s join=%v; want %s %s %v", s.MaxConsumeWait, s.DataDir, s.Join, c.wantWait, c.wantDir, c.wantJoin)
+			}
+		})
+	}
+}
+
+func TestEnvNamesAreUpperSnakeWithAliases(t *testing.T) {
+	for flag, env := range map[string]string{
+		"data-dir":                   "NARAD_DATA_DIR",
+		"max-consume-wait":           "NARAD_MAX_CONSUME_WAIT",
+		"storage-compression-level":  "NARAD_STORAGE_COMPRESSION_LEVEL",
+		"topic-default-retention-ms": "NARAD_TOPIC_DEFAULT_RETENTION_MS",
+		"dev":                        "NARAD_DEV",
+	} {
+		if got := EnvName(flag); got != env {
+			t.Errorf("EnvName(%s) = %s, want %s", flag, got, env)
+		}
+	}
+	s := mustLoad(t, nil, map[string]string{
+		"NARAD_ADMIN_PASSWORD":                 "pw",
+		"NARAD_SECURITY_ENABLED":               "false",
+		"NARAD_HTTP_MAX_CONSUME_WAIT":          "7s",
+		"NARAD_TOPIC_DEFAULT_PARTITIONS":       "5",
+		"NARAD_TOPIC_MAX_PARTITIONS":           "50",
+		"NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS": "0",
+		"NARAD_DATA_DIR":                       "/d",
+		"NARAD_HTTP_ADDR":                      "127.0.0.1:1",
+		"NARAD_CLUSTER_PEERS":                  "p1:7943, p2:7943",
+		"NARAD_CLUSTER_SECRET":                 "s",
+		"NARAD_STORAGE_CODEC":                  "zstd",
+		"NARAD_IDLE_LOG_EVICTION":              "0",
+	})
+	want := []any{"pw", false, 7 * time.Second, 5, 50, int64(0), "/d", "127.0.0.1:1", []string{"p1:7943", "p2:7943"}, "s", "zstd", time.Duration(0)}
+	got := []any{s.AdminPassword, s.SecurityEnabled, s.MaxConsumeWait, s.TopicDefaultPartitions, s.TopicMaxPartitions, s.TopicDefaultRetentionMs, s.DataDir, s.HTTPAddr, s.Join, s.ClusterSecret, s.StorageCodec, s.IdleLogEviction}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("env mapping:\n got %v\nwant %v", got, want)
+	}
+	// The canonical name beats its alias.
+	s = mustLoad(t, nil, map[string]string{"NARAD_MAX_CONSUME_WAIT": "2s", "NARAD_HTTP_MAX_CONSUME_WAIT": "7s"})
+	if s.MaxConsumeWait != 2*time.Second {
+		t.Fatalf("canonical env lost to alias: %s", s.MaxConsumeWait)
+	}
+}
+
+func TestYAMLAndJSONFilesGiveTheSameConfig(t *testing.T) {
+	yamlDoc := `# comment
+dev: false
+data-dir: /var/lib/narad
+http-addr: :8080
+node-id: "0123"
+join:
+  - n1:7943
+  - n2:7943
+log-level: debug
+security-enabled: true
+admin-password-file: PWFILE
+cluster-secret-file: SECRETFILE
+storage-codec: zstd
+storage-compression-level: better
+max-consume-wait: 5s
+topic-default-partitions: 6
+topic-max-partitions: 60
+topic-default-retention-ms: 3600000
+idle-log-eviction: 0
+shutdown-grace: 20s
+http-write-timeout: 1m
+`
+	jsonDoc := `{
+	"dev": false, "data-dir": "/var/lib/narad", "http-addr": ":8080", "node-id": "0123",
+	"join": ["n1:7943", "n2:7943"], "log-level": "debug", "security-enabled": true,
+	"admin-password-file": "PWFILE", "cluster-secret-file": "SECRETFILE",
+	"storage-codec": "zstd", "storage-compression-level": "better", "max-consume-wait": "5s",
+	"topic-default-partitions": 6, "topic-max-partitions": 60, "topic-default-retention-ms": 3600000,
+	"idle-log-eviction": 0, "shutdown-grace": "20s", "http-write-timeout": "1m"
+}`
+	pw := writeFile(t, "pw", "hunter2\n")
+	secret := writeFile(t, "secret", "cluster-secret-value\r\n")
+	fix := func(s string) string {
+		return strings.NewReplacer("PWFILE", pw, "SECRETFILE", secret).Replace(s)
+	}
+	y := mustLoad(t, []string{"--config", writeFile(t, "c.yaml", fix(yamlDoc))}, nil)
+	j := mustLoad(t, []string{"--config", writeFile(t, "c.json", fix(jsonDoc))}, nil)
+	y.ConfigFile, j.ConfigFile = "", ""
+	if !reflect.DeepEqual(y, j) {
+		t.Fatalf("YAML and JSON differ:\nyaml %+v\njson %+v", y, j)
+	}
+	if y.NodeID != "0123" || y.AdminPassword != "hunter2" || y.ClusterSecret != "cluster-secret-value" ||
+		y.TopicDefaultRetentionMs != 3_600_000 || y.HTTPWriteTimeout != time.Minute || len(y.Join) != 2 {
+		t.Fatalf("file values not applied: %+v", y)
+	}
+	// JSON content is recognised without the .json extension, tabs and all.
+	k := mustLoad(t, []string{"--config", writeFile(t, "c.conf", fix(jsonDoc))}, nil)
+	k.ConfigFile = ""
+	if !reflect.DeepEqual(k, j) {
+		t.Fatal("JSON content in a .conf file decoded differently")
+	}
+}
+
+func TestEmptyConfigFileIsAllDefaults(t *testing.T) {
+	for _, content := range []string{"", "# nothing\n", "{}"} {
+		s := mustLoad(t, []string{"--config", writeFile(t, "c", content)}, nil)
+		if s.DataDir != "data" || s.MaxConsumeWait != 10*time.Second {
+			t.Fatalf("%q: defaults not applied: %+v", content, s)
+		}
+	}
+}
+
+func TestConfigFileKeyErrorsNameTheKey(t *testing.T) {
+	cases := []struct {
+		name, file, content, want string
+	}{
+		{"unknown yaml key", "c.yaml", "http-adr: :1\n", "config: http-adr: unknown key"},
+		{"unknown json key", "c.json", `{"bogus": 1}`, "config: bogus: unknown key"},
+		{"snake case hint", "c.yaml", "http_addr: :1\n", "did you mean http-addr?"},
+		{"segment bytes kebab", "c.yaml", "segment-bytes: 1048576\n", "config: segment-bytes: is an engine internal"},
+		{"segment bytes snake", "c.json", `{"segment_bytes": 1}`, "config: segment_bytes: is an engine internal"},
+		{"cluster secret in plain text", "c.yaml", "cluster-secret: abc\n", "config: cluster-secret: must not be stored in the config file"},
+		{"config inside config", "c.yaml", "config: other.yaml\n", "config: config: a config file cannot name another"},
+		{"duplicate yaml key", "c.yaml", "dev: true\ndev: false\n", "config: dev: duplicate key"},
+		{"duplicate json key", "c.json", `{"dev": true, "dev": false}`, "config: dev: duplicate key"},
+		{"nested value", "c.yaml", "log-level:\n  a: b\n", "config: log-level: must be a scalar"},
+		{"null value", "c.json", `{"node-id": null}`, "config: node-id: has no value"},
+		{"not a mapping", "c.yaml", "- a\n- b\n", "config: config: "},
+		{"two documents", "c.yaml", "dev: true\n---\ndev: false\n", "more than one YAML document"},
+		{"broken json", "c.json", `{"dev": tru}`, "config: config: "},
+		{"key with newline is quoted", "c.json", `{"a\nb": 1}`, `config: "a\nb": unknown key`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := load(t, []string{"--config", writeFile(t, c.file, c.content)}, nil)
+			var fe *FieldError
+			if err == nil || !errors.As(err, &fe) {
+				t.Fatalf("Load = %v, want a FieldError", err)
+			}
+			if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q should contain %q on one line", err, c.want)
+			}
+		})
+	}
+	if _, err := load(t, []string{"--config", "/nonexistent/narad.yaml"}, nil); err == nil || !strings.HasPrefix(err.Error(), "config: config: ") {
+		t.Fatalf("missing config file: %v", err)
+	}
+}
+
+func TestEachValidationErrorNamesItsField(t *testing.T) {
+	longPw := strings.Repeat("p", 73)
+	cases := []struct {
+		args  []string
+		env   map[string]string
+		field string
+		want  string // extra substring
+	}{
+		{[]string{"--data-dir="}, nil, "data-dir", "empty"},
+		{[]string{"--http-addr=7942"}, nil, "http-addr", "host:port"},
+		{[]string{"--http-addr=:http"}, nil, "http-addr", "numeric port"},
+		{[]string{"--cluster-addr=:99999"}, nil, "cluster-addr", "numeric port"},
+		{[]string{"--cluster-addr=:7942"}, nil, "cluster-addr", "collides with http-addr"},
+		{[]string{"--advertise-addr=:7943"}, nil, "advertise-addr", "needs a host"},
+		{[]string{"--pprof-addr=localhost"}, nil, "pprof-addr", "host:port"},
+		{[]string{"--join=peer"}, map[string]string{"NARAD_CLUSTER_SECRET": "s"}, "join", "host:port"},
+		{[]string{"--join=peer:7943"}, nil, "cluster-secret", "required when join is set"},
+		{[]string{"--node-id=bad/id"}, nil, "node-id", "characters"},
+		{[]string{"--log-level=verbose"}, nil, "log-level", "not one of"},
+		{[]string{"--log-format=xml"}, nil, "log-format", "not one of"},
+		{nil, map[string]string{"NARAD_DEV": "maybe"}, "dev", "invalid boolean \"maybe\" (from env NARAD_DEV)"},
+		{nil, map[string]string{"NARAD_SECURITY_ENABLED": "yes"}, "security-enabled", "invalid boolean"},
+		{[]string{"--admin-user=no spaces"}, nil, "admin-user", "characters"},
+		{[]string{"--admin-password=" + longPw}, nil, "admin-password", "longer than 72 bytes"},
+		{[]string{"--admin-password=a"}, map[string]string{"NARAD_ADMIN_PASSWORD_FILE": "/x"}, "admin-password", "not both"},
+		{[]string{"--admin-password-file=/nonexistent/pw"}, nil, "admin-password-file", "no such file"},
+		{[]string{"--cluster-secret=a", "--cluster-secret-file=/x"}, nil, "cluster-secret", "not both"},
+		{[]string{"--storage-codec=gzip"}, nil, "storage-codec", "not one of"},
+		{[]string{"--storage-compression-level=max"}, nil, "storage-compression-level", "not one of"},
+		{nil, map[string]string{"NARAD_MAX_CONSUME_WAIT": "10"}, "max-consume-wait", "invalid duration \"10\""},
+		{[]string{"--max-consume-wait=-1s"}, nil, "max-consume-wait", "negative"},
+		{[]string{"--max-consume-wait=30s", "--shutdown-grace=40s"}, nil, "max-consume-wait", "must be below http-write-timeout (30s)"},
+		{[]string{"--max-consume-wait=15s"}, nil, "max-consume-wait", "must not exceed shutdown-grace (10s)"},
+		{[]string{"--topic-max-partitions=109"}, nil, "topic-max-partitions", "outside 3…108"},
+		{[]string{"--topic-max-partitions=2"}, nil, "topic-max-partitions", "outside"},
+		{[]string{"--topic-default-partitions=2"}, nil, "topic-default-partitions", "outside"},
+		{[]string{"--topic-max-partitions=10", "--topic-default-partitions=11"}, nil, "topic-default-partitions", "topic-max-partitions (10)"},
+		{nil, map[string]string{"NARAD_TOPIC_DEFAULT_PARTITIONS": "three"}, "topic-default-partitions", "invalid integer"},
+		{[]string{"--topic-default-retention-ms=3599999"}, nil, "topic-default-retention-ms", "at least 3600000"},
+		{[]string{"--topic-default-retention-ms=-1"}, nil, "topic-default-retention-ms", "at least"},
+		{[]string{"--idle-log-eviction=-1m"}, nil, "idle-log-eviction", "negative"},
+		{[]string{"--shutdown-grace=0s"}, nil, "shutdown-grace", "positive"},
+		{[]string{"--http-read-timeout=0s"}, nil, "http-read-timeout", "positive"},
+		{[]string{"--http-write-timeout=0s"}, nil, "http-write-timeout", "positive"},
+		{[]string{"--http-idle-timeout=-5s"}, nil, "http-idle-timeout", "positive"},
+	}
+	for _, c := range cases {
+		t.Run(c.field+"/"+c.want, func(t *testing.T) {
+			_, err := load(t, c.args, c.env)
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != c.field {
+				t.Fatalf("Load = %v, want a FieldError for %s", err, c.field)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "config: "+c.field+": ") || !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") {
+				t.Fatalf("message %q: want one line starting %q containing %q", msg, "config: "+c.field+": ", c.want)
+			}
+			if strings.Contains(msg, longPw) {
+				t.Fatal("the password was echoed in the error")
+			}
+		})
+	}
+}
+
+func TestSecretFilesAreReadAndTrimmed(t *testing.T) {
+	pw := writeFile(t, "pw", "pass word\n\n")
+	s := mustLoad(t, []string{"--admin-password-file", pw}, map[string]string{"NARAD_CLUSTER_SECRET_FILE": writeFile(t, "cs", "abc\r\n")})
+	if s.AdminPassword != "pass word" || s.ClusterSecret != "abc" {
+		t.Fatalf("admin=%q secret=%q", s.AdminPassword, s.ClusterSecret)
+	}
+	if _, err := load(t, []string{"--cluster-secret-file", writeFile(t, "empty", "\n")}, nil); err == nil || !strings.HasPrefix(err.Error(), "config: cluster-secret-file: ") {
+		t.Fatalf("empty secret file: %v", err)
+	}
+}
+
+func TestNodeIDDefaultsToHostName(t *testing.T) {
+	if s := mustLoad(t, nil, nil); s.NodeID != "test-host" {
+		t.Fatalf("NodeID = %q", s.NodeID)
+	}
+	old := hostname
+	defer func() { hostname = old }()
+	hostname = func() (string, error) { return "", errors.New("no uts") }
+	if _, err := load(t, nil, nil); err == nil || !strings.HasPrefix(err.Error(), "config: node-id: ") {
+		t.Fatalf("hostname failure: %v", err)
+	}
+	if s := mustLoad(t, []string{"--node-id=n1"}, nil); s.NodeID != "n1" {
+		t.Fatalf("explicit node-id lost: %q", s.NodeID)
+	}
+}
+
+func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	Register(fs)
+	defaults := map[string]string{
+		"data-dir": "data", "cluster-addr": "", "log-level": "info", "security-enabled": "true",
+		"admin-user": "admin", "storage-codec": "none", "storage-compression-level": "fastest",
+		"max-consume-wait": "10s", "topic-default-partitions": "3", "topic-max-partitions": "108",
+		"topic-default-retention-ms": "604800000", "idle-log-eviction": "30m0s", "shutdown-grace": "10s",
+		"http-read-timeout": "10s", "http-write-timeout": "30s", "http-idle-timeout": "1m0s",
+		"dev": "false", "bootstrap": "false", "join": "[]",
+	}
+	names := []string{"dev", "data-dir", "http-addr", "cluster-addr", "advertise-addr", "node-id", "join",
+		"bootstrap", "config", "log-level", "log-format", "pprof-addr", "security-enabled", "admin-user",
+		"admin-password", "admin-password-file", "cluster-secret", "cluster-secret-file", "storage-codec",
+		"storage-compression-level", "max-consume-wait", "topic-default-partitions", "topic-max-partitions",
+		"topic-default-retention-ms", "idle-log-eviction", "shutdown-grace", "http-read-timeout",
+		"http-write-timeout", "http-idle-timeout"}
+	for _, n := range names {
+		f := fs.Lookup(n)
+		if f == nil {
+			t.Errorf("flag --%s not registered", n)
+			continue
+		}
+		if !strings.Contains(f.Usage, EnvName(n)) || len(f.Usage) < 20 {
+			t.Errorf("--%s help %q lacks text or its env name", n, f.Usage)
+		}
+		if d, ok := defaults[n]; ok && f.DefValue != d {
+			t.Errorf("--%s default %q, want %q", n, f.DefValue, d)
+		}
+	}
+	count := 0
+	fs.VisitAll(func(*pflag.Flag) { count++ })
+	if count != len(names) {
+		t.Errorf("%d flags registered, want %d", count, len(names))
+	}
+}
+
+func TestLoadWorksWithAPartialFlagSet(t *testing.T) {
+	fs := pflag.NewFlagSet("server start", pflag.ContinueOnError)
+	fs.Bool("dev", false, "")
+	fs.String("data-dir", "data", "")
+	if err := fs.Parse([]string{"--dev", "--data-dir=/tmp/x"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(fs, func(string) string { return "" })
+	if err != nil || !s.Dev || s.DataDir != "/tmp/x" || s.SecurityEnabled {
+		t.Fatalf("Load = %+v, %v", s, err)
+	}
+	if _, err := Load(nil, func(string) string { return "" }); err != nil {
+		t.Fatalf("Load without flags: %v", err)
+	}
+}
+
+func TestLogValueRedactsSecrets(t *testing.T) {
+	s := mustLoad(t, []string{"--admin-password=topsecret", "--cluster-secret=clustersecret"}, nil)
+	text := s.LogValue().String()
+	if strings.Contains(text, "topsecret") || strings.Contains(text, "clustersecret") || !strings.Contains(text, "<redacted>") {
+		t.Fatalf("LogValue leaks or hides wrongly: %s", text)
+	}
+}

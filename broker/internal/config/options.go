@@ -1,0 +1,152 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// kind is how an option's text is parsed.
+type kind int
+
+const (
+	kString kind = iota
+	kBool
+	kInt
+	kInt64
+	kDuration
+	kList // comma-separated
+)
+
+// option is one setting: a flag, its NARAD_* env name (plus aliases) and a config-file key.
+type option struct {
+	name    string
+	kind    kind
+	def     string // registered default; "" when Load computes it (dev-dependent, host name)
+	help    string
+	aliases []string // extra env names honoured after the canonical one
+	noFile  bool     // may not come from the config file
+}
+
+// Option names (flags and config-file keys).
+const (
+	optDev                = "dev"
+	optDataDir            = "data-dir"
+	optHTTPAddr           = "http-addr"
+	optClusterAddr        = "cluster-addr"
+	optAdvertiseAddr      = "advertise-addr"
+	optNodeID             = "node-id"
+	optJoin               = "join"
+	optBootstrap          = "bootstrap"
+	optConfig             = "config"
+	optLogLevel           = "log-level"
+	optLogFormat          = "log-format"
+	optPprofAddr          = "pprof-addr"
+	optSecurityEnabled    = "security-enabled"
+	optAdminUser          = "admin-user"
+	optAdminPassword      = "admin-password"
+	optAdminPasswordFile  = "admin-password-file"
+	optClusterSecret      = "cluster-secret"
+	optClusterSecretFile  = "cluster-secret-file"
+	optStorageCodec       = "storage-codec"
+	optStorageCompression = "storage-compression-level"
+	optMaxConsumeWait     = "max-consume-wait"
+	optDefaultPartitions  = "topic-default-partitions"
+	optMaxPartitions      = "topic-max-partitions"
+	optDefaultRetentionMs = "topic-default-retention-ms"
+	optIdleLogEviction    = "idle-log-eviction"
+	optShutdownGrace      = "shutdown-grace"
+	optHTTPReadTimeout    = "http-read-timeout"
+	optHTTPWriteTimeout   = "http-write-timeout"
+	optHTTPIdleTimeout    = "http-idle-timeout"
+)
+
+// Defaults that do not depend on other settings.
+const (
+	DefaultDataDir          = "data"
+	DefaultHTTPAddr         = ":7942"
+	DevHTTPAddr             = "127.0.0.1:7942"
+	DefaultClusterAddr      = ":7943"
+	DevClusterAddr          = "127.0.0.1:7943"
+	DefaultAdminUser        = "admin"
+	DefaultMaxConsumeWait   = 10 * time.Second
+	DefaultIdleLogEviction  = 30 * time.Minute
+	DefaultShutdownGrace    = 10 * time.Second
+	DefaultHTTPReadTimeout  = 10 * time.Second
+	DefaultHTTPWriteTimeout = 30 * time.Second
+	DefaultHTTPIdleTimeout  = 60 * time.Second
+)
+
+// options lists every setting in the order errors are reported.
+var options = []option{
+	{name: optDev, kind: kBool, def: "false", help: "single-node development mode: loopback addresses, security off, text logs"},
+	{name: optConfig, kind: kString, noFile: true, help: "YAML or JSON file whose keys are these flag names"},
+	{name: optDataDir, kind: kString, def: DefaultDataDir, help: "data directory"},
+	{name: optHTTPAddr, kind: kString, help: "client API listen host:port (default " + DevHTTPAddr + " with --dev, " + DefaultHTTPAddr + " otherwise)"},
+	{name: optClusterAddr, kind: kString, help: "node RPC and Raft listen host:port (default " + DefaultClusterAddr + "; " + DevClusterAddr + " with --dev)"},
+	{name: optAdvertiseAddr, kind: kString, help: "cluster host:port other nodes dial (default: derived from cluster-addr)"},
+	{name: optNodeID, kind: kString, help: "node ID (default: the host name)"},
+	{name: optJoin, kind: kList, aliases: []string{"NARAD_CLUSTER_PEERS"}, help: "comma-separated host:port of cluster peers to join"},
+	{name: optBootstrap, kind: kBool, def: "false", help: "bootstrap a new cluster when the data directory is empty"},
+	{name: optLogLevel, kind: kString, def: "info", help: "log level: debug, info, warn, error"},
+	{name: optLogFormat, kind: kString, help: "log format: json or text (default json; text with --dev)"},
+	{name: optPprofAddr, kind: kString, help: "serve net/http/pprof on this host:port (default off)"},
+	{name: optSecurityEnabled, kind: kBool, def: "true", help: "require HTTP Basic credentials and enforce grants (--dev turns it off unless set to true explicitly)"},
+	{name: optAdminUser, kind: kString, def: DefaultAdminUser, help: "name of the root admin seeded at first cluster start"},
+	{name: optAdminPassword, kind: kString, help: "root admin password at first start, at most 72 bytes (default: random, logged once)"},
+	{name: optAdminPasswordFile, kind: kString, help: "read the root admin password from this file (trailing newline trimmed)"},
+	{name: optClusterSecret, kind: kString, noFile: true, help: "shared secret authenticating node-to-node calls (not accepted in the config file)"},
+	{name: optClusterSecretFile, kind: kString, help: "read the cluster secret from this file (trailing newline trimmed)"},
+	{name: optStorageCodec, kind: kString, def: "none", help: "partition log compression: none or zstd"},
+	{name: optStorageCompression, kind: kString, def: "fastest", help: "zstd level: fastest, default, better, best"},
+	{name: optMaxConsumeWait, kind: kDuration, def: DefaultMaxConsumeWait.String(), aliases: []string{"NARAD_HTTP_MAX_CONSUME_WAIT"}, help: "long-poll ceiling of consume; below http-write-timeout, at most shutdown-grace"},
+	{name: optDefaultPartitions, kind: kInt, def: "3", help: "partitions of a topic created without a count"},
+	{name: optMaxPartitions, kind: kInt, def: "108", help: "largest partition count a topic may have (3-108)"},
+	{name: optDefaultRetentionMs, kind: kInt64, def: "604800000", aliases: []string{"NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS"}, help: "retention of a topic created without one, ms (0 = forever, else at least 3600000)"},
+	{name: optIdleLogEviction, kind: kDuration, def: DefaultIdleLogEviction.String(), help: "close partition logs untouched this long (0 disables)"},
+	{name: optShutdownGrace, kind: kDuration, def: DefaultShutdownGrace.String(), help: "time graceful shutdown waits for in-flight requests"},
+	{name: optHTTPReadTimeout, kind: kDuration, def: DefaultHTTPReadTimeout.String(), help: "HTTP server read timeout"},
+	{name: optHTTPWriteTimeout, kind: kDuration, def: DefaultHTTPWriteTimeout.String(), help: "HTTP server write timeout; must exceed max-consume-wait"},
+	{name: optHTTPIdleTimeout, kind: kDuration, def: DefaultHTTPIdleTimeout.String(), help: "HTTP server keep-alive idle timeout"},
+}
+
+var optionsByName = func() map[string]*option {
+	m := make(map[string]*option, len(options))
+	for i := range options {
+		m[options[i].name] = &options[i]
+	}
+	return m
+}()
+
+// EnvName returns the environment variable of a flag: NARAD_ + upper case, '-' → '_'
+// (max-consume-wait → NARAD_MAX_CONSUME_WAIT).
+func EnvName(flag string) string {
+	return "NARAD_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// Register adds every `narad serve` flag to fs with its default and help text. Defaults that
+// depend on --dev or on the host are applied by Load and shown in the help text.
+func Register(fs *pflag.FlagSet) {
+	for _, o := range options {
+		help := o.help + " [" + EnvName(o.name) + "]"
+		switch o.kind {
+		case kBool:
+			fs.Bool(o.name, o.def == "true", help)
+		case kInt:
+			n, _ := strconv.Atoi(o.def)
+			fs.Int(o.name, n, help)
+		case kInt64:
+			n, _ := strconv.ParseInt(o.def, 10, 64)
+			fs.Int64(o.name, n, help)
+		case kDuration:
+			d, _ := time.ParseDuration(o.def)
+			fs.Duration(o.name, d, help)
+		case kList:
+			fs.StringSlice(o.name, nil, help)
+		default:
+			fs.String(o.name, o.def, help)
+		}
+	}
+}

@@ -1,0 +1,194 @@
+package config
+
+import (
+	"net"
+	"strconv"
+	"time"
+)
+
+// Range limits (spec/api.md §1.7).
+const (
+	MinPartitions   = 3
+	MaxPartitions   = 108
+	MinRetentionMs  = int64(3_600_000) // 1 h; 0 = keep forever
+	MaxPasswordLen  = 72               // bcrypt input limit (spec/api.md §5 item 24)
+	maxNodeIDLen    = 255
+	maxAdminUserLen = 64
+)
+
+// validate checks every field and the rules between them. origin(name) is " (from …)" for an
+// explicitly set field. The first failure is returned.
+func validate(s *Serve, origin func(string) string) error {
+	checks := []func() error{
+		func() error {
+			if s.DataDir == "" {
+				return fieldErr(optDataDir, "must not be empty%s", origin(optDataDir))
+			}
+			return nil
+		},
+		func() error { return checkAddr(optHTTPAddr, s.HTTPAddr, false, origin) },
+		func() error { return checkAddr(optClusterAddr, s.ClusterAddr, false, origin) },
+		func() error {
+			if s.AdvertiseAddr == "" {
+				return nil
+			}
+			return checkAddr(optAdvertiseAddr, s.AdvertiseAddr, true, origin)
+		},
+		func() error {
+			if !nameChars(s.NodeID, maxNodeIDLen) {
+				return fieldErr(optNodeID, "%q must be 1-%d characters of A-Z a-z 0-9 . _ -%s", clip(s.NodeID), maxNodeIDLen, origin(optNodeID))
+			}
+			return nil
+		},
+		func() error {
+			for _, p := range s.Join {
+				if err := checkAddr(optJoin, p, true, origin); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func() error { return oneOf(optLogLevel, s.LogLevel, origin, "debug", "info", "warn", "error") },
+		func() error { return oneOf(optLogFormat, s.LogFormat, origin, "json", "text") },
+		func() error {
+			if s.PprofAddr == "" {
+				return nil
+			}
+			return checkAddr(optPprofAddr, s.PprofAddr, false, origin)
+		},
+		func() error {
+			if !nameChars(s.AdminUser, maxAdminUserLen) {
+				return fieldErr(optAdminUser, "%q must be 1-%d characters of A-Z a-z 0-9 . _ -%s", clip(s.AdminUser), maxAdminUserLen, origin(optAdminUser))
+			}
+			return nil
+		},
+		func() error {
+			if len(s.AdminPassword) > MaxPasswordLen {
+				return fieldErr(optAdminPassword, "longer than %d bytes%s", MaxPasswordLen, origin(optAdminPassword)+origin(optAdminPasswordFile))
+			}
+			return nil
+		},
+		func() error { return oneOf(optStorageCodec, s.StorageCodec, origin, "none", "zstd") },
+		func() error {
+			return oneOf(optStorageCompression, s.StorageCompressionLevel, origin, "fastest", "default", "better", "best")
+		},
+		func() error { return nonNegative(optMaxConsumeWait, s.MaxConsumeWait, origin) },
+		func() error { return nonNegative(optIdleLogEviction, s.IdleLogEviction, origin) },
+		func() error { return positive(optShutdownGrace, s.ShutdownGrace, origin) },
+		func() error { return positive(optHTTPReadTimeout, s.HTTPReadTimeout, origin) },
+		func() error { return positive(optHTTPWriteTimeout, s.HTTPWriteTimeout, origin) },
+		func() error { return positive(optHTTPIdleTimeout, s.HTTPIdleTimeout, origin) },
+		func() error {
+			if s.MaxConsumeWait >= s.HTTPWriteTimeout {
+				return fieldErr(optMaxConsumeWait, "must be below http-write-timeout (%s)", s.HTTPWriteTimeout)
+			}
+			return nil
+		},
+		func() error {
+			if s.MaxConsumeWait > s.ShutdownGrace {
+				return fieldErr(optMaxConsumeWait, "must not exceed shutdown-grace (%s)", s.ShutdownGrace)
+			}
+			return nil
+		},
+		func() error {
+			if s.TopicMaxPartitions < MinPartitions || s.TopicMaxPartitions > MaxPartitions {
+				return fieldErr(optMaxPartitions, "%d outside %d…%d%s", s.TopicMaxPartitions, MinPartitions, MaxPartitions, origin(optMaxPartitions))
+			}
+			return nil
+		},
+		func() error {
+			if s.TopicDefaultPartitions < MinPartitions || s.TopicDefaultPartitions > s.TopicMaxPartitions {
+				return fieldErr(optDefaultPartitions, "%d outside %d…topic-max-partitions (%d)%s", s.TopicDefaultPartitions, MinPartitions, s.TopicMaxPartitions, origin(optDefaultPartitions))
+			}
+			return nil
+		},
+		func() error {
+			if r := s.TopicDefaultRetentionMs; r != 0 && r < MinRetentionMs {
+				return fieldErr(optDefaultRetentionMs, "%d must be 0 (keep forever) or at least %d%s", r, MinRetentionMs, origin(optDefaultRetentionMs))
+			}
+			return nil
+		},
+		func() error {
+			if len(s.Join) > 0 && s.ClusterSecret == "" {
+				return fieldErr(optClusterSecret, "required when join is set (set cluster-secret-file or %s)", EnvName(optClusterSecret))
+			}
+			return nil
+		},
+		func() error {
+			if samePort(s.HTTPAddr, s.ClusterAddr) {
+				return fieldErr(optClusterAddr, "%s collides with http-addr %s", s.ClusterAddr, s.HTTPAddr)
+			}
+			return nil
+		},
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkAddr requires host:port with a numeric port; needHost also requires a host and a
+// non-zero port (an address others dial rather than one to listen on).
+func checkAddr(field, addr string, needHost bool, origin func(string) string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fieldErr(field, "%q is not host:port%s", clip(addr), origin(field))
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return fieldErr(field, "%q has no numeric port 0-65535%s", clip(addr), origin(field))
+	}
+	if needHost && (host == "" || n == 0) {
+		return fieldErr(field, "%q needs a host and a non-zero port%s", clip(addr), origin(field))
+	}
+	return nil
+}
+
+// samePort reports whether two listen addresses would bind the same port on an overlapping host.
+func samePort(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil || pa != pb || pa == "0" {
+		return false
+	}
+	return ha == hb || ha == "" || hb == "" || ha == "0.0.0.0" || hb == "0.0.0.0" || ha == "::" || hb == "::"
+}
+
+func oneOf(field, v string, origin func(string) string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return fieldErr(field, "%q is not one of %v%s", clip(v), allowed, origin(field))
+}
+
+func nonNegative(field string, d time.Duration, origin func(string) string) error {
+	if d < 0 {
+		return fieldErr(field, "must not be negative%s", origin(field))
+	}
+	return nil
+}
+
+func positive(field string, d time.Duration, origin func(string) string) error {
+	if d <= 0 {
+		return fieldErr(field, "must be positive%s", origin(field))
+	}
+	return nil
+}
+
+// nameChars reports whether s is 1…max bytes of A-Z a-z 0-9 . _ -.
+func nameChars(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"errors"
+	"time"
+
+	"narad.dev/broker/internal/consume"
+	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/metrics"
+)
+
+// logSource adapts a partition log to the consume engine's Source.
+type logSource struct{ l *plog.Log }
+
+func (s logSource) HighWatermark() int64 { return s.l.HighWatermark() }
+func (s logSource) OldestOffset() int64  { return s.l.OldestOffset() }
+func (s logSource) Broadcast()           { s.l.Broadcast() }
+
+func (s logSource) Read(offset int64) (consume.Message, error) {
+	r, err := s.l.Read(offset)
+	switch {
+	case err == nil:
+		return consume.Message{Offset: r.Offset, Key: r.Key, CommittedAt: r.CommittedAt, Payload: r.Payload}, nil
+	case errors.Is(err, plog.ErrCorruptRecord):
+		return consume.Message{}, consume.ErrCorrupt
+	case errors.Is(err, plog.ErrOffsetOutOfRange):
+		return consume.Message{}, consume.ErrAgedOut
+	default:
+		return consume.Message{}, err
+	}
+}
+
+// logObserver feeds a partition log's storage timings into the storage metrics.
+type logObserver struct {
+	m      *metrics.Metrics
+	labels [2]string
+}
+
+func (o *logObserver) ObserveFsync(d time.Duration) {
+	o.m.StorageFsyncDuration.WithLabelValues(o.labels[0], o.labels[1]).Observe(d.Seconds())
+}
+
+func (o *logObserver) ObserveFlush(d time.Duration, bytes int) {
+	o.m.StorageFlushDuration.WithLabelValues(o.labels[0], o.labels[1]).Observe(d.Seconds())
+	o.m.StorageFlushBytes.WithLabelValues(o.labels[0], o.labels[1]).Add(float64(bytes))
+}
+
+func (o *logObserver) ObserveHWMPersist(d time.Duration, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	o.m.StorageHWMPersist.WithLabelValues(o.labels[0], o.labels[1], outcome).Observe(d.Seconds())
+}
+
+// shardObserver feeds consume-engine events into the queue-health metrics.
+type shardObserver struct {
+	m      *metrics.Metrics
+	labels [2]string
+}
+
+func (o *shardObserver) CorruptSkipped() {
+	o.m.CorruptSkipped.WithLabelValues(o.labels[0], o.labels[1]).Inc()
+}
+func (o *shardObserver) AckRejected(reason string) { o.m.AckRejected.WithLabelValues(reason).Inc() }
+func (o *shardObserver) Extended()                 { o.m.AckExtended.WithLabelValues(o.labels[0]).Inc() }
+func (o *shardObserver) Nacked()                   { o.m.Nacks.WithLabelValues(o.labels[0]).Inc() }

@@ -1,0 +1,199 @@
+// Package engine is the broker's service layer on one node: it implements api.Backend on top
+// of the metastore (meta), the ingress WAL (wal), the partition logs (log) and the consume
+// engine (consume), and it adapts the dispatcher's Topology and Committer to them.
+//
+// Data flows one way: api → engine → {meta, wal, log, consume}. The engine owns every
+// long-running loop it starts (expiry purger, offset committer, idle eviction, retention,
+// metrics poller); Run stops them all when its context ends.
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"narad.dev/broker/internal/consume"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/metrics"
+	"narad.dev/broker/internal/schema"
+	"narad.dev/broker/internal/wal"
+)
+
+// Config holds the engine's settings. Units are in the names.
+type Config struct {
+	NodeID                  string
+	DataDir                 string // <data_dir>; partitions live under <data_dir>/topics
+	Codec                   string // none | zstd
+	CompressionLevel        string
+	DefaultPartitions       int
+	MaxPartitions           int
+	DefaultRetentionMs      int64
+	IdleLogEviction         time.Duration // 0 disables
+	SegmentBytes            int64         // 0 = log default (64 MiB); tests lower it
+	SecurityEnabled         bool
+	Logger                  *slog.Logger
+	Metrics                 *metrics.Metrics
+	Now                     func() time.Time
+}
+
+// Engine is the node's broker runtime. All methods are safe for concurrent use.
+type Engine struct {
+	cfg     Config
+	log     *slog.Logger
+	m       *metrics.Metrics
+	meta    *meta.Store
+	view    *metaView // cached hot-path reads of meta
+	wal     appender
+	schemas *schema.Cache
+	parts   *registry
+	offsets *consume.Committer
+	now     func() time.Time
+
+	// draining is the local decommission flag; admitted counts produces between admission
+	// and answer (spec/produce-consume.md §3 step 1: increment before reading the flag).
+	draining atomic.Bool
+	admitted atomic.Int64
+
+	rrMu sync.Mutex
+	rr   map[string]*atomic.Uint32 // keyless round-robin counter per topic
+
+	floorMu sync.Mutex
+	floor   map[partKey]int64 // newest commit time per partition in this process (ms)
+
+	ready        atomic.Bool
+	shuttingDown atomic.Bool
+	createGate   chan struct{} // closed once creates may proceed (boot order step 7)
+	gateOnce     sync.Once
+	undispatched func() uint64
+}
+
+type partKey struct {
+	topic string
+	p     int
+}
+
+// appender is the ingress WAL's accept side (Ingress in production).
+type appender interface {
+	Append(ctx context.Context, recs ...wal.Record) (uint64, error)
+}
+
+// New builds an engine over an open metastore and the node's ingress. Call Run to start its
+// loops.
+func New(cfg Config, store *meta.Store, w appender) *Engine {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.DefaultPartitions == 0 {
+		cfg.DefaultPartitions = meta.DefaultPartitions
+	}
+	if cfg.MaxPartitions == 0 {
+		cfg.MaxPartitions = meta.MaxPartitions
+	}
+	e := &Engine{
+		cfg:        cfg,
+		log:        cfg.Logger,
+		m:          cfg.Metrics,
+		meta:       store,
+		view:       newMetaView(store),
+		wal:        w,
+		schemas:    schema.NewCache(1024),
+		now:        cfg.Now,
+		rr:         map[string]*atomic.Uint32{},
+		floor:      map[partKey]int64{},
+		createGate: make(chan struct{}),
+	}
+	e.offsets = consume.NewCommitter(consume.CommitterOptions{Logger: cfg.Logger, Now: cfg.Now})
+	e.parts = newRegistry(e)
+	return e
+}
+
+// OpenCreateGate lets topic creates proceed (boot order step 7).
+func (e *Engine) OpenCreateGate() { e.gateOnce.Do(func() { close(e.createGate) }) }
+
+// SetReady marks the node ready (or not) for /readyz.
+func (e *Engine) SetReady(ok bool) { e.ready.Store(ok) }
+
+// SetShuttingDown flips /healthz to 503.
+func (e *Engine) SetShuttingDown() { e.shuttingDown.Store(true) }
+
+// SetUndispatched installs the dispatcher's backlog function (NodeStatus, metrics).
+func (e *Engine) SetUndispatched(f func() uint64) { e.undispatched = f }
+
+// SetDraining sets the local draining flag (decommission).
+func (e *Engine) SetDraining(on bool) { e.draining.Store(on) }
+
+// AdmittedInflight is the number of produces admitted and not yet answered.
+func (e *Engine) AdmittedInflight() int64 { return e.admitted.Load() }
+
+// Ready implements api.Backend.
+func (e *Engine) Ready() error {
+	if e.shuttingDown.Load() {
+		return errors.New("shutting down")
+	}
+	if !e.ready.Load() {
+		return errors.New("starting")
+	}
+	if !e.meta.AppliedCaughtUp() {
+		return errors.New("metastore replica not caught up")
+	}
+	return nil
+}
+
+// ShuttingDown implements api.Backend.
+func (e *Engine) ShuttingDown() bool { return e.shuttingDown.Load() }
+
+// Run starts the engine's background loops and blocks until ctx ends, then closes every
+// open partition log cleanly (CLEAN hwm) and flushes consumer offsets.
+func (e *Engine) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	loops := []func(context.Context){
+		func(ctx context.Context) { _ = e.offsets.Run(ctx) },
+		e.parts.purgeLoop,
+		e.parts.evictLoop,
+		e.parts.retentionLoop,
+		e.pollLoop,
+	}
+	for _, loop := range loops {
+		wg.Add(1)
+		go func() { defer wg.Done(); loop(ctx) }()
+	}
+	<-ctx.Done()
+	wg.Wait()
+	e.parts.closeAll()
+	return e.offsets.FlushAll()
+}
+
+// OnMetaEvent is installed as the metastore's OnApply hook. It runs on the FSM goroutine and
+// must not block: topic deletions are handed to a goroutine that purges local data.
+func (e *Engine) OnMetaEvent(ev meta.Event) {
+	if ev.Op == meta.OpDeleteTopic {
+		go e.purgeTopic(ev.Topic, ev.Incarnation)
+	}
+}
+
+// DrainingSeen reports whether this node's own replica shows it draining (NodeStatus).
+func (e *Engine) DrainingSeen() bool {
+	m, ok := e.view.Member(e.cfg.NodeID)
+	return ok && m.Draining
+}
+
+// RefusingProduce reports whether the accept path now answers 503 for draining.
+func (e *Engine) RefusingProduce() bool { return e.draining.Load() }
+
+// Undispatched is the ingress backlog (spec/produce-consume.md §2.6); 0 before the
+// dispatcher starts.
+func (e *Engine) Undispatched() uint64 {
+	if e.undispatched == nil {
+		return 0
+	}
+	return e.undispatched()
+}

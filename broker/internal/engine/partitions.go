@@ -1,0 +1,450 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"narad.dev/broker/internal/consume"
+	"narad.dev/broker/internal/durable"
+	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/metrics"
+)
+
+// Loop cadences (spec/storage.md §18, spec/produce-consume.md §9).
+const (
+	expiryPurgeInterval   = 1 * time.Second // background lease purger
+	evictionScanInterval  = 1 * time.Minute // idle eviction scan
+	retentionInterval     = 1 * time.Minute // reaper for open logs
+	coldRetentionInterval = 5 * time.Minute // cold walk over closed logs
+	incarnationFile       = ".incarnation"
+)
+
+// partition is one open partition log on its owner, with its consume shard. The produce
+// lock (commitMu) serializes gate checks, commit-time stamping and the log commit, so commit
+// times never decrease along the partition (spec/produce-consume.md §5.2).
+type partition struct {
+	key         partKey
+	incarnation string
+	dir         string
+	ready       chan struct{} // closed when open finished (err says how)
+	err         error
+
+	log        *plog.Log
+	lastAccess atomic.Int64 // unix nanos of the last Get; Peek never stamps
+
+	commitMu sync.Mutex
+
+	shardMu sync.Mutex
+	shard   *consume.Shard
+	labels  [2]string
+}
+
+// registry owns the open partition logs of this node (spec/storage.md §10). Get opens lazily
+// and stamps access; Peek never opens and never stamps.
+type registry struct {
+	e    *Engine
+	mu   sync.Mutex
+	open map[partKey]*partition
+	// guards is the topic open guard (spec/storage.md §17.3): Get holds it shared while it
+	// opens; purge holds it exclusively while it closes logs and removes directories.
+	guards sync.Map // topic → *sync.RWMutex
+}
+
+func newRegistry(e *Engine) *registry {
+	return &registry{e: e, open: map[partKey]*partition{}}
+}
+
+func (r *registry) guard(topic string) *sync.RWMutex {
+	g, _ := r.guards.LoadOrStore(topic, &sync.RWMutex{})
+	return g.(*sync.RWMutex)
+}
+
+func (r *registry) topicDir(topic string) string {
+	return filepath.Join(r.e.cfg.DataDir, "topics", topic)
+}
+
+func (r *registry) partitionDir(topic string, p int) string {
+	return filepath.Join(r.topicDir(topic), fmt.Sprintf("p%05d", p))
+}
+
+// get returns the open log of (t, p), opening (and recovering) it if needed.
+func (r *registry) get(t meta.Topic, p int) (*partition, error) {
+	k := partKey{t.Name, p}
+	for {
+		r.mu.Lock()
+		pt, ok := r.open[k]
+		if ok {
+			r.mu.Unlock()
+			<-pt.ready
+			if pt.err != nil {
+				return nil, pt.err
+			}
+			if pt.incarnation != t.Incarnation {
+				// A deleted incarnation's log still registered: close it and open the new one.
+				r.closePartition(pt)
+				continue
+			}
+			pt.lastAccess.Store(r.e.now().UnixNano())
+			return pt, nil
+		}
+		pt = &partition{key: k, incarnation: t.Incarnation, ready: make(chan struct{}),
+			labels: [2]string{t.Name, metrics.Partition(p)}}
+		r.open[k] = pt
+		r.mu.Unlock()
+
+		pt.err = r.openPartition(t, pt)
+		if pt.err != nil {
+			r.mu.Lock()
+			delete(r.open, k)
+			r.mu.Unlock()
+			r.e.m.Errors.WithLabelValues("messaging", "partition_open").Inc()
+			r.e.log.Error("open partition log", "topic", t.Name, "partition", p, "err", pt.err)
+		} else {
+			pt.lastAccess.Store(r.e.now().UnixNano())
+		}
+		close(pt.ready)
+		if pt.err != nil {
+			return nil, pt.err
+		}
+		return pt, nil
+	}
+}
+
+func (r *registry) openPartition(t meta.Topic, pt *partition) error {
+	g := r.guard(t.Name)
+	g.RLock()
+	defer g.RUnlock()
+	if err := r.prepareTopicDir(t); err != nil {
+		return err
+	}
+	pt.dir = r.partitionDir(t.Name, pt.key.p)
+	if err := durable.MkdirAll(pt.dir); err != nil {
+		return err
+	}
+	l, err := plog.Open(pt.dir, plog.Options{
+		Codec:            codecOf(r.e.cfg.Codec),
+		CompressionLevel: r.e.cfg.CompressionLevel,
+		SegmentBytes:     r.e.cfg.SegmentBytes,
+		Logger:           r.e.log.With("topic", t.Name, "partition", pt.key.p),
+		Observer:         &logObserver{m: r.e.m, labels: pt.labels},
+		Now:              r.e.now,
+	})
+	if err != nil {
+		return fmt.Errorf("open %s/%d: %w", t.Name, pt.key.p, err)
+	}
+	pt.log = l
+	return nil
+}
+
+// prepareTopicDir creates topics/<topic> with its incarnation marker. A directory left by a
+// deleted incarnation is set aside under .stale/ rather than reused (spec/storage.md §14).
+func (r *registry) prepareTopicDir(t meta.Topic) error {
+	dir := r.topicDir(t.Name)
+	marker := filepath.Join(dir, incarnationFile)
+	b, err := os.ReadFile(marker)
+	switch {
+	case err == nil:
+		have := strings.TrimSpace(string(b))
+		if have == t.Incarnation {
+			return nil
+		}
+		stale := filepath.Join(r.e.cfg.DataDir, ".stale", t.Name+"@"+have)
+		if err := durable.MkdirAll(filepath.Dir(stale)); err != nil {
+			return err
+		}
+		if err := os.Rename(dir, stale); err != nil {
+			return fmt.Errorf("set aside stale incarnation dir: %w", err)
+		}
+		r.e.log.Warn("set aside a deleted incarnation's topic dir", "topic", t.Name, "incarnation", have, "path", stale)
+	case errors.Is(err, os.ErrNotExist):
+	default:
+		return err
+	}
+	if err := durable.MkdirAll(dir); err != nil {
+		return err
+	}
+	return durable.WriteFileAtomic(marker, []byte(t.Incarnation+"\n"))
+}
+
+// peek returns the open log of (topic, p) without opening it or stamping access.
+func (r *registry) peek(topic string, p int) *partition {
+	r.mu.Lock()
+	pt := r.open[partKey{topic, p}]
+	r.mu.Unlock()
+	if pt == nil {
+		return nil
+	}
+	select {
+	case <-pt.ready:
+		if pt.err != nil {
+			return nil
+		}
+		return pt
+	default:
+		return nil
+	}
+}
+
+// shardOf returns the consume shard of an open partition, creating it (and reading the
+// consumer files) on first touch. Only the owner calls this.
+func (r *registry) shardOf(t meta.Topic, pt *partition) (*consume.Shard, error) {
+	pt.shardMu.Lock()
+	defer pt.shardMu.Unlock()
+	if pt.shard != nil {
+		return pt.shard, nil
+	}
+	s, err := consume.OpenShard(pt.key.p, pt.dir, logSource{pt.log}, consume.ShardOptions{
+		Now:      r.e.now,
+		Logger:   r.e.log.With("topic", t.Name, "partition", pt.key.p),
+		Observer: &shardObserver{m: r.e.m, labels: pt.labels},
+		Topic:    t.Name,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pt.shard = s
+	r.e.offsets.Add(s)
+	return s, nil
+}
+
+// snapshot returns the open partitions.
+func (r *registry) snapshot() []*partition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*partition, 0, len(r.open))
+	for _, pt := range r.open {
+		select {
+		case <-pt.ready:
+			if pt.err == nil {
+				out = append(out, pt)
+			}
+		default:
+		}
+	}
+	return out
+}
+
+// closePartition removes pt from the registry, checkpoints its shard and closes its log with
+// a CLEAN hwm. Long-poll waiters are woken (ownership loss / close broadcast).
+func (r *registry) closePartition(pt *partition) {
+	r.mu.Lock()
+	if r.open[pt.key] == pt {
+		delete(r.open, pt.key)
+	}
+	r.mu.Unlock()
+	pt.commitMu.Lock()
+	defer pt.commitMu.Unlock()
+	pt.shardMu.Lock()
+	if pt.shard != nil {
+		r.e.offsets.Remove(pt.shard)
+		if err := pt.shard.Close(); err != nil && !errors.Is(err, durable.ErrDirMissing) {
+			r.e.log.Warn("close consume shard", "topic", pt.key.topic, "partition", pt.key.p, "err", err)
+		}
+		pt.shard = nil
+	}
+	pt.shardMu.Unlock()
+	pt.log.Broadcast()
+	if err := pt.log.Close(); err != nil {
+		r.e.log.Warn("close partition log", "topic", pt.key.topic, "partition", pt.key.p, "err", err)
+	}
+}
+
+func (r *registry) closeAll() {
+	for _, pt := range r.snapshot() {
+		r.closePartition(pt)
+	}
+}
+
+// purgeLoop releases expired leases every second so redelivery after a consumer death takes
+// the visibility timeout, not "until someone polls" (spec/produce-consume.md §6.5).
+func (r *registry) purgeLoop(ctx context.Context) {
+	t := time.NewTicker(expiryPurgeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, pt := range r.snapshot() {
+			pt.shardMu.Lock()
+			s := pt.shard
+			pt.shardMu.Unlock()
+			if s != nil {
+				s.PurgeExpired()
+			}
+		}
+	}
+}
+
+// evictLoop closes logs untouched for IdleLogEviction once retention owes nothing and no
+// lease is out (spec/storage.md §10).
+func (r *registry) evictLoop(ctx context.Context) {
+	t := time.NewTicker(evictionScanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.evictIdle()
+	}
+}
+
+func (r *registry) evictIdle() {
+	idle := r.e.cfg.IdleLogEviction
+	open := r.snapshot()
+	r.e.m.OpenPartitionLogs.Set(float64(len(open)))
+	if idle <= 0 {
+		return
+	}
+	now := r.e.now()
+	for _, pt := range open {
+		if now.Sub(time.Unix(0, pt.lastAccess.Load())) < idle {
+			continue
+		}
+		t, ok := r.e.view.Topic(pt.key.topic)
+		if ok && pt.log.RetentionOwed(t.RetentionMs, now) {
+			continue
+		}
+		pt.shardMu.Lock()
+		busy := pt.shard != nil && pt.shard.State().InFlight > 0
+		pt.shardMu.Unlock()
+		if busy {
+			continue
+		}
+		r.closePartition(pt)
+		r.e.m.IdleLogsEvicted.Inc()
+	}
+}
+
+// retentionLoop deletes expired sealed segments of open logs every minute and of closed
+// logs owned here every five minutes, without opening them (spec/storage.md §9).
+func (r *registry) retentionLoop(ctx context.Context) {
+	t := time.NewTicker(retentionInterval)
+	defer t.Stop()
+	lastCold := r.e.now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.retainOpen()
+		if r.e.now().Sub(lastCold) >= coldRetentionInterval {
+			lastCold = r.e.now()
+			r.retainClosed()
+		}
+	}
+}
+
+func (r *registry) retainOpen() {
+	now := r.e.now()
+	for _, pt := range r.snapshot() {
+		t, ok := r.e.view.Topic(pt.key.topic)
+		if !ok || t.Incarnation != pt.incarnation {
+			continue
+		}
+		start := time.Now()
+		res, err := pt.log.ApplyRetention(t.RetentionMs, now)
+		r.e.m.RetentionRunDuration.WithLabelValues(pt.labels[0], pt.labels[1]).Observe(time.Since(start).Seconds())
+		if err != nil {
+			r.e.log.Warn("retention", "topic", pt.key.topic, "partition", pt.key.p, "err", err)
+			continue
+		}
+		r.countRetention(pt.labels, res)
+	}
+}
+
+func (r *registry) retainClosed() {
+	now := r.e.now()
+	for _, t := range r.e.allTopics() {
+		if t.RetentionMs == 0 {
+			continue
+		}
+		for _, a := range r.e.view.Assignments(t.Name) {
+			if a.Owner != r.e.cfg.NodeID || r.peek(t.Name, a.Partition) != nil {
+				continue
+			}
+			g := r.guard(t.Name)
+			g.Lock()
+			if r.peek(t.Name, a.Partition) == nil {
+				dir := r.partitionDir(t.Name, a.Partition)
+				if _, err := os.Stat(dir); err == nil {
+					res, err := plog.ColdRetention(dir, t.RetentionMs, now)
+					if err != nil {
+						r.e.log.Warn("cold retention", "topic", t.Name, "partition", a.Partition, "err", err)
+					} else {
+						r.countRetention([2]string{t.Name, metrics.Partition(a.Partition)}, res)
+					}
+				}
+			}
+			g.Unlock()
+		}
+	}
+}
+
+func (r *registry) countRetention(labels [2]string, res plog.RetentionResult) {
+	if res.Segments == 0 {
+		return
+	}
+	r.e.m.RetentionBytesDeleted.WithLabelValues(labels[0], labels[1], "age").Add(float64(res.Bytes))
+	r.e.m.RetentionMessagesDeleted.WithLabelValues(labels[0], labels[1], "age").Add(float64(res.Messages))
+}
+
+// purgeTopic closes the deleted incarnation's logs and removes its data. The applied delete is
+// the confirmation (spec/cluster.md §9): the directory goes only if its marker names the
+// deleted incarnation or is absent.
+func (e *Engine) purgeTopic(topic, incarnation string) {
+	r := e.parts
+	g := r.guard(topic)
+	g.Lock()
+	defer g.Unlock()
+	for _, pt := range r.snapshot() {
+		if pt.key.topic == topic && (incarnation == "" || pt.incarnation == incarnation) {
+			r.closePartition(pt)
+		}
+	}
+	dir := r.topicDir(topic)
+	b, err := os.ReadFile(filepath.Join(dir, incarnationFile))
+	if err == nil && incarnation != "" && strings.TrimSpace(string(b)) != incarnation {
+		return // a newer incarnation's data
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		e.log.Error("purge topic: read marker", "topic", topic, "err", err)
+		return
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		e.log.Error("purge topic data", "topic", topic, "err", err)
+		return
+	}
+	_ = durable.SyncDir(filepath.Dir(dir))
+	e.floorMu.Lock()
+	for k := range e.floor {
+		if k.topic == topic {
+			delete(e.floor, k)
+		}
+	}
+	e.floorMu.Unlock()
+	e.rrMu.Lock()
+	delete(e.rr, topic)
+	e.rrMu.Unlock()
+	e.m.DeleteTopic(topic)
+	e.log.Info("topic data purged", "topic", topic, "incarnation", incarnation)
+}
+
+func codecOf(name string) plog.Codec {
+	if name == "zstd" {
+		return plog.CodecZstd
+	}
+	return plog.CodecNone
+}

@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sync/atomic"
+
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/wal"
+)
+
+// Produce is the accept path on any node (spec/produce-consume.md §3): admit, refuse if
+// draining, resolve partitions from the local replica (no liveness check), and append every
+// record to the ingress WAL under one fsync. It returns only after the records are durable.
+func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []api.ProduceRecord) error {
+	e.admitted.Add(1) // seed: increment before reading the draining flag
+	defer e.admitted.Add(-1)
+	if e.draining.Load() {
+		e.m.ProduceRejections.WithLabelValues(t.Name, "draining").Inc()
+		return fmt.Errorf("%w", api.ErrDraining)
+	}
+	now := e.now().UnixMilli()
+	out := make([]wal.Record, len(recs))
+	for i, r := range recs {
+		out[i] = wal.Record{
+			Topic:        t.Name,
+			Incarnation:  t.Incarnation,
+			Key:          r.Key,
+			Partition:    uint32(e.pickPartition(t, r)),
+			AcceptedAtMs: now,
+			Payload:      r.Payload,
+		}
+	}
+	if _, err := e.wal.Append(ctx, out...); err != nil {
+		e.m.Errors.WithLabelValues("ingress", "append").Inc()
+		return fmt.Errorf("%w: ingress wal: %v", api.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// pickPartition: pinned → it; keyed → FNV-1a-32(key) mod n; keyless → round-robin, one
+// counter per topic.
+func (e *Engine) pickPartition(t meta.Topic, r api.ProduceRecord) int {
+	n := t.Partitions
+	switch {
+	case r.Partition >= 0:
+		return r.Partition
+	case r.Key != "":
+		h := fnv.New32a()
+		h.Write([]byte(r.Key))
+		return int(h.Sum32() % uint32(n))
+	default:
+		return int(e.roundRobin(t.Name).Add(1) % uint32(n))
+	}
+}
+
+func (e *Engine) roundRobin(topic string) *atomic.Uint32 {
+	e.rrMu.Lock()
+	defer e.rrMu.Unlock()
+	c := e.rr[topic]
+	if c == nil {
+		c = new(atomic.Uint32)
+		e.rr[topic] = c
+	}
+	return c
+}

@@ -1,0 +1,250 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sort"
+
+	"narad.dev/broker/internal/api"
+	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/schema"
+)
+
+// newID returns 8 random bytes as 16 lowercase hex chars (incarnations, attach epochs).
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// CreateTopic implements api.Backend. Creates wait behind the create gate until the node has
+// caught up at boot (spec/cluster.md §1 step 3).
+func (e *Engine) CreateTopic(ctx context.Context, req api.CreateTopicRequest) (meta.Topic, error) {
+	select {
+	case <-e.createGate:
+	case <-ctx.Done():
+		return meta.Topic{}, fmt.Errorf("%w: node is starting", api.ErrUnavailable)
+	}
+	if req.Parent != "" {
+		// Fan-out children arrive with the fan-out engine; refuse honestly until then.
+		return meta.Topic{}, fmt.Errorf("%w: parent: fan-out children are not supported by this build", api.ErrInvalid)
+	}
+	if _, ok := e.view.Topic(req.Name); ok {
+		return meta.Topic{}, fmt.Errorf("topic %q: %w", req.Name, api.ErrExists)
+	}
+	t := meta.Topic{
+		Name:                      req.Name,
+		Partitions:                req.Partitions,
+		RetentionMs:               e.cfg.DefaultRetentionMs,
+		VisibilityTimeoutMs:       orDefault(req.VisibilityTimeoutMs, meta.DefaultVisibilityTimeoutMs),
+		MaxInFlightPerPartition:   orDefault(req.MaxInFlightPerPartition, meta.DefaultMaxInFlight),
+		MaxAckedAheadPerPartition: orDefault(req.MaxAckedAheadPerPartition, meta.DefaultMaxAckedAhead),
+		CreatedAt:                 e.now().Unix(),
+		Owner:                     req.Owner,
+		Incarnation:               newID(),
+		Role:                      meta.RoleStandalone,
+	}
+	if t.Partitions == 0 {
+		t.Partitions = e.cfg.DefaultPartitions
+	}
+	if t.Partitions < meta.MinPartitions || t.Partitions > e.cfg.MaxPartitions {
+		return meta.Topic{}, fmt.Errorf("partitions must be %d…%d: %w", meta.MinPartitions, e.cfg.MaxPartitions, api.ErrInvalid)
+	}
+	if req.RetentionMs != nil {
+		t.RetentionMs = *req.RetentionMs
+	}
+	// One Raft entry: topic, placement and schema land together or not at all.
+	if _, err := e.meta.CreateTopicWith(ctx, meta.TopicCreate{Topic: t, Assignments: e.place(t.Name, 0, t.Partitions), Schema: req.Schema}); err != nil {
+		return meta.Topic{}, err
+	}
+	got, ok := e.view.Topic(t.Name)
+	if !ok {
+		return meta.Topic{}, fmt.Errorf("%w: topic vanished after create", api.ErrUnavailable)
+	}
+	return got, nil
+}
+
+func orDefault(v, def int64) int64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// place assigns partitions [from, to) of a new topic or partition increase (spec/cluster.md
+// §7.1): candidates are alive, non-draining members sorted by id; owner = candidates[p mod n].
+// With no member records yet (first boot), this node takes them.
+func (e *Engine) place(topic string, from, to int) []meta.Assignment {
+	var cand []string
+	for _, m := range e.meta.Members() {
+		if m.Status == meta.MemberAlive && !m.Draining {
+			cand = append(cand, m.ID)
+		}
+	}
+	sort.Strings(cand)
+	if len(cand) == 0 {
+		cand = []string{e.cfg.NodeID}
+	}
+	out := make([]meta.Assignment, 0, to-from)
+	for p := from; p < to; p++ {
+		out = append(out, meta.Assignment{Topic: topic, Partition: p, Owner: cand[p%len(cand)]})
+	}
+	return out
+}
+
+// ListTopics implements api.Backend (keyset pagination by name).
+func (e *Engine) ListTopics(after string, limit int) ([]meta.Topic, string) {
+	ts := e.meta.Topics(after, limit+1)
+	if len(ts) > limit {
+		ts = ts[:limit]
+		return ts, ts[len(ts)-1].Name
+	}
+	return ts, ""
+}
+
+// Topic implements api.Backend.
+func (e *Engine) Topic(name string) (meta.Topic, bool) { return e.view.Topic(name) }
+
+func (e *Engine) allTopics() []meta.Topic {
+	var out []meta.Topic
+	after := ""
+	for {
+		ts := e.meta.Topics(after, 1000)
+		out = append(out, ts...)
+		if len(ts) < 1000 {
+			return out
+		}
+		after = ts[len(ts)-1].Name
+	}
+}
+
+// PartitionStats implements api.Backend. It never opens a closed log nor stamps its access
+// time: open logs answer from memory, closed ones from their directory and hwm file.
+func (e *Engine) PartitionStats(ctx context.Context, t meta.Topic, partition int) []api.PartitionStats {
+	var out []api.PartitionStats
+	for p := 0; p < t.Partitions; p++ {
+		if partition >= 0 && p != partition {
+			continue
+		}
+		st := api.PartitionStats{Index: p}
+		a, ok := e.view.Assignment(t.Name, p)
+		if ok {
+			st.OwnerNode, st.TargetNode = a.Owner, a.Target
+		}
+		if !ok || a.Owner != e.cfg.NodeID {
+			out = append(out, st) // remote owners are asked by the cluster layer; unknown here
+			continue
+		}
+		var s plog.Stats
+		if pt := e.parts.peek(t.Name, p); pt != nil && pt.incarnation == t.Incarnation {
+			s = pt.log.Stats()
+		} else if dir := e.parts.partitionDir(t.Name, p); dirExists(dir) {
+			var err error
+			if s, err = plog.PeekDir(dir); err != nil {
+				e.log.Warn("describe closed partition", "topic", t.Name, "partition", p, "err", err)
+				out = append(out, st)
+				continue
+			}
+		}
+		st.Available = true
+		st.Segments = s.Segments
+		st.OldestOffset, st.NextOffset, st.HighWatermark, st.SizeBytes = s.OldestOffset, s.NextOffset, s.HighWatermark, s.SizeBytes
+		if !s.OldestSegmentAt.IsZero() {
+			st.OldestSegmentAt = s.OldestSegmentAt.Unix()
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// AlterTopic implements api.Backend: every change is validated before anything is proposed.
+func (e *Engine) AlterTopic(ctx context.Context, name string, req api.AlterTopicRequest) (meta.Topic, error) {
+	t, ok := e.view.Topic(name)
+	if !ok {
+		return meta.Topic{}, fmt.Errorf("topic %q: %w", name, api.ErrNotFound)
+	}
+	old := t.Partitions
+	if req.Partitions != 0 {
+		if req.Partitions <= t.Partitions || req.Partitions > e.cfg.MaxPartitions {
+			return meta.Topic{}, fmt.Errorf("partitions must grow and be at most %d: %w", e.cfg.MaxPartitions, api.ErrInvalid)
+		}
+		t.Partitions = req.Partitions
+	}
+	if req.RetentionMs != nil {
+		for _, c := range t.Children {
+			if ct, ok := e.view.Topic(c); ok && ct.FanoutDelayMs > 0 && *req.RetentionMs != 0 && *req.RetentionMs < ct.FanoutDelayMs+meta.MinRetentionMs {
+				return meta.Topic{}, fmt.Errorf("retention below delay child %q's delay + 1h: %w", c, api.ErrConflict)
+			}
+		}
+		t.RetentionMs = *req.RetentionMs
+	}
+	if req.VisibilityTimeoutMs != nil {
+		t.VisibilityTimeoutMs = orDefault(*req.VisibilityTimeoutMs, meta.DefaultVisibilityTimeoutMs)
+	}
+	if req.MaxInFlightPerPartition != nil {
+		t.MaxInFlightPerPartition = orDefault(*req.MaxInFlightPerPartition, meta.DefaultMaxInFlight)
+	}
+	if req.MaxAckedAheadPerPartition != nil {
+		t.MaxAckedAheadPerPartition = orDefault(*req.MaxAckedAheadPerPartition, meta.DefaultMaxAckedAhead)
+	}
+	if len(req.Schema) > 0 {
+		if t.Parent != "" {
+			return meta.Topic{}, fmt.Errorf("schema of an attached child follows its parent: %w", api.ErrConflict)
+		}
+		if cur, ok := e.meta.LatestSchema(name); ok {
+			if err := schema.CheckCompatible(cur.Doc, req.Schema); err != nil {
+				return meta.Topic{}, fmt.Errorf("%w: %v", api.ErrInvalid, err)
+			}
+		}
+	}
+	// One Raft entry: every field, the schema version and the new partitions' placement.
+	got, err := e.meta.AlterTopic(ctx, meta.TopicUpdate{Topic: t, Schema: req.Schema, Assignments: e.place(name, old, t.Partitions)})
+	if err != nil {
+		return meta.Topic{}, err
+	}
+	return got, nil
+}
+// DeleteTopic implements api.Backend. Local data is purged when the delete applies.
+func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
+	_, err := e.meta.DeleteTopic(ctx, name)
+	return err
+}
+
+// ValidatePayload implements api.Backend.
+func (e *Engine) ValidatePayload(t meta.Topic, payload []byte) error {
+	if t.SchemaVersion == 0 {
+		return nil
+	}
+	s, ok := e.meta.LatestSchema(t.Name)
+	if !ok {
+		return nil
+	}
+	v, err := e.schemas.Validator(schema.Key{Topic: t.Name, Incarnation: t.Incarnation, Version: s.Version},
+		func() (json.RawMessage, error) { return s.Doc, nil })
+	if err != nil {
+		return fmt.Errorf("%w: stored schema does not compile: %v", api.ErrUnavailable, err)
+	}
+	if err := v.Validate(payload); err != nil {
+		return fmt.Errorf("%w: %v", api.ErrSchema, err)
+	}
+	return nil
+}
+
+func dirExists(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir()
+}
+
+// Schema implements api.SchemaReader: the topic's current schema document.
+func (e *Engine) Schema(topic string) (json.RawMessage, bool) {
+	s, ok := e.meta.LatestSchema(topic)
+	if !ok {
+		return nil, false
+	}
+	return s.Doc, true
+}

@@ -1,0 +1,73 @@
+package meta
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+func TestCommandRoundTrip(t *testing.T) {
+	data, err := encodeCommand(OpAttachChild, attachCmd{Child: "c", AttachSpec: AttachSpec{Parent: "p", Epoch: "e", DelayMs: 5, Offsets: []int64{1, 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := decodeCommand(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := cmd.payload.(*attachCmd)
+	if !ok || cmd.op != OpAttachChild || got.Child != "c" || got.Parent != "p" || got.DelayMs != 5 || len(got.Offsets) != 2 {
+		t.Fatalf("decoded %+v %+v", cmd, got)
+	}
+}
+
+func TestDecodeCommandRejectsUnknownAndMalformed(t *testing.T) {
+	for _, data := range []string{`{"o":99,"d":{}}`, `{"o":1}`, `{"o":1,"d":[1]}`, `nope`, `{"o":300,"d":{}}`} {
+		if _, err := decodeCommand([]byte(data)); !errors.Is(err, errBadCommand) {
+			t.Errorf("decodeCommand(%s) = %v, want errBadCommand", data, err)
+		}
+	}
+}
+
+// FuzzDecodeCommand feeds random bytes to Apply's decoder and to Apply itself: neither may
+// panic, and a bad entry is answered as invalid without changing state.
+func FuzzDecodeCommand(f *testing.F) {
+	for op := uint8(1); op <= 19; op++ {
+		p := newPayload(op)
+		b, _ := json.Marshal(p)
+		env, _ := json.Marshal(envelope{Op: op, Payload: b})
+		f.Add(env)
+	}
+	seed, _ := encodeCommand(OpCreateTopic, createCmd("orders", 3, "n1"))
+	f.Add(seed)
+	seed, _ = encodeCommand(OpCreateTopic, createTopicCmd{Topic: newTopic("kid", 3), Attach: &AttachSpec{Parent: "orders", Epoch: "e"}})
+	f.Add(seed)
+	seed, _ = encodeCommand(OpCompleteMove, completeMoveCmd{Topic: "orders", Partition: 1, ExpectedOwner: "n1", Target: "n2"})
+	f.Add(seed)
+	f.Add([]byte(`{"o":3,"d":{"name":"orders"}}`))
+	f.Add([]byte(`{"o":1,"d":null}`))
+	f.Add([]byte{0xff, 0x00})
+
+	st, err := openFSM(f.TempDir(), nil, nil, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = st.close() })
+	var index uint64
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cmd, derr := decodeCommand(data)
+		if derr == nil && cmd.payload == nil {
+			t.Fatal("decoded a command without payload")
+		}
+		index++
+		r := st.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: data}).(Result)
+		if derr != nil && r.Outcome != OutcomeInvalid {
+			t.Fatalf("undecodable entry answered %v", r.Outcome)
+		}
+		if st.applied() != index {
+			t.Fatalf("applied %d after entry %d", st.applied(), index)
+		}
+	})
+}

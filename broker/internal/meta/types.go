@@ -1,0 +1,120 @@
+// Package meta is Narad's metadata store: a hashicorp/raft replicated state machine whose
+// state (topics, assignments, members, users, schemas, fan-out links) is durable in pebble.
+//
+// This file holds the state model shared by every layer (spec/cluster.md §3). The records are
+// JSON-encoded in the FSM with these field names, which are therefore stable.
+package meta
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// Limits and defaults of the state model (spec/api.md §1.7). Units are in the names.
+const (
+	MaxPartitions              = 108
+	MinPartitions              = 3
+	DefaultPartitions          = 3
+	MaxChildren                = 108
+	MinRetentionMs             = int64(3_600_000)      // 1 h; 0 = keep forever
+	DefaultRetentionMs         = int64(604_800_000)    // 7 days
+	MaxDelayMs                 = int64(31_536_000_000) // 365 days
+	DefaultVisibilityTimeoutMs = int64(30_000)
+	DefaultMaxInFlight         = int64(1024)
+	DefaultMaxAckedAhead       = int64(1024)
+)
+
+// Topic roles.
+const (
+	RoleStandalone = "standalone"
+	RoleParent     = "parent"
+	RoleChild      = "child"
+)
+
+// Topic is the replicated record of one topic (spec/cluster.md §3.1).
+// Incarnation never changes for the life of the record; a delete + recreate gets a new one.
+type Topic struct {
+	Name                      string   `json:"name"`
+	Partitions                int      `json:"partitions"`
+	RetentionMs               int64    `json:"retention_ms"`
+	VisibilityTimeoutMs       int64    `json:"visibility_timeout_ms"`
+	MaxInFlightPerPartition   int64    `json:"max_in_flight_per_partition"`
+	MaxAckedAheadPerPartition int64    `json:"max_acked_ahead_per_partition"`
+	CreatedAt                 int64    `json:"created_at"` // Unix seconds, stamped by the proposer
+	Owner                     string   `json:"owner,omitempty"`
+	Incarnation               string   `json:"incarnation"`              // 16 lowercase hex
+	SchemaVersion             uint32   `json:"schema_version,omitempty"` // latest schema version; 0 = none
+	Role                      string   `json:"role"`
+	Children                  []string `json:"children,omitempty"`
+	Parent                    string   `json:"parent,omitempty"`
+	AttachEpoch               string   `json:"attach_epoch,omitempty"`
+	AttachOffsets             []int64  `json:"attach_offsets,omitempty"`
+	FanoutDelayMs             int64    `json:"fanout_delay_ms,omitempty"`
+}
+
+// Assignment says which node serves a partition now (Owner) and where it should end up
+// (Target, empty when settled). Exactly one owner at every log position (spec/cluster.md §3.2).
+type Assignment struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	Owner     string `json:"owner_id"`
+	Target    string `json:"target_id,omitempty"`
+}
+
+// Member statuses as stored. Draining is a separate flag (spec/cluster.md §3.3).
+const (
+	MemberAlive = "alive"
+	MemberDead  = "dead"
+)
+
+// Member is one node's record. Draining survives re-registration.
+type Member struct {
+	ID            string `json:"id"`
+	Addr          string `json:"addr"`         // HTTP host:port
+	ClusterAddr   string `json:"cluster_addr"` // node RPC + Raft host:port
+	Status        string `json:"status"`
+	LastHeartbeat int64  `json:"last_heartbeat"` // Unix seconds, proposer's clock
+	Draining      bool   `json:"draining"`
+}
+
+// Grant actions (spec/api.md §1.3).
+const (
+	ActionProduce = "produce"
+	ActionConsume = "consume"
+	ActionCreate  = "create"
+	ActionAdmin   = "admin"
+)
+
+// Grant allows Action on topics matching any of Patterns (a trailing '*' is a prefix match).
+type Grant struct {
+	Action   string   `json:"action"`
+	Patterns []string `json:"patterns,omitempty"`
+}
+
+// User is a stored account. PasswordHash is bcrypt and never leaves the server.
+type User struct {
+	Username     string  `json:"username"`
+	PasswordHash string  `json:"password_hash"`
+	Grants       []Grant `json:"grants,omitempty"`
+	Root         bool    `json:"root,omitempty"`
+	CreatedAtMs  int64   `json:"created_at_ms,omitempty"`
+	UpdatedAtMs  int64   `json:"updated_at_ms,omitempty"`
+}
+
+// Schema is one registered JSON Schema version of a topic.
+type Schema struct {
+	Topic   string          `json:"topic"`
+	Version uint32          `json:"version"`
+	Doc     json.RawMessage `json:"doc"`
+}
+
+// Sentinel errors returned by proposals and reads; the API maps them to status codes in one place.
+var (
+	ErrNotFound = errors.New("not found")         // 404
+	ErrExists   = errors.New("already exists")    // 409
+	ErrConflict = errors.New("conflict")          // 409
+	ErrInvalid  = errors.New("invalid")           // 400
+	ErrNoLeader = errors.New("no raft leader")    // 503, outcome unknown for proposals
+	ErrTimeout  = errors.New("metastore timeout") // 503
+	ErrClosed   = errors.New("metastore closed")  // 503
+)

@@ -1,0 +1,219 @@
+// Package metrics defines every Prometheus family of spec/metrics.md on one registry per
+// process. Names, types and label sets here are part of the contract (MT-1 checks them).
+// Lower layers never import this package: they report through small observer interfaces
+// that the engine adapts to these collectors.
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// storageBuckets are the storage latency buckets of spec/metrics.md §5.
+var storageBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1}
+
+// Metrics holds every collector. Create one with New per process.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	HTTPRequests        *prometheus.CounterVec
+	HTTPDuration        *prometheus.HistogramVec
+	HTTPInFlight        prometheus.Gauge
+	HTTPBytesIn         *prometheus.CounterVec
+	HTTPBytesOut        *prometheus.CounterVec
+	MessagesProduced    *prometheus.CounterVec
+	BytesProduced       *prometheus.CounterVec
+	MessagesConsumed    *prometheus.CounterVec
+	BytesConsumed       *prometheus.CounterVec
+	ProduceRejections   *prometheus.CounterVec
+	ConsumeWait         *prometheus.HistogramVec
+	ConsumeEmpty        *prometheus.CounterVec
+	ConsumerLag         *prometheus.GaugeVec
+	ConsumerDropped     *prometheus.GaugeVec
+	OldestUnconsumedAge *prometheus.GaugeVec
+	InflightSize        *prometheus.GaugeVec
+	AckedAheadSize      *prometheus.GaugeVec
+	AckRejected         *prometheus.CounterVec
+	AckExtended         *prometheus.CounterVec
+	Nacks               *prometheus.CounterVec
+	CorruptSkipped      *prometheus.CounterVec
+
+	FanoutLag          *prometheus.GaugeVec
+	FanoutDueLag       *prometheus.GaugeVec
+	FanoutCommitted    *prometheus.CounterVec
+	FanoutDropped      *prometheus.CounterVec
+	FanoutBatchRecords prometheus.Histogram
+	FanoutBatchBytes   prometheus.Histogram
+
+	StorageFlushDuration     *prometheus.HistogramVec
+	StorageFlushBytes        *prometheus.CounterVec
+	StorageFsyncDuration     *prometheus.HistogramVec
+	StorageHWMPersist        *prometheus.HistogramVec
+	RetentionBytesDeleted    *prometheus.CounterVec
+	RetentionMessagesDeleted *prometheus.CounterVec
+	RetentionRunDuration     *prometheus.HistogramVec
+
+	DataDirSize         prometheus.Gauge
+	DataDirAvailable    prometheus.Gauge
+	TopicBytes          *prometheus.GaugeVec
+	PartitionSize       *prometheus.GaugeVec
+	Segments            *prometheus.GaugeVec
+	OpenPartitionLogs   prometheus.Gauge
+	IdleLogsEvicted     prometheus.Counter
+	MovesInflight       prometheus.Gauge
+	MovesTotal          *prometheus.CounterVec
+	MovesDuration       prometheus.Histogram
+	MovesBytes          prometheus.Counter
+	MovesBlocked        *prometheus.GaugeVec
+	DecommissionBlocked *prometheus.GaugeVec
+	QuarantinedCopies   prometheus.Gauge
+	QuarantinedBytes    prometheus.Gauge
+	OrphanTopicDirs     prometheus.Gauge
+
+	TopicsTotal         prometheus.Gauge
+	PartitionsTotal     prometheus.Gauge
+	Errors              *prometheus.CounterVec
+	BootDuration        prometheus.Gauge
+	IngressUndispatched prometheus.Gauge
+}
+
+// New registers every family on a fresh registry, plus the Go and process collectors.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	f := factory{r}
+	m := &Metrics{Registry: r}
+	rmS := []string{"route", "method", "status"}
+	tp := []string{"topic", "partition"}
+
+	m.HTTPRequests = f.counterVec("narad_http_requests_total", "HTTP requests by matched route, method and status.", rmS)
+	m.HTTPDuration = f.histVec("narad_http_request_duration_seconds", "HTTP request latency.", prometheus.DefBuckets, rmS)
+	m.HTTPInFlight = f.gauge("narad_http_requests_in_flight", "HTTP requests being served.")
+	m.HTTPBytesIn = f.counterVec("narad_http_request_bytes_in_total", "Request bytes by route (Content-Length).", []string{"route"})
+	m.HTTPBytesOut = f.counterVec("narad_http_response_bytes_out_total", "Response bytes by route.", []string{"route"})
+
+	m.MessagesProduced = f.counterVec("narad_messages_produced_total", "Records committed on this owner.", tp)
+	m.BytesProduced = f.counterVec("narad_bytes_produced_total", "Payload bytes committed on this owner.", tp)
+	m.MessagesConsumed = f.counterVec("narad_messages_consumed_total", "Records returned by consume (queue or replay).", tp)
+	m.BytesConsumed = f.counterVec("narad_bytes_consumed_total", "Payload bytes returned by consume.", tp)
+	m.ProduceRejections = f.counterVec("narad_produce_rejections_total", "Produces refused, by reason.", []string{"topic", "reason"})
+	m.ConsumeWait = f.histVec("narad_consume_wait_seconds", "Long-poll time of consumes.", []float64{0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60}, []string{"topic", "outcome"})
+	m.ConsumeEmpty = f.counterVec("narad_consume_empty_total", "Consumes answered 204.", []string{"topic"})
+
+	m.ConsumerLag = f.gaugeVec("narad_consumer_lag_messages", "hwm - (committed frontier + 1).", tp)
+	m.ConsumerDropped = f.gaugeVec("narad_consumer_dropped_messages", "Unacked records already removed by retention.", tp)
+	m.OldestUnconsumedAge = f.gaugeVec("narad_oldest_unconsumed_message_age_seconds", "Age of the segment holding the oldest unconsumed record.", tp)
+	m.InflightSize = f.gaugeVec("narad_inflight_size", "Live reservations.", tp)
+	m.AckedAheadSize = f.gaugeVec("narad_acked_ahead_size", "Acked-ahead set size.", tp)
+	m.AckRejected = f.counterVec("narad_ack_rejected_total", "Acks refused: stale (410) or cap (503).", []string{"reason"})
+	m.AckExtended = f.counterVec("narad_ack_extended_total", "Lease extensions granted.", []string{"topic"})
+	m.Nacks = f.counterVec("narad_nack_total", "Nacks.", []string{"topic"})
+	m.CorruptSkipped = f.counterVec("narad_consumer_corrupt_skipped_total", "Unreadable records skipped by consumers (recorded loss).", tp)
+
+	pcp := []string{"parent", "child", "partition"}
+	m.FanoutLag = f.gaugeVec("narad_fanout_lag_messages", "Parent hwm - cursor next offset.", pcp)
+	m.FanoutDueLag = f.gaugeVec("narad_fanout_due_lag_seconds", "Seconds a delay cursor runs behind its due frontier.", pcp)
+	m.FanoutCommitted = f.counterVec("narad_fanout_committed_total", "Records committed into a child.", []string{"parent", "child"})
+	m.FanoutDropped = f.counterVec("narad_fanout_child_dropped_messages", "Records a child lost (drop-behind or unreadable).", []string{"parent", "child"})
+	m.FanoutBatchRecords = f.hist("narad_fanout_batch_records", "Records per committed fan-out slab.", []float64{1, 8, 64, 256, 1024, 4096, 16384})
+	m.FanoutBatchBytes = f.hist("narad_fanout_batch_bytes", "Payload bytes per committed fan-out slab.", prometheus.ExponentialBuckets(1024, 4, 10))
+
+	m.StorageFlushDuration = f.histVec("narad_storage_flush_duration_seconds", "Segment write time per commit.", storageBuckets, tp)
+	m.StorageFlushBytes = f.counterVec("narad_storage_flush_bytes_total", "Bytes written to segments.", tp)
+	m.StorageFsyncDuration = f.histVec("narad_storage_fsync_duration_seconds", "Segment fsync time.", storageBuckets, tp)
+	m.StorageHWMPersist = f.histVec("narad_storage_high_watermark_persist_duration_seconds", "hwm file persist time.", storageBuckets, []string{"topic", "partition", "outcome"})
+	m.RetentionBytesDeleted = f.counterVec("narad_storage_retention_bytes_deleted_total", "Bytes deleted by retention.", []string{"topic", "partition", "reason"})
+	m.RetentionMessagesDeleted = f.counterVec("narad_storage_retention_messages_deleted_total", "Records deleted by retention.", []string{"topic", "partition", "reason"})
+	m.RetentionRunDuration = f.histVec("narad_storage_retention_run_duration_seconds", "Retention pass time.", prometheus.DefBuckets, tp)
+
+	m.DataDirSize = f.gauge("narad_data_dir_size_bytes", "Bytes of regular files under the data dir.")
+	m.DataDirAvailable = f.gauge("narad_data_dir_available_bytes", "Free bytes of the data dir's filesystem.")
+	m.TopicBytes = f.gaugeVec("narad_topic_bytes", "Bytes of a topic's partitions owned here.", []string{"topic"})
+	m.PartitionSize = f.gaugeVec("narad_partition_size_bytes", "Partition size on disk.", tp)
+	m.Segments = f.gaugeVec("narad_segments", "Segment files of a partition.", tp)
+	m.OpenPartitionLogs = f.gauge("narad_open_partition_logs", "Partition logs open on this node.")
+	m.IdleLogsEvicted = f.counter("narad_idle_logs_evicted_total", "Partition logs closed for idleness.")
+
+	m.MovesInflight = f.gauge("narad_moves_inflight", "Move workers running on this destination.")
+	m.MovesTotal = f.counterVec("narad_moves_total", "Moves finished on this destination.", []string{"outcome"})
+	m.MovesDuration = f.hist("narad_moves_duration_seconds", "Move worker start to flip.", prometheus.ExponentialBuckets(0.25, 2, 14))
+	m.MovesBytes = f.counter("narad_moves_bytes_total", "Bytes copied by completed moves.")
+	m.MovesBlocked = f.gaugeVec("narad_moves_blocked", "Moves currently blocked, by reason.", []string{"reason"})
+	m.DecommissionBlocked = f.gaugeVec("narad_decommission_blocked", "1 while a node's decommission is blocked by reason.", []string{"node", "reason"})
+	m.QuarantinedCopies = f.gauge("narad_quarantined_copies", "Copies set aside instead of deleted.")
+	m.QuarantinedBytes = f.gauge("narad_quarantined_bytes", "Bytes of quarantined copies.")
+	m.OrphanTopicDirs = f.gauge("narad_orphan_topic_dirs", "Topic dirs without an incarnation marker whose topic is unknown.")
+
+	m.TopicsTotal = f.gauge("narad_topics_total", "Topics in the local replica.")
+	m.PartitionsTotal = f.gauge("narad_partitions_total", "Partitions in the local replica.")
+	m.Errors = f.counterVec("narad_errors_total", "Errors by component and kind.", []string{"component", "kind"})
+	m.BootDuration = f.gauge("narad_boot_duration_seconds", "Process start to API listener up.")
+	m.IngressUndispatched = f.gauge("narad_ingress_undispatched_records", "Accepted produces not yet committed at their owners.")
+
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// DeleteTopic removes every series carrying topic as topic, parent or child (series hygiene).
+func (m *Metrics) DeleteTopic(topic string) {
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{
+		m.MessagesProduced, m.BytesProduced, m.MessagesConsumed, m.BytesConsumed, m.ProduceRejections,
+		m.ConsumeWait, m.ConsumeEmpty, m.ConsumerLag, m.ConsumerDropped, m.OldestUnconsumedAge,
+		m.InflightSize, m.AckedAheadSize, m.AckExtended, m.Nacks, m.CorruptSkipped,
+		m.StorageFlushDuration, m.StorageFlushBytes, m.StorageFsyncDuration, m.StorageHWMPersist,
+		m.RetentionBytesDeleted, m.RetentionMessagesDeleted, m.RetentionRunDuration,
+		m.TopicBytes, m.PartitionSize, m.Segments,
+	} {
+		v.DeletePartialMatch(prometheus.Labels{"topic": topic})
+	}
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.FanoutLag, m.FanoutDueLag, m.FanoutCommitted, m.FanoutDropped} {
+		v.DeletePartialMatch(prometheus.Labels{"parent": topic})
+		v.DeletePartialMatch(prometheus.Labels{"child": topic})
+	}
+}
+
+// Partition formats a partition index as a label value.
+func Partition(p int) string { return strconv.Itoa(p) }
+
+type factory struct{ r *prometheus.Registry }
+
+func (f factory) counterVec(name, help string, labels []string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	f.r.MustRegister(c)
+	return c
+}
+
+func (f factory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	f.r.MustRegister(c)
+	return c
+}
+
+func (f factory) gaugeVec(name, help string, labels []string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	f.r.MustRegister(g)
+	return g
+}
+
+func (f factory) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	f.r.MustRegister(g)
+	return g
+}
+
+func (f factory) histVec(name, help string, buckets []float64, labels []string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	f.r.MustRegister(h)
+	return h
+}
+
+func (f factory) hist(name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+	f.r.MustRegister(h)
+	return h
+}

@@ -1,0 +1,51 @@
+package rpc
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"narad.dev/broker/internal/rpc/nodepb"
+)
+
+// Client call deadlines (spec/cluster.md §10.3, §13). A caller's own earlier deadline wins;
+// a call without one gets these.
+const (
+	DefaultCallTimeout = 5 * time.Second  // every op unless listed below
+	CommitCallTimeout  = 30 * time.Second // CommitProduceBatch: a slow fsync is not a dead node
+	ConsumeCallSlack   = 2 * time.Second  // Consume: wait_ms + this
+)
+
+// Sentinel values of ConsumeRequest's optional fields.
+const (
+	NoPartition int32 = -1 // ConsumeRequest.Partition: any partition (queue mode)
+	NoOffset    int64 = -1 // ConsumeRequest.Offset: reserve, not replay
+)
+
+// callTimeout is the deadline a call to method with request req gets by default.
+func callTimeout(method string, req any) time.Duration {
+	switch method {
+	case nodepb.Node_CommitProduceBatch_FullMethodName:
+		return CommitCallTimeout
+	case nodepb.Node_Consume_FullMethodName:
+		if r, ok := req.(*nodepb.ConsumeRequest); ok {
+			wait := time.Duration(max(r.GetWaitMs(), 0)) * time.Millisecond
+			if wait > time.Hour { // nonsense wait; keep the deadline finite and sane
+				wait = time.Hour
+			}
+			return wait + ConsumeCallSlack
+		}
+	}
+	return DefaultCallTimeout
+}
+
+// deadlineInterceptor gives every unary call without a deadline its default one.
+func deadlineInterceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, callTimeout(method, req))
+		defer cancel()
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
+}

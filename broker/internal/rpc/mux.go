@@ -1,0 +1,303 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// RaftTag is the first byte of every Raft connection on the cluster port. It can never begin
+// an HTTP/2 client preface ("PRI * HTTP/2.0…", 0x50) nor a TLS record (0x14–0x17), so gRPC
+// traffic, plaintext or TLS, is never mistaken for Raft.
+const RaftTag byte = 0x01
+
+// HandshakeTimeout bounds how long a new connection may take to send its first byte and, for
+// Raft, its proof, and how long a classified connection may wait for its listener to take it.
+// A stalled peer holds one goroutine for at most this long and never blocks Accept.
+const HandshakeTimeout = 5 * time.Second
+
+// maxPendingHandshakes caps connections being classified at once; beyond it new connections
+// are closed at once, so a connection flood costs bounded memory.
+const maxPendingHandshakes = 1024
+
+// ErrStreamLayerTaken is returned when a second StreamLayer is created on one Mux.
+var ErrStreamLayerTaken = errors.New("rpc: mux already has a raft stream layer")
+
+// Mux splits one cluster-port listener into a gRPC listener and a Raft stream (spec/cluster.md
+// §10.1). It reads exactly one byte of each connection before dispatch: RaftTag sends the
+// connection to the Raft stream layer once its 32-byte secret proof checks out (else it is
+// closed and never reaches Accept); any other byte sends it, byte included, to the gRPC
+// listener. Run owns the accept loop; Close stops it and both sub-listeners.
+type Mux struct {
+	ln        net.Listener
+	proof     []byte
+	logger    *slog.Logger
+	handshake time.Duration // HandshakeTimeout; shortened by tests
+
+	grpc *subListener
+	raft *subListener
+
+	pending  chan struct{} // semaphore of in-flight classifications
+	rejectIn warnLimiter   // rate of "bad proof" warnings
+
+	mu         sync.Mutex // guards streamTook, isClosed, handshaking and wg.Add against Close
+	streamTook bool
+	isClosed   bool
+	// handshaking holds connections not yet classified; Close closes them so it never waits
+	// out a stalled peer's handshake timeout.
+	handshaking map[net.Conn]struct{}
+
+	closed chan struct{} // closed by Close
+	wg     sync.WaitGroup
+}
+
+// NewMux wraps ln (the bound cluster listener). It takes ownership of ln: Close closes it.
+// logger nil → discard. Start it with Run.
+func NewMux(ln net.Listener, secret []byte, logger *slog.Logger) *Mux {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Mux{
+		ln:        ln,
+		proof:     SecretProof(secret),
+		logger:    logger,
+		handshake: HandshakeTimeout,
+		pending:   make(chan struct{}, maxPendingHandshakes),
+		closed:    make(chan struct{}),
+
+		handshaking: make(map[net.Conn]struct{}),
+	}
+	m.grpc = newSubListener(ln.Addr())
+	m.raft = newSubListener(ln.Addr())
+	return m
+}
+
+// GRPCListener is the listener a grpc.Server serves on. Closing it (grpc.Server.Stop does)
+// makes the mux close later gRPC connections; it does not close the mux.
+func (m *Mux) GRPCListener() net.Listener { return m.grpc }
+
+// Addr is the address the underlying listener is bound to (may be 0.0.0.0).
+func (m *Mux) Addr() net.Addr { return m.ln.Addr() }
+
+// Run accepts connections until ctx is done or Close is called (then it returns nil), or
+// the listener fails for good (then it returns that error after closing the mux).
+// Temporary accept errors are retried with a short backoff.
+func (m *Mux) Run(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { m.Close() })
+	defer stop()
+	var backoff time.Duration
+	for {
+		conn, err := m.ln.Accept()
+		if err != nil {
+			select {
+			case <-m.closed:
+				return nil
+			default:
+			}
+			if isTemporary(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				m.logger.Warn("rpc: cluster port accept failed; retrying", "err", err, "backoff", backoff)
+				select {
+				case <-time.After(backoff):
+					continue
+				case <-m.closed:
+					return nil
+				}
+			}
+			m.Close()
+			return fmt.Errorf("rpc: cluster port accept: %w", err)
+		}
+		backoff = 0
+		select {
+		case m.pending <- struct{}{}:
+		default:
+			m.logger.Warn("rpc: too many pending cluster handshakes; dropping connection",
+				"remote", conn.RemoteAddr().String())
+			conn.Close()
+			continue
+		}
+		m.mu.Lock()
+		if m.isClosed {
+			m.mu.Unlock()
+			<-m.pending
+			conn.Close()
+			return nil
+		}
+		m.wg.Add(1)
+		m.handshaking[conn] = struct{}{}
+		m.mu.Unlock()
+		go func() {
+			defer m.wg.Done()
+			defer func() { <-m.pending }()
+			m.classify(conn)
+		}()
+	}
+}
+
+func isTemporary(err error) bool {
+	t, ok := err.(interface{ Temporary() bool })
+	return ok && t.Temporary()
+}
+
+// classify reads the first byte of conn (and the proof for Raft) under the handshake
+// deadline, then hands the connection over, or closes it.
+func (m *Mux) classify(conn net.Conn) {
+	if c, ok := m.readHello(conn); ok {
+		m.handOff(c.to, c.conn, c.deadline)
+	}
+}
+
+// classified is a connection whose destination is known.
+type classified struct {
+	to       *subListener
+	conn     net.Conn
+	deadline time.Time
+}
+
+// readHello does classify's reading. Whatever the outcome, conn has left m.handshaking when it
+// returns; ok=false means conn was closed.
+func (m *Mux) readHello(conn net.Conn) (_ classified, ok bool) {
+	defer func() {
+		m.mu.Lock()
+		delete(m.handshaking, conn)
+		m.mu.Unlock()
+		if !ok {
+			conn.Close()
+		}
+	}()
+	deadline := time.Now().Add(m.handshake)
+	if err := conn.SetReadDeadline(deadline); err != nil {
+		return classified{}, false
+	}
+	var first [1]byte
+	if _, err := io.ReadFull(conn, first[:]); err != nil {
+		return classified{}, false
+	}
+	if first[0] != RaftTag {
+		if err := conn.SetReadDeadline(time.Time{}); err != nil {
+			return classified{}, false
+		}
+		return classified{to: m.grpc, conn: &peekedConn{Conn: conn, first: first[0], hasFirst: true}, deadline: deadline}, true
+	}
+	var got [ProofSize]byte
+	if _, err := io.ReadFull(conn, got[:]); err != nil {
+		return classified{}, false
+	}
+	if !validProof(got[:], m.proof) {
+		if suppressed, ok := m.rejectIn.allow(); ok {
+			m.logger.Warn("rpc: rejected raft connection without a valid cluster secret proof",
+				"remote", conn.RemoteAddr().String(), "suppressed", suppressed)
+		}
+		return classified{}, false
+	}
+	if err := conn.SetReadDeadline(time.Time{}); err != nil {
+		return classified{}, false
+	}
+	return classified{to: m.raft, conn: conn, deadline: deadline}, true
+}
+
+// handOff gives conn to l's Accept, or closes it if nobody takes it before deadline or the
+// mux or l closes.
+func (m *Mux) handOff(l *subListener, conn net.Conn, deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case l.conns <- conn:
+	case <-l.done:
+		conn.Close()
+	case <-m.closed:
+		conn.Close()
+	case <-t.C:
+		m.logger.Warn("rpc: cluster connection not accepted in time; closing",
+			"remote", conn.RemoteAddr().String())
+		conn.Close()
+	}
+}
+
+// Close stops the accept loop, closes the underlying listener, both sub-listeners and every
+// connection still in its handshake, and waits for the classifying goroutines to finish. Connections already handed over belong to
+// their servers. Close is idempotent.
+func (m *Mux) Close() error {
+	m.mu.Lock()
+	first := !m.isClosed
+	m.isClosed = true
+	for c := range m.handshaking {
+		c.Close() // unblocks its classify goroutine at once
+	}
+	m.mu.Unlock()
+	var err error
+	if first {
+		close(m.closed)
+		err = m.ln.Close()
+		m.grpc.Close()
+		m.raft.Close()
+	}
+	m.wg.Wait()
+	return err
+}
+
+// takeStreamLayer marks the Raft side as claimed; false if it already was.
+func (m *Mux) takeStreamLayer() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.streamTook {
+		return false
+	}
+	m.streamTook = true
+	return true
+}
+
+// subListener is a net.Listener fed by the mux. Accept returns net.ErrClosed once it or the
+// mux is closed.
+type subListener struct {
+	addr      net.Addr
+	conns     chan net.Conn
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+func newSubListener(addr net.Addr) *subListener {
+	return &subListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// Accept waits for the next connection the mux classified for this listener.
+func (l *subListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops Accept; later connections for this listener are closed by the mux.
+func (l *subListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return nil
+}
+
+// Addr is the bound address of the cluster listener.
+func (l *subListener) Addr() net.Addr { return l.addr }
+
+// peekedConn replays the one byte the mux read before handing the connection on. Read must
+// not be called concurrently (net.Conn readers never do; gRPC reads from one goroutine).
+type peekedConn struct {
+	net.Conn
+	first    byte
+	hasFirst bool
+}
+
+// Read returns the peeked byte first, then reads from the connection.
+func (c *peekedConn) Read(p []byte) (int, error) {
+	if c.hasFirst && len(p) > 0 {
+		p[0] = c.first
+		c.hasFirst = false
+		return 1, nil
+	}
+	return c.Conn.Read(p)
+}

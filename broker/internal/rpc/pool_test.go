@@ -1,0 +1,100 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"narad.dev/broker/internal/rpc/nodepb"
+)
+
+func TestPoolReusesOneConnPerAddress(t *testing.T) {
+	secret := []byte("s3cret")
+	a := startNode(t, "127.0.0.1", secret, 0)
+	b := startNode(t, "127.0.0.2", secret, 0)
+	p := NewPool(secret)
+	defer p.Close()
+	for range 3 {
+		for _, n := range []*testNode{a, b} {
+			c, err := p.Client(n.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.NodeStatus(context.Background(), &nodepb.NodeStatusRequest{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p.mu.Lock()
+	conns := len(p.conns)
+	p.mu.Unlock()
+	if conns != 2 {
+		t.Fatalf("pool holds %d connections, want 2", conns)
+	}
+	if err := p.Drop(a.addr); err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.Client(a.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.NodeStatus(context.Background(), &nodepb.NodeStatusRequest{}); err != nil {
+		t.Fatalf("call after Drop: %v", err)
+	}
+}
+
+func TestPoolRefusesAfterCloseAndEmptyAddress(t *testing.T) {
+	p := NewPool(nil)
+	if _, err := p.Client(""); !errors.Is(err, ErrNoAddress) {
+		t.Fatalf("empty address: %v", err)
+	}
+	if _, err := p.Client("127.0.0.1:1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Client("127.0.0.1:1"); !errors.Is(err, ErrPoolClosed) {
+		t.Fatalf("after close: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+}
+
+func TestUnimplementedOpMapsTo400OthersTo503(t *testing.T) {
+	secret := []byte("s3cret")
+	n := startNode(t, "127.0.0.1", secret, 0)
+	p := NewPool(secret)
+	defer p.Close()
+	c, err := p.Client(n.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stub does not implement GetTopic: an older peer, as far as the caller can tell.
+	_, err = c.GetTopic(context.Background(), &nodepb.GetTopicRequest{Name: "t"})
+	if status.Code(err) != codes.Unimplemented {
+		t.Fatalf("got %v, want Unimplemented", err)
+	}
+	cases := []struct {
+		err  error
+		want int32
+	}{
+		{nil, 0},
+		{err, 400},
+		{status.Error(codes.Unauthenticated, "x"), 503},
+		{status.Error(codes.DeadlineExceeded, "x"), 503},
+		{status.Error(codes.Unavailable, "x"), 503},
+		{context.Canceled, 503},
+		{fmt.Errorf("wrapped: %w", errors.New("boom")), 503},
+	}
+	for _, tc := range cases {
+		if got := ErrorStatus(tc.err); got != tc.want {
+			t.Errorf("ErrorStatus(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}

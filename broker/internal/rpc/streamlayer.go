@@ -1,0 +1,117 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Raft transport settings (spec/cluster.md §2.1).
+const (
+	RaftMaxPool = 3                // pooled outgoing connections per peer
+	RaftTimeout = 10 * time.Second // per-RPC I/O deadline of the network transport
+)
+
+// ErrBadAdvertise is returned for an advertise address that peers cannot dial: not
+// host:port, empty host, or an unspecified IP such as 0.0.0.0 or [::].
+var ErrBadAdvertise = errors.New("rpc: advertise address is not dialable")
+
+// StreamLayer is the raft.StreamLayer of the cluster port. Accept yields only connections
+// that presented RaftTag and a valid secret proof (the Mux checks both); Dial presents them.
+// Addr is the advertise address, the one peers store in the Raft configuration, never the
+// bind address.
+type StreamLayer struct {
+	mux       *Mux
+	advertise advertiseAddr
+	proof     []byte
+}
+
+var _ raft.StreamLayer = (*StreamLayer)(nil)
+
+// NewStreamLayer claims the Raft side of m. advertise is this node's cluster address as peers
+// dial it ("host:port", host may be a DNS name). One StreamLayer per Mux.
+func NewStreamLayer(m *Mux, advertise string) (*StreamLayer, error) {
+	if err := checkAdvertise(advertise); err != nil {
+		return nil, err
+	}
+	if !m.takeStreamLayer() {
+		return nil, ErrStreamLayerTaken
+	}
+	return &StreamLayer{mux: m, advertise: advertiseAddr(advertise), proof: m.proof}, nil
+}
+
+func checkAdvertise(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%w: %q: %v", ErrBadAdvertise, addr, err)
+	}
+	if host == "" || port == "" || port == "0" {
+		return fmt.Errorf("%w: %q", ErrBadAdvertise, addr)
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("%w: %q is a wildcard address", ErrBadAdvertise, addr)
+	}
+	return nil
+}
+
+// Accept waits for the next authenticated Raft connection. After Close (or the mux's) it
+// returns net.ErrClosed, which the raft transport treats as shutdown.
+func (s *StreamLayer) Accept() (net.Conn, error) { return s.mux.raft.Accept() }
+
+// Close stops Accept. The mux keeps serving gRPC; later Raft connections are closed.
+func (s *StreamLayer) Close() error { return s.mux.raft.Close() }
+
+// Addr returns the advertise address.
+func (s *StreamLayer) Addr() net.Addr { return s.advertise }
+
+// Dial connects to a peer's cluster port and presents RaftTag and the secret proof, all
+// within timeout.
+func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	conn, err := d.Dial("tcp", string(address))
+	if err != nil {
+		return nil, err
+	}
+	hello := make([]byte, 0, 1+ProofSize)
+	hello = append(hello, RaftTag)
+	hello = append(hello, s.proof...)
+	if timeout > 0 {
+		if err := conn.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	if _, err := conn.Write(hello); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("rpc: raft handshake to %s: %w", address, err)
+	}
+	if err := conn.SetWriteDeadline(time.Time{}); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// advertiseAddr is a net.Addr that keeps the configured text (a DNS name stays a name).
+type advertiseAddr string
+
+// Network implements net.Addr.
+func (a advertiseAddr) Network() string { return "tcp" }
+
+// String implements net.Addr.
+func (a advertiseAddr) String() string { return string(a) }
+
+// NewRaftTransport builds the Raft network transport over sl (pool 3, timeout 10 s).
+// Transport logs go to logger (nil → discard) under component=raft-net.
+func NewRaftTransport(sl *StreamLayer, logger *slog.Logger) raft.Transport {
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  sl,
+		MaxPool: RaftMaxPool,
+		Timeout: RaftTimeout,
+		Logger:  newHCLogger(logger, "raft-net"),
+	})
+}

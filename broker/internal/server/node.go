@@ -1,0 +1,194 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/wal"
+)
+
+// nodeService serves the node-to-node RPCs of spec/cluster.md §10.3 on this node. Replies carry
+// the op's status in HTTP vocabulary; 421 means "not the owner / not the leader".
+type nodeService struct {
+	nodepb.UnimplementedNodeServer
+	e     *engine.Engine
+	store *meta.Store
+	log   *slog.Logger
+}
+
+// statusOf maps engine/API errors onto the node plane's status codes.
+func statusOf(err error) (int32, string) {
+	switch {
+	case err == nil:
+		return 200, ""
+	case errors.Is(err, engine.ErrNotOwner):
+		return 421, err.Error()
+	case errors.Is(err, engine.ErrTopicGone), errors.Is(err, api.ErrNotFound):
+		return 404, err.Error()
+	case errors.Is(err, api.ErrInvalid):
+		return 400, err.Error()
+	case errors.Is(err, api.ErrStale), errors.Is(err, api.ErrGone):
+		return 410, err.Error()
+	case errors.Is(err, api.ErrConflict), errors.Is(err, api.ErrExists):
+		return 409, err.Error()
+	default:
+		return 503, err.Error()
+	}
+}
+
+// Consume (op 2) serves a consume for partitions this node owns.
+func (s *nodeService) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (*nodepb.ConsumeReply, error) {
+	t, ok := s.e.Topic(req.Topic)
+	if !ok {
+		return &nodepb.ConsumeReply{Status: 404, Error: "unknown topic"}, nil
+	}
+	max := int(req.MaxMessages)
+	if max < 1 {
+		max = 1
+	}
+	msgs, err := s.e.Consume(ctx, t, api.ConsumeRequest{Partition: int(req.Partition), Offset: req.Offset,
+		Wait: time.Duration(req.WaitMs) * time.Millisecond, Max: max})
+	if err != nil {
+		st, msg := statusOf(err)
+		if errors.Is(err, api.ErrOwnerDown) {
+			st = 421
+		}
+		return &nodepb.ConsumeReply{Status: st, Error: msg}, nil
+	}
+	if len(msgs) == 0 {
+		return &nodepb.ConsumeReply{Status: 204}, nil
+	}
+	out := make([]*nodepb.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = &nodepb.Message{Partition: int32(m.Partition), Offset: m.Offset, Key: m.Key, Payload: m.Payload,
+			CommittedAtMs: m.CommittedAtMs, ReceiptHandle: m.ReceiptHandle}
+	}
+	return &nodepb.ConsumeReply{Status: 200, Messages: out}, nil
+}
+
+// TopicPartitionStats (op 8): peek never opens a log.
+func (s *nodeService) TopicPartitionStats(ctx context.Context, req *nodepb.TopicPartitionStatsRequest) (*nodepb.TopicPartitionStatsReply, error) {
+	t, ok := s.e.Topic(req.Topic)
+	if !ok {
+		return &nodepb.TopicPartitionStatsReply{Status: 404, Error: "unknown topic"}, nil
+	}
+	if req.Partition < 0 || int(req.Partition) >= t.Partitions {
+		return &nodepb.TopicPartitionStatsReply{Status: 400, Error: "partition out of range"}, nil
+	}
+	st := s.e.PartitionStats(ctx, t, int(req.Partition))
+	if len(st) != 1 {
+		return &nodepb.TopicPartitionStatsReply{Status: 503, Error: "no stats"}, nil
+	}
+	p := st[0]
+	return &nodepb.TopicPartitionStatsReply{Status: 200, Hwm: p.HighWatermark, NextOffset: p.NextOffset,
+		OldestOffset: p.OldestOffset, Segments: int64(p.Segments), SizeBytes: p.SizeBytes,
+		OldestSegmentAtUnixMs: p.OldestSegmentAt * 1000, Exact: p.Available, Available: p.Available}, nil
+}
+
+// CommitProduceBatch (op 11): the owner-side commit of a dispatched batch.
+func (s *nodeService) CommitProduceBatch(ctx context.Context, req *nodepb.CommitProduceBatchRequest) (*nodepb.CommitProduceBatchReply, error) {
+	recs := make([]wal.Record, len(req.Entries))
+	for i, en := range req.Entries {
+		recs[i] = wal.Record{Topic: req.Topic, Incarnation: req.Incarnation, Key: string(en.Key),
+			Partition: uint32(req.Partition), AcceptedAtMs: en.AcceptedAtMs, Payload: en.Payload}
+	}
+	first, err := s.e.CommitLocal(ctx, req.Topic, req.Incarnation, int(req.Partition), recs)
+	st, msg := statusOf(err)
+	return &nodepb.CommitProduceBatchReply{Status: st, Error: msg, FirstOffset: first}, nil
+}
+
+// GetTopic (op 20): a local read, or with leader_read a leader-confirmed read behind a barrier
+// issued after the request arrived (spec/cluster.md §5.3).
+func (s *nodeService) GetTopic(ctx context.Context, req *nodepb.GetTopicRequest) (*nodepb.GetTopicReply, error) {
+	if req.LeaderRead {
+		if !s.store.IsLeader() {
+			_, addr := s.store.Leader()
+			return &nodepb.GetTopicReply{Status: 421, Error: "not the leader", LeaderHint: addr}, nil
+		}
+		if err := s.store.Barrier(ctx); err != nil {
+			return &nodepb.GetTopicReply{Status: 503, Error: err.Error()}, nil
+		}
+	}
+	t, ok := s.store.Topic(req.Name)
+	rep := &nodepb.GetTopicReply{Status: 200, Found: ok, LeaderRead: req.LeaderRead, Term: s.store.Raft().CurrentTerm()}
+	if !ok {
+		rep.Status = 404
+		return rep, nil
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return &nodepb.GetTopicReply{Status: 503, Error: err.Error()}, nil
+	}
+	rep.TopicJson = b
+	return rep, nil
+}
+
+// JoinCluster (op 21): the leader admits the caller as a non-voter.
+func (s *nodeService) JoinCluster(ctx context.Context, req *nodepb.JoinClusterRequest) (*nodepb.JoinClusterReply, error) {
+	if !s.store.IsLeader() {
+		_, addr := s.store.Leader()
+		return &nodepb.JoinClusterReply{Status: 421, Error: "not the leader", LeaderAddr: addr}, nil
+	}
+	if req.Id == "" || req.ClusterAddr == "" {
+		return &nodepb.JoinClusterReply{Status: 400, Error: "id and cluster_addr are required"}, nil
+	}
+	f := s.store.Raft().AddNonvoter(raft.ServerID(req.Id), raft.ServerAddress(req.ClusterAddr), 0, 5*time.Second)
+	if err := f.Error(); err != nil {
+		return &nodepb.JoinClusterReply{Status: 503, Error: err.Error()}, nil
+	}
+	s.log.Info("admitted node as non-voter", "node", req.Id, "addr", req.ClusterAddr)
+	return &nodepb.JoinClusterReply{Status: 200}, nil
+}
+
+// NodeStatus (op 29): this node's own view, for the controller's decommission guards.
+func (s *nodeService) NodeStatus(ctx context.Context, _ *nodepb.NodeStatusRequest) (*nodepb.NodeStatusReply, error) {
+	return &nodepb.NodeStatusReply{
+		Status:              200,
+		AppliedIndex:        s.store.AppliedIndex(),
+		CaughtUp:            s.store.AppliedCaughtUp(),
+		DrainingSeen:        s.e.DrainingSeen(),
+		RefusingProduce:     s.e.RefusingProduce(),
+		AdmittedInflight:    s.e.AdmittedInflight(),
+		IngressUndispatched: int64(s.e.Undispatched()),
+	}, nil
+}
+
+// AckBatch (op 31): entries applied one by one on the owner, results in request order.
+func (s *nodeService) AckBatch(ctx context.Context, req *nodepb.AckBatchRequest) (*nodepb.AckBatchReply, error) {
+	t, ok := s.e.Topic(req.Topic)
+	if !ok {
+		return &nodepb.AckBatchReply{Status: 404, Error: "unknown topic"}, nil
+	}
+	entries := make([]api.AckEntry, len(req.Entries))
+	for i, en := range req.Entries {
+		op := api.OpAck
+		switch en.Mode {
+		case nodepb.AckMode_ACK_MODE_EXTEND:
+			op = api.OpExtend
+		case nodepb.AckMode_ACK_MODE_NACK:
+			op = api.OpNack
+		}
+		entries[i] = api.AckEntry{Partition: int(en.Partition), Offset: en.Offset, Nonce: en.Nonce, Op: op}
+	}
+	errs := s.e.Ack(ctx, t, entries)
+	rep := &nodepb.AckBatchReply{Status: 200, Results: make([]*nodepb.AckResult, len(errs))}
+	for i, err := range errs {
+		st, msg := statusOf(err)
+		if err == nil {
+			st = 204
+		} else if errors.Is(err, api.ErrAckedAheadFull) {
+			st = 503
+		}
+		rep.Results[i] = &nodepb.AckResult{Status: st, Error: msg}
+	}
+	return rep, nil
+}

@@ -1,0 +1,339 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/auth"
+	"narad.dev/broker/internal/config"
+	"narad.dev/broker/internal/dispatch"
+	"narad.dev/broker/internal/durable"
+	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/metrics"
+	"narad.dev/broker/internal/rpc"
+	"narad.dev/broker/internal/wal"
+)
+
+// Boot and liveness constants (spec/cluster.md §13).
+const (
+	caughtUpWait      = 60 * time.Second // startup wait for AppliedCaughtUp
+	heartbeatInterval = 5 * time.Second
+)
+
+// Run starts a node with cfg and blocks until ctx ends, then shuts it down gracefully:
+// /healthz → 503, HTTP drained for the shutdown grace, in-flight commits finished, logs closed
+// with a CLEAN high watermark, WAL and metastore closed.
+func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
+	start := time.Now()
+	logger := newLogger(cfg, stderr)
+	m := metrics.New()
+
+	if err := durable.MkdirAll(cfg.DataDir); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	secret, err := clusterSecret(cfg)
+	if err != nil {
+		return err
+	}
+
+	// Cluster port: node RPC and Raft share one listener.
+	cln, err := net.Listen("tcp", cfg.ClusterAddr)
+	if err != nil {
+		return fmt.Errorf("cluster-addr: %w", err)
+	}
+	advertise := advertiseAddr(cfg.AdvertiseAddr, cln.Addr())
+	mux := rpc.NewMux(cln, secret, logger)
+	sl, err := rpc.NewStreamLayer(mux, advertise)
+	if err != nil {
+		mux.Close()
+		return fmt.Errorf("advertise-addr: %w", err)
+	}
+	transport := rpc.NewRaftTransport(sl, logger)
+	muxCtx, stopMux := context.WithCancel(context.Background())
+	defer stopMux()
+
+	var eng atomic.Pointer[engine.Engine]
+	store, err := meta.Open(meta.Config{
+		Dir:       filepath.Join(cfg.DataDir, "metastore"),
+		NodeID:    cfg.NodeID,
+		LocalAddr: advertise,
+		Transport: transport,
+		Bootstrap: cfg.Bootstrap || len(cfg.Join) == 0,
+		Logger:    logger,
+		OnApply: func(ev meta.Event) {
+			if e := eng.Load(); e != nil {
+				e.OnMetaEvent(ev)
+			}
+		},
+	})
+	if err != nil {
+		mux.Close()
+		return fmt.Errorf("metastore: %w", err)
+	}
+	var e *engine.Engine
+	in, err := engine.OpenIngress(filepath.Join(cfg.DataDir, "ingress", "produce"), wal.Options{Logger: logger}, logger,
+		func(w *wal.WAL) *dispatch.Dispatcher {
+			return dispatch.New(w, e.Topology(), e.Committer(nil), dispatch.Options{Logger: logger, Observer: dispatchObserver{m}})
+		})
+	if err != nil {
+		store.Close()
+		mux.Close()
+		return fmt.Errorf("ingress wal: %w", err)
+	}
+	e = engine.New(engine.Config{
+		NodeID:             cfg.NodeID,
+		DataDir:            cfg.DataDir,
+		Codec:              cfg.StorageCodec,
+		CompressionLevel:   cfg.StorageCompressionLevel,
+		DefaultPartitions:  cfg.TopicDefaultPartitions,
+		MaxPartitions:      cfg.TopicMaxPartitions,
+		DefaultRetentionMs: cfg.TopicDefaultRetentionMs,
+		IdleLogEviction:    cfg.IdleLogEviction,
+		SecurityEnabled:    cfg.SecurityEnabled,
+		Logger:             logger,
+		Metrics:            m,
+	}, store, in)
+	eng.Store(e)
+
+	grpcSrv := rpc.NewServer(secret, &nodeService{e: e, store: store, log: logger}, logger)
+	go func() { _ = grpcSrv.Serve(mux.GRPCListener()) }()
+	go func() { _ = mux.Run(muxCtx) }()
+
+	// HTTP: /healthz answers at once; /readyz stays 503 until the boot finishes.
+	handler := api.NewHandler(api.Options{
+		Backend:         e,
+		Auth:            authAdapter{auth.NewAuthenticator(e, auth.AuthOptions{Logger: logger})},
+		SecurityEnabled: cfg.SecurityEnabled,
+		MaxConsumeWait:  cfg.MaxConsumeWait,
+		MaxPartitions:   cfg.TopicMaxPartitions,
+		Observer:        httpObserver{m},
+		APIObserver:     apiObserver{m},
+		Metrics:         promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
+		Logger:          logger,
+	})
+	hln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		grpcSrv.Stop()
+		mux.Close()
+		in.Close()
+		store.Close()
+		return fmt.Errorf("http-addr: %w", err)
+	}
+	httpSrv := &http.Server{
+		Handler:      handler,
+		ReadTimeout:  cfg.HTTPReadTimeout,
+		WriteTimeout: cfg.HTTPWriteTimeout,
+		IdleTimeout:  cfg.HTTPIdleTimeout,
+		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	go func() { _ = httpSrv.Serve(hln) }()
+	m.BootDuration.Set(time.Since(start).Seconds())
+	if cfg.PprofAddr != "" {
+		go servePprof(cfg.PprofAddr, logger)
+	}
+
+	loopsCtx, stopLoops := context.WithCancel(context.Background())
+	ingressCtx, stopIngress := context.WithCancel(context.Background())
+	defer stopIngress()
+	var loops sync.WaitGroup
+	bootErr := boot(ctx, cfg, store, e, logger, advertise, hln.Addr().String())
+	if bootErr == nil {
+		e.SetUndispatched(in.Undispatched)
+		loops.Add(2)
+		go func() { defer loops.Done(); _ = e.Run(loopsCtx) }()
+		go func() { defer loops.Done(); heartbeat(loopsCtx, store, cfg.NodeID, logger) }()
+		// The ingress (dispatcher) stops before the engine closes the partition logs.
+		ingressDone := make(chan struct{})
+		go func() { defer close(ingressDone); _ = in.Run(ingressCtx) }()
+		defer func() { stopIngress(); <-ingressDone }()
+		e.OpenCreateGate()
+		e.SetReady(true)
+		logger.Info("narad ready", "node", cfg.NodeID, "http", hln.Addr().String(), "cluster", advertise,
+			"data_dir", cfg.DataDir, "security", cfg.SecurityEnabled, "boot_seconds", time.Since(start).Seconds())
+		if cfg.Dev {
+			fmt.Fprintf(stderr, devBanner, hln.Addr().String(), cfg.DataDir)
+		}
+		<-ctx.Done()
+	}
+
+	// Graceful shutdown, reverse order.
+	logger.Info("shutting down", "node", cfg.NodeID)
+	e.SetShuttingDown()
+	if store.IsLeader() {
+		if n := len(store.Members()); n > 1 {
+			_ = store.Raft().LeadershipTransfer().Error()
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	_ = httpSrv.Shutdown(sctx)
+	cancel()
+	stopIngress()
+	werr := in.Close()
+	stopLoops()
+	loops.Wait()
+	grpcSrv.Stop()
+	_ = mux.Close()
+	serr := store.Close()
+	if bootErr != nil && !errors.Is(bootErr, context.Canceled) {
+		return bootErr
+	}
+	return errors.Join(werr, serr)
+}
+
+// boot runs the boot-order steps between the listeners and readiness (spec/cluster.md §1):
+// wait until the replica is caught up, seed the root admin once, and register this member.
+func boot(ctx context.Context, cfg config.Serve, store *meta.Store, e *engine.Engine, logger *slog.Logger, clusterAddr, httpAddr string) error {
+	wctx, cancel := context.WithTimeout(ctx, caughtUpWait)
+	err := store.WaitCaughtUp(wctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		logger.Warn("metastore not caught up at boot; continuing, destructive steps deferred", "err", err)
+	}
+	if store.IsLeader() && !store.RootSeeded() {
+		if err := seedRoot(ctx, cfg, store, logger); err != nil {
+			return fmt.Errorf("seed root admin: %w", err)
+		}
+	}
+	member := meta.Member{ID: cfg.NodeID, Addr: advertiseAddrString(cfg.AdvertiseAddr, httpAddr), ClusterAddr: clusterAddr,
+		Status: meta.MemberAlive, LastHeartbeat: time.Now().Unix()}
+	if err := store.MemberJoin(ctx, member); err != nil {
+		return fmt.Errorf("register member: %w", err)
+	}
+	return nil
+}
+
+// seedRoot creates the root admin once per cluster, with the configured password or a random
+// one that is logged exactly once.
+func seedRoot(ctx context.Context, cfg config.Serve, store *meta.Store, logger *slog.Logger) error {
+	pw := cfg.AdminPassword
+	generated := false
+	if pw == "" {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		pw, generated = hex.EncodeToString(b[:]), true
+	}
+	hash, err := auth.HashPassword(pw, auth.DefaultBcryptCost)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UnixMilli()
+	seeded, err := store.SeedRootUser(ctx, meta.User{Username: cfg.AdminUser, PasswordHash: hash, Root: true,
+		Grants: []meta.Grant{{Action: meta.ActionAdmin}}, CreatedAtMs: now, UpdatedAtMs: now})
+	if err != nil {
+		return err
+	}
+	if seeded && generated && cfg.SecurityEnabled {
+		logger.Warn("root admin seeded with a generated password; set NARAD_ADMIN_PASSWORD to choose one",
+			"user", cfg.AdminUser, "password", pw)
+	}
+	return nil
+}
+
+// heartbeat upserts this member's record every 5 s (spec/cluster.md §6.4).
+func heartbeat(ctx context.Context, store *meta.Store, id string, logger *slog.Logger) {
+	t := time.NewTicker(heartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hctx, cancel := context.WithTimeout(ctx, heartbeatInterval)
+		if err := store.MemberHeartbeat(hctx, id, time.Now().Unix()); err != nil && ctx.Err() == nil {
+			logger.Warn("heartbeat", "node", id, "err", err)
+		}
+		cancel()
+	}
+}
+
+func clusterSecret(cfg config.Serve) ([]byte, error) {
+	if cfg.ClusterSecret != "" {
+		return []byte(cfg.ClusterSecret), nil
+	}
+	if len(cfg.Join) > 0 {
+		return nil, errors.New("config: cluster-secret: required to join a cluster (set NARAD_CLUSTER_SECRET or --cluster-secret-file)")
+	}
+	// A lone node with no secret: a random one, so nobody can call its node RPC at all.
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return b[:], nil
+}
+
+// advertiseAddr is the address peers use for this node's cluster port.
+func advertiseAddr(configured string, bound net.Addr) string {
+	if configured != "" {
+		return configured
+	}
+	return advertiseAddrString("", bound.String())
+}
+
+func advertiseAddrString(configured, bound string) string {
+	if configured != "" {
+		return configured
+	}
+	host, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return bound
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		} else {
+			host = "127.0.0.1"
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func newLogger(cfg config.Serve, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func servePprof(addr string, logger *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if err := http.ListenAndServe(addr, mux); err != nil {
+		logger.Error("pprof listener", "addr", addr, "err", err)
+	}
+}
+
+const devBanner = `
+  Narad is running (dev mode: one node, authentication off).
+    API:   http://%s
+    Data:  %s
+  Try:
+    narad topic add orders
+    narad pub orders '{"id": 1}'
+    narad sub orders
+`
