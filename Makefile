@@ -6,7 +6,7 @@ NARAD := $(BIN)/narad
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 GO_PKGS := ./broker/... ./test/...
-FUZZTIME ?= 3000x
+FUZZTIME ?= 10000x
 
 .PHONY: all build run test unit blackbox fuzz fuzz-long bench lint proto clean chaos
 

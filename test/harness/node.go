@@ -162,7 +162,7 @@ func (n *Node) Start(extraEnv ...string) error {
 		return err
 	}
 	done := make(chan struct{})
-	n.cmd, n.done = cmd, done
+	n.cmd, n.done, n.exit = cmd, done, nil
 	go func() {
 		err := cmd.Wait()
 		logf.Close()
@@ -280,6 +280,20 @@ func (n *Node) ExitErr() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.exit
+}
+
+// ExitSignal returns the signal that ended the last run (0 if it exited normally or is
+// still running).
+func (n *Node) ExitSignal() syscall.Signal {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var ee *exec.ExitError
+	if errors.As(n.exit, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return ws.Signal()
+		}
+	}
+	return 0
 }
 
 // Tail returns the last lines of the node's log, for failure messages.

@@ -71,9 +71,11 @@ type parsedAck struct {
 // 1…1000 entries (else the whole call is a 400); each entry's handle and extend are parsed
 // independently, a bad one only failing that entry.
 func decodeAckBatch(body []byte) ([]parsedAck, error) {
-	var b ackBatchBody
-	if err := decodeStrict(body, &b); err != nil {
-		return nil, err
+	b, ok := parseAckBatchFast(body)
+	if !ok {
+		if err := decodeStrict(body, &b); err != nil {
+			return nil, err
+		}
 	}
 	if len(b.Acks) == 0 || len(b.Acks) > maxAckBatch {
 		return nil, invalidf("acks must hold 1…%d entries, got %d", maxAckBatch, len(b.Acks))

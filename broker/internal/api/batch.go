@@ -25,6 +25,14 @@ type batchRecord struct {
 // a decoded payload over 1 MiB), reporting the first failing record's index. Every
 // returned record has Partition -1 (not pinned) or ≥ 0 and a payload of 1…1 MiB.
 func decodeBatch(body []byte) ([]ProduceRecord, error) {
+	if recs, ok := parseBatchFast(body); ok {
+		return recs, nil
+	}
+	return decodeBatchStrict(body)
+}
+
+// decodeBatchStrict is the general decoder: every rule of spec §2.8 with the exact error.
+func decodeBatchStrict(body []byte) ([]ProduceRecord, error) {
 	var env batchBody
 	if err := decodeStrict(body, &env); err != nil {
 		return nil, err

@@ -23,6 +23,14 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, tooLargef("request body over %d bytes", limit)
 	}
+	if r.ContentLength > 0 {
+		// Known length (the server's body reader enforces it): read it with one allocation.
+		b := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, invalidf("reading request body: %v", err)
+		}
+		return b, nil
+	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		var mbe *http.MaxBytesError

@@ -24,11 +24,56 @@ func appendPayload(dst, p []byte) (out []byte, base64Encoded bool) {
 	return append(dst, '"'), true
 }
 
-// appendJSONString appends s as a JSON string. s must be valid UTF-8 for the value to
-// round-trip exactly (invalid bytes would become U+FFFD).
+// appendJSONString appends s as a JSON string: '"', '\\' and control characters are escaped,
+// as are U+2028/U+2029 (so the output is also safe inside JavaScript). s must be valid UTF-8
+// for the value to round-trip exactly (invalid bytes become U+FFFD, as encoding/json does).
 func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s) // marshalling a string cannot fail
-	return append(dst, b...)
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // appendMessage appends the Message object of spec §2.9 with its fields in the documented
@@ -62,7 +107,12 @@ func appendMessage(dst []byte, m *Message) []byte {
 // encodeMessages encodes a consume answer: one Message object, or {"messages":[...]} when
 // multi, followed by "\n".
 func encodeMessages(msgs []Message, multi bool) []byte {
-	var dst []byte
+	size := 16
+	for i := range msgs {
+		// Worst case of the base64 form (4/3) plus the fixed fields; JSON text needs less.
+		size += len(msgs[i].Payload)*4/3 + len(msgs[i].Key) + len(msgs[i].Topic) + len(msgs[i].ReceiptHandle) + 160
+	}
+	dst := make([]byte, 0, size)
 	if !multi {
 		dst = appendMessage(dst, &msgs[0])
 		return append(dst, '\n')

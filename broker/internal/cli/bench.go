@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,6 +60,7 @@ func (c *benchConfig) validate() error {
 
 func (a *app) benchCmd() *cobra.Command {
 	var cfg benchConfig
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "bench <topic>",
 		Short: "Load-test produce (and with --consume the full produce → consume → ack flow)",
@@ -89,6 +92,13 @@ func (a *app) benchCmd() *cobra.Command {
 					return err
 				}
 			}
+			if cpuProfile != "" {
+				stopProfile, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			r := newBenchRun(cfg, c)
 			stderr := cmd.ErrOrStderr()
 			stop := r.startProgress(stderr, !cfg.JSON && a.writerIsTerminal(stderr), a.progressTick)
@@ -119,6 +129,8 @@ func (a *app) benchCmd() *cobra.Command {
 	f.IntVar(&cfg.Partitions, "partitions", 0, "partitions for --create (0 = server default)")
 	f.BoolVar(&cfg.JSON, "json", false, "print the results as one JSON object")
 	f.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "give up after this long")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator to this file")
+	_ = f.MarkHidden("cpuprofile")
 	return cmd
 }
 
@@ -165,4 +177,18 @@ func benchPayload(size int) (body, tag []byte) {
 	tag = append(tag, '-')
 	copy(body, tag)
 	return body, tag
+}
+
+// startCPUProfile profiles the load generator itself, so its own cost can be told apart from
+// the server's when both share a machine.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"narad.dev/broker/internal/api"
@@ -179,8 +181,21 @@ func park(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool {
 func (e *Engine) Ack(ctx context.Context, t meta.Topic, entries []api.AckEntry) []error {
 	lim := limitsOf(t)
 	out := make([]error, len(entries))
-	for i, en := range entries {
-		out[i] = e.ackOne(t, en, lim)
+	// Apply in ascending (partition, offset) order: an ack of the frontier hole then collapses
+	// the run before the acks above it are judged against the acked-ahead cap, so a batch never
+	// gets 503s that its own earlier entries would have cleared. Results stay in request order.
+	order := make([]int, len(entries))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if c := cmp.Compare(entries[a].Partition, entries[b].Partition); c != 0 {
+			return c
+		}
+		return cmp.Compare(entries[a].Offset, entries[b].Offset)
+	})
+	for _, i := range order {
+		out[i] = e.ackOne(t, entries[i], lim)
 	}
 	return out
 }

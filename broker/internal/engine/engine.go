@@ -24,19 +24,19 @@ import (
 
 // Config holds the engine's settings. Units are in the names.
 type Config struct {
-	NodeID                  string
-	DataDir                 string // <data_dir>; partitions live under <data_dir>/topics
-	Codec                   string // none | zstd
-	CompressionLevel        string
-	DefaultPartitions       int
-	MaxPartitions           int
-	DefaultRetentionMs      int64
-	IdleLogEviction         time.Duration // 0 disables
-	SegmentBytes            int64         // 0 = log default (64 MiB); tests lower it
-	SecurityEnabled         bool
-	Logger                  *slog.Logger
-	Metrics                 *metrics.Metrics
-	Now                     func() time.Time
+	NodeID             string
+	DataDir            string // <data_dir>; partitions live under <data_dir>/topics
+	Codec              string // none | zstd
+	CompressionLevel   string
+	DefaultPartitions  int
+	MaxPartitions      int
+	DefaultRetentionMs int64
+	IdleLogEviction    time.Duration // 0 disables
+	SegmentBytes       int64         // 0 = log default (64 MiB); tests lower it
+	SecurityEnabled    bool
+	Logger             *slog.Logger
+	Metrics            *metrics.Metrics
+	Now                func() time.Time
 }
 
 // Engine is the node's broker runtime. All methods are safe for concurrent use.
@@ -144,6 +144,9 @@ func (e *Engine) Ready() error {
 	}
 	if !e.meta.AppliedCaughtUp() {
 		return errors.New("metastore replica not caught up")
+	}
+	if h, ok := e.wal.(interface{ Healthy() bool }); ok && !h.Healthy() {
+		return errors.New("ingress wal unavailable (disk full or I/O error); retrying")
 	}
 	return nil
 }

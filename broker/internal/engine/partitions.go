@@ -44,6 +44,7 @@ type partition struct {
 
 	shardMu sync.Mutex
 	shard   *consume.Shard
+	closed  bool // set (under shardMu) when the partition is closed; no shard may attach after
 	labels  [2]string
 }
 
@@ -122,6 +123,14 @@ func (r *registry) openPartition(t meta.Topic, pt *partition) error {
 	g := r.guard(t.Name)
 	g.RLock()
 	defer g.RUnlock()
+	// Re-check under the guard: a caller holding an old topic record (a long-poll that spans a
+	// delete) must never recreate a purged directory (spec/storage.md §1 rule 2).
+	if cur, ok := r.e.view.Topic(t.Name); !ok || cur.Incarnation != t.Incarnation {
+		return fmt.Errorf("%s: %w", t.Name, ErrTopicGone)
+	}
+	if !r.e.owns(t.Name, pt.key.p) {
+		return fmt.Errorf("%s/%d: %w", t.Name, pt.key.p, ErrNotOwner)
+	}
 	if err := r.prepareTopicDir(t); err != nil {
 		return err
 	}
@@ -201,6 +210,9 @@ func (r *registry) shardOf(t meta.Topic, pt *partition) (*consume.Shard, error) 
 	if pt.shard != nil {
 		return pt.shard, nil
 	}
+	if pt.closed {
+		return nil, fmt.Errorf("%s/%d: %w", t.Name, pt.key.p, plog.ErrClosed)
+	}
 	s, err := consume.OpenShard(pt.key.p, pt.dir, logSource{pt.log}, consume.ShardOptions{
 		Now:      r.e.now,
 		Logger:   r.e.log.With("topic", t.Name, "partition", pt.key.p),
@@ -243,6 +255,7 @@ func (r *registry) closePartition(pt *partition) {
 	pt.commitMu.Lock()
 	defer pt.commitMu.Unlock()
 	pt.shardMu.Lock()
+	pt.closed = true
 	if pt.shard != nil {
 		r.e.offsets.Remove(pt.shard)
 		if err := pt.shard.Close(); err != nil && !errors.Is(err, durable.ErrDirMissing) {
@@ -303,7 +316,7 @@ func (r *registry) evictLoop(ctx context.Context) {
 func (r *registry) evictIdle() {
 	idle := r.e.cfg.IdleLogEviction
 	open := r.snapshot()
-	r.e.m.OpenPartitionLogs.Set(float64(len(open)))
+	defer func() { r.e.m.OpenPartitionLogs.Set(float64(len(r.snapshot()))) }()
 	if idle <= 0 {
 		return
 	}
@@ -447,4 +460,11 @@ func codecOf(name string) plog.Codec {
 		return plog.CodecZstd
 	}
 	return plog.CodecNone
+}
+
+// markerMatches reports whether topics/<topic>/.incarnation names t's incarnation (an absent
+// marker matches nothing: the directory belongs to no known incarnation).
+func (r *registry) markerMatches(t meta.Topic) bool {
+	b, err := os.ReadFile(filepath.Join(r.topicDir(t.Name), incarnationFile))
+	return err == nil && strings.TrimSpace(string(b)) == t.Incarnation
 }

@@ -3,8 +3,8 @@ package engine
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sort"
@@ -143,7 +143,7 @@ func (e *Engine) PartitionStats(ctx context.Context, t meta.Topic, partition int
 		var s plog.Stats
 		if pt := e.parts.peek(t.Name, p); pt != nil && pt.incarnation == t.Incarnation {
 			s = pt.log.Stats()
-		} else if dir := e.parts.partitionDir(t.Name, p); dirExists(dir) {
+		} else if dir := e.parts.partitionDir(t.Name, p); dirExists(dir) && e.parts.markerMatches(t) {
 			var err error
 			if s, err = plog.PeekDir(dir); err != nil {
 				e.log.Warn("describe closed partition", "topic", t.Name, "partition", p, "err", err)
@@ -209,6 +209,7 @@ func (e *Engine) AlterTopic(ctx context.Context, name string, req api.AlterTopic
 	}
 	return got, nil
 }
+
 // DeleteTopic implements api.Backend. Local data is purged when the delete applies.
 func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	_, err := e.meta.DeleteTopic(ctx, name)

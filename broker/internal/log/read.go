@@ -154,7 +154,8 @@ func (l *Log) frameFor(off int64) (*decodedFrame, error) {
 // lies in a gap: ErrCorruptRecord.
 func (l *Log) locate(seg *segment, start, off int64) (pos, size int64, err error) {
 	segSize := seg.size.Load()
-	w := newWindowReader(seg.f, segSize)
+	w := newWindowReader(seg.f, segSize).pooled()
+	defer w.release()
 	found := false
 	werr := walkHeaders(w, seg, segSize, start, func(p int64, h frameHeader) bool {
 		if h.base > off {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 )
 
 // windowSize is the read-ahead of frame walks: one read covers the headers of a 32 KiB index
@@ -18,10 +19,31 @@ type windowReader struct {
 	buf  []byte
 	off  int64
 	n    int
+	pool *[]byte // the pooled window buf came from, if any
 }
 
 func newWindowReader(r io.ReaderAt, size int64) *windowReader {
 	return &windowReader{r: r, size: size}
+}
+
+// windowPool recycles read-ahead windows of the hot read path (locate), which would otherwise
+// allocate 64 KiB per frame lookup.
+var windowPool = sync.Pool{New: func() any { b := make([]byte, windowSize); return &b }}
+
+// pooled makes w draw its first window from windowPool; release must then be called once w is
+// no longer used (no slice it returned may be used after).
+func (w *windowReader) pooled() *windowReader {
+	w.pool = windowPool.Get().(*[]byte)
+	w.buf = (*w.pool)[:cap(*w.pool)]
+	return w
+}
+
+// release returns a pooled window.
+func (w *windowReader) release() {
+	if w.pool != nil && cap(w.buf) == cap(*w.pool) {
+		windowPool.Put(w.pool)
+	}
+	w.pool, w.buf = nil, nil
 }
 
 // at returns bytes [pos, pos+n) or errShort when they pass the file size.

@@ -152,17 +152,18 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	loopsCtx, stopLoops := context.WithCancel(context.Background())
 	ingressCtx, stopIngress := context.WithCancel(context.Background())
 	defer stopIngress()
+	ingressDone := make(chan struct{})
 	var loops sync.WaitGroup
 	bootErr := boot(ctx, cfg, store, e, logger, advertise, hln.Addr().String())
-	if bootErr == nil {
+	if bootErr != nil {
+		close(ingressDone) // the ingress never ran
+	} else {
 		e.SetUndispatched(in.Undispatched)
 		loops.Add(2)
 		go func() { defer loops.Done(); _ = e.Run(loopsCtx) }()
 		go func() { defer loops.Done(); heartbeat(loopsCtx, store, cfg.NodeID, logger) }()
 		// The ingress (dispatcher) stops before the engine closes the partition logs.
-		ingressDone := make(chan struct{})
 		go func() { defer close(ingressDone); _ = in.Run(ingressCtx) }()
-		defer func() { stopIngress(); <-ingressDone }()
 		e.OpenCreateGate()
 		e.SetReady(true)
 		logger.Info("narad ready", "node", cfg.NodeID, "http", hln.Addr().String(), "cluster", advertise,
@@ -185,6 +186,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	_ = httpSrv.Shutdown(sctx)
 	cancel()
 	stopIngress()
+	<-ingressDone // the dispatcher has stopped: no commit can reopen a log after closeAll
 	werr := in.Close()
 	stopLoops()
 	loops.Wait()

@@ -1,0 +1,354 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/faults"
+	plog "narad.dev/broker/internal/log"
+)
+
+func TestTopicDeletePurgesDataAndMetricSeries(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	top := n.createTopic(api.CreateTopicRequest{Name: "doomed", Partitions: 3})
+	keep := n.createTopic(api.CreateTopicRequest{Name: "kept", Partitions: 3})
+	for _, tp := range []struct {
+		name string
+		p    int
+	}{{top.Name, 0}, {keep.Name, 0}} {
+		tt := n.topic(tp.name)
+		n.mustCommit(tt, tp.p, "x")
+		if _, err := n.e.Consume(n.ctx(), tt, api.ConsumeRequest{Partition: tp.p, Offset: -1, Max: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.e.pollGauges()
+	if len(seriesWithLabel(t, n.m, "topic", top.Name)) == 0 {
+		t.Fatal("no metric series for the topic before the delete: the test would prove nothing")
+	}
+	if !fileExists(n.partDir(top.Name, 0)) {
+		t.Fatal("partition dir missing before the delete")
+	}
+
+	if err := n.e.DeleteTopic(n.ctx(), top.Name); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() bool { return isGone(n.topicDir(top.Name)) }, "topic dir purged")
+	eventually(t, 10*time.Second, func() bool { return len(seriesWithLabel(t, n.m, "topic", top.Name)) == 0 },
+		"series of %s deleted (left: %v)", top.Name, seriesWithLabel(t, n.m, "topic", top.Name))
+	if n.e.parts.peek(top.Name, 0) != nil {
+		t.Fatal("the deleted topic's log is still registered open")
+	}
+	// Another topic's data and series are untouched.
+	if !fileExists(n.partDir(keep.Name, 0)) || len(seriesWithLabel(t, n.m, "topic", keep.Name)) == 0 {
+		t.Fatal("deleting one topic removed another topic's data or series")
+	}
+	if msgs := n.replay(keep, 0); len(msgs) != 1 {
+		t.Fatalf("kept topic replays %d records, want 1", len(msgs))
+	}
+}
+
+func TestRecreatedTopicGetsFreshIncarnationAndNoOldData(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	old := n.createTopic(api.CreateTopicRequest{Name: "again", Partitions: 3})
+	n.mustCommit(old, 0, "old-0", "old-1")
+	if err := n.e.DeleteTopic(n.ctx(), old.Name); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() bool { return isGone(n.topicDir(old.Name)) }, "old data purged")
+
+	fresh := n.createTopic(api.CreateTopicRequest{Name: "again", Partitions: 3})
+	if fresh.Incarnation == old.Incarnation || len(fresh.Incarnation) != 16 {
+		t.Fatalf("recreate reused or malformed the incarnation: old %q new %q", old.Incarnation, fresh.Incarnation)
+	}
+	if msgs := n.replayAll(fresh); len(msgs) != 0 {
+		t.Fatalf("recreated topic replays old records: %+v", msgs)
+	}
+	if msgs, err := n.e.Consume(n.ctx(), fresh, queueReq(0, 10)); err != nil || len(msgs) != 0 {
+		t.Fatalf("recreated topic delivers %+v (err %v)", msgs, err)
+	}
+	if first := n.mustCommit(fresh, 0, "new"); first != 0 {
+		t.Fatalf("first offset of the recreated topic = %d, want 0", first)
+	}
+	marker, err := os.ReadFile(filepath.Join(n.topicDir(fresh.Name), ".incarnation"))
+	if err != nil || strings.TrimSpace(string(marker)) != fresh.Incarnation {
+		t.Fatalf("incarnation marker %q (err %v), want %q", marker, err, fresh.Incarnation)
+	}
+}
+
+func TestRecordsOfADeletedIncarnationNeverReachTheRecreatedTopic(t *testing.T) {
+	resetFaults(t)
+	n := startNode(t, t.TempDir(), nil)
+	old := n.createTopic(api.CreateTopicRequest{Name: "pc12", Partitions: 3})
+	// Commits fail: accepted records stay in the ingress WAL.
+	faults.Set(plog.FaultVerify, nil)
+	n.produce(old, api.ProduceRecord{Partition: 0, Payload: []byte("old")}, api.ProduceRecord{Partition: 1, Payload: []byte("old")})
+	eventually(t, 10*time.Second, func() bool {
+		return counterValue(t, n.m, "narad_errors_total", map[string]string{"component": "messaging", "kind": "append"}) > 0
+	}, "a failed commit attempt")
+
+	if err := n.e.DeleteTopic(n.ctx(), old.Name); err != nil {
+		t.Fatal(err)
+	}
+	fresh := n.createTopic(api.CreateTopicRequest{Name: "pc12", Partitions: 3})
+	faults.Clear(plog.FaultVerify)
+	n.produce(fresh, api.ProduceRecord{Partition: 0, Payload: []byte("new")})
+	n.waitVisible(fresh, "new")
+	// The old records were ahead of "new" in the WAL, so the dispatcher has settled them.
+	eventually(t, 10*time.Second, func() bool { return n.e.Undispatched() == 0 }, "ingress backlog drained")
+	for _, m := range n.replayAll(fresh) {
+		if string(m.Payload) == "old" {
+			t.Fatalf("a record of the deleted incarnation was committed into the new topic at %d@%d", m.Partition, m.Offset)
+		}
+	}
+}
+
+func TestStaleIncarnationDirIsSetAsideNotReused(t *testing.T) {
+	dir := t.TempDir()
+	const oldInc = "0123456789abcdef"
+	// A dir left by a deleted incarnation: marker plus a partition with a file in it.
+	leftover := filepath.Join(dir, "topics", "reborn", "p00000")
+	if err := os.MkdirAll(leftover, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "topics", "reborn", ".incarnation"), []byte(oldInc+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(leftover, "consumer.offset"), []byte("old frontier"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	n := startNode(t, dir, nil)
+	top := n.createTopic(api.CreateTopicRequest{Name: "reborn", Partitions: 3})
+	n.mustCommit(top, 0, "fresh")
+
+	stale := filepath.Join(dir, ".stale", "reborn@"+oldInc)
+	if b, err := os.ReadFile(filepath.Join(stale, "p00000", "consumer.offset")); err != nil || string(b) != "old frontier" {
+		t.Fatalf("old dir not set aside at %s: %q, %v", stale, b, err)
+	}
+	marker, err := os.ReadFile(filepath.Join(n.topicDir("reborn"), ".incarnation"))
+	if err != nil || strings.TrimSpace(string(marker)) != top.Incarnation {
+		t.Fatalf("marker %q (err %v), want the new incarnation %q", marker, err, top.Incarnation)
+	}
+	if fileExists(filepath.Join(n.partDir("reborn", 0), "consumer.offset")) {
+		// A fresh shard has not checkpointed yet; an old frontier file here means reuse.
+		b, _ := os.ReadFile(filepath.Join(n.partDir("reborn", 0), "consumer.offset"))
+		if bytes.Equal(b, []byte("old frontier")) {
+			t.Fatal("the new incarnation reused the old incarnation's consumer.offset")
+		}
+	}
+	msgs := n.replay(top, 0)
+	if len(msgs) != 1 || string(msgs[0].Payload) != "fresh" {
+		t.Fatalf("new incarnation replays %+v", msgs)
+	}
+}
+
+func TestTopicReadsNeverStaleAfterAlter(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	top := n.createTopic(api.CreateTopicRequest{Name: "alter", Partitions: 3, VisibilityTimeoutMs: 30_000})
+	// Warm the cached view.
+	for i := 0; i < 3; i++ {
+		n.topic(top.Name)
+		n.e.view.Assignments(top.Name)
+	}
+	for _, vt := range []int64{1_000, 45_000, 2_500} {
+		vt := vt
+		if _, err := n.e.AlterTopic(n.ctx(), top.Name, api.AlterTopicRequest{VisibilityTimeoutMs: &vt}); err != nil {
+			t.Fatal(err)
+		}
+		if got := n.topic(top.Name).VisibilityTimeoutMs; got != vt {
+			t.Fatalf("Topic() right after the alter returned visibility %d, want %d", got, vt)
+		}
+	}
+	if _, err := n.e.AlterTopic(n.ctx(), top.Name, api.AlterTopicRequest{Partitions: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if parts, ok := n.e.Topology().Partitions(top.Name, top.Incarnation); !ok || parts != 5 {
+		t.Fatalf("dispatcher view after growing to 5: %d, %v", parts, ok)
+	}
+	if !n.e.owns(top.Name, 4) {
+		t.Fatal("the new partition's assignment is not visible right after the alter")
+	}
+	if _, err := n.commit(n.topic(top.Name), 4, "x"); err != nil {
+		t.Fatalf("commit into the new partition: %v", err)
+	}
+}
+
+func TestPartitionStatsNeverOpensAClosedLog(t *testing.T) {
+	n := startNode(t, t.TempDir(), func(c *Config) { c.IdleLogEviction = time.Minute })
+	top := n.createTopic(api.CreateTopicRequest{Name: "idle", Partitions: 3})
+	n.mustCommit(top, 0, "a", "b", "c")
+
+	// An open log answers from memory and is not stamped.
+	pt := n.e.parts.peek(top.Name, 0)
+	stamp := pt.lastAccess.Load()
+	n.clock.Step(time.Second)
+	if st := n.e.PartitionStats(n.ctx(), top, 0); len(st) != 1 || st[0].HighWatermark != 3 || !st[0].Available {
+		t.Fatalf("stats of the open log: %+v", st)
+	}
+	if pt.lastAccess.Load() != stamp {
+		t.Fatal("PartitionStats stamped the open log's access time")
+	}
+
+	// Idle eviction closes it (CLEAN hwm).
+	n.clock.Step(2 * time.Minute)
+	n.e.parts.evictIdle()
+	if n.e.parts.peek(top.Name, 0) != nil {
+		t.Fatal("idle log not evicted")
+	}
+	if got := counterValue(t, n.m, "narad_idle_logs_evicted_total", nil); got != 1 {
+		t.Fatalf("narad_idle_logs_evicted_total = %v, want 1", got)
+	}
+	hwmPath := filepath.Join(n.partDir(top.Name, 0), "hwm")
+	before, err := os.ReadFile(hwmPath)
+	if err != nil || len(before) != 16 || before[11]&1 != 1 {
+		t.Fatalf("hwm after close: %x (err %v), want 16 bytes with CLEAN", before, err)
+	}
+
+	for i := 0; i < 10; i++ {
+		st := n.e.PartitionStats(n.ctx(), top, -1)
+		if len(st) != 3 || !st[0].Available || st[0].HighWatermark != 3 || st[0].NextOffset != 3 || st[0].Segments < 1 {
+			t.Fatalf("stats of the closed log: %+v", st)
+		}
+		n.e.pollGauges()
+	}
+	if n.e.parts.peek(top.Name, 0) != nil {
+		t.Fatal("PartitionStats or the poller opened the closed log")
+	}
+	after, err := os.ReadFile(hwmPath)
+	if err != nil || !bytes.Equal(before, after) {
+		t.Fatalf("hwm file changed from %x to %x: the log was opened (open rewrites CLEAN=0)", before, after)
+	}
+	if len(n.e.parts.snapshot()) != 0 {
+		t.Fatalf("%d logs open after describing closed ones", len(n.e.parts.snapshot()))
+	}
+}
+
+func TestTopicDeleteDuringLongPollDoesNotResurrectItsData(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	top := n.createTopic(api.CreateTopicRequest{Name: "polled", Partitions: 3})
+	for p := 0; p < top.Partitions; p++ {
+		n.replay(top, p) // open the logs so the waiter parks on them
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.e.Consume(n.ctx(), top, queueReq(3*time.Second, 1))
+		done <- err
+	}()
+	waitGoroutine(t, "select", "narad.dev/broker/internal/engine.park")
+
+	if err := n.e.DeleteTopic(n.ctx(), top.Name); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long-poll did not return")
+	}
+	// The waiter woke (close broadcast or re-probe) around the purge: it must not have
+	// reopened the deleted incarnation's logs or recreated its directory.
+	deadline := time.Now().Add(5 * time.Second)
+	for !isGone(n.topicDir(top.Name)) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for p := 0; p < top.Partitions; p++ {
+		if n.e.parts.peek(top.Name, p) != nil {
+			t.Errorf("partition %d of the deleted topic is open again", p)
+		}
+	}
+	if !isGone(n.topicDir(top.Name)) {
+		entries, _ := os.ReadDir(n.topicDir(top.Name))
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("the deleted topic's dir was recreated by the long-poll: %s holds %v", n.topicDir(top.Name), names)
+	}
+}
+
+func TestIdleEvictionSkipsLogsWithLeasesOut(t *testing.T) {
+	n := startNode(t, t.TempDir(), func(c *Config) { c.IdleLogEviction = time.Minute })
+	top := n.createTopic(api.CreateTopicRequest{Name: "leased", Partitions: 3, VisibilityTimeoutMs: 3_600_000})
+	n.mustCommit(top, 0, "m")
+	msgs, err := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: 0, Offset: -1, Max: 1})
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("consume: %v %v", msgs, err)
+	}
+	n.clock.Step(2 * time.Minute)
+	n.e.parts.evictIdle()
+	if n.e.parts.peek(top.Name, 0) == nil {
+		t.Fatal("idle eviction closed a log with a live lease (the lease would turn stale)")
+	}
+	if errs := n.e.Ack(n.ctx(), top, []api.AckEntry{ackEntry(t, msgs[0], api.OpAck)}); errs[0] != nil {
+		t.Fatalf("ack after the skipped eviction: %v", errs[0])
+	}
+	n.clock.Step(2 * time.Minute)
+	n.e.parts.evictIdle()
+	if n.e.parts.peek(top.Name, 0) != nil {
+		t.Fatal("idle log without leases not evicted")
+	}
+}
+
+func TestOpenPartitionLogsGaugeCountsTheLogsLeftOpenBySweep(t *testing.T) {
+	n := startNode(t, t.TempDir(), func(c *Config) { c.IdleLogEviction = time.Minute })
+	top := n.createTopic(api.CreateTopicRequest{Name: "gauge", Partitions: 3})
+	n.mustCommit(top, 0, "a")
+	n.mustCommit(top, 1, "b")
+	n.e.parts.evictIdle() // nothing idle yet
+	if got := counterValue(t, n.m, "narad_open_partition_logs", nil); got != 2 {
+		t.Fatalf("narad_open_partition_logs = %v with two logs open, want 2", got)
+	}
+	n.clock.Step(2 * time.Minute)
+	n.mustCommit(top, 1, "keeps p1 busy")
+	n.e.parts.evictIdle() // closes p0 only
+	if n.e.parts.peek(top.Name, 0) != nil || n.e.parts.peek(top.Name, 1) == nil {
+		t.Fatal("the sweep did not close exactly the idle log")
+	}
+	if got := counterValue(t, n.m, "narad_open_partition_logs", nil); got != 1 {
+		t.Fatalf("narad_open_partition_logs = %v after a sweep that left one log open, want 1 "+
+			"(the gauge is set before the sweep closes anything)", got)
+	}
+}
+
+func TestCreateTopicWaitsBehindTheCreateGate(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	// A second engine over the same store whose boot has not opened the gate yet.
+	e := New(Config{NodeID: "n1", DataDir: t.TempDir()}, n.store, n.in)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := e.CreateTopic(ctx, api.CreateTopicRequest{Name: "early", Partitions: 3}); !errors.Is(err, api.ErrUnavailable) {
+		t.Fatalf("create before the gate opened: %v, want ErrUnavailable", err)
+	}
+	if _, ok := n.store.Topic("early"); ok {
+		t.Fatal("a create refused at the gate was proposed anyway")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.CreateTopic(n.ctx(), api.CreateTopicRequest{Name: "early", Partitions: 3})
+		done <- err
+	}()
+	waitGoroutine(t, "select", "narad.dev/broker/internal/engine.(*Engine).CreateTopic")
+	e.OpenCreateGate()
+	e.OpenCreateGate() // idempotent
+	if err := <-done; err != nil {
+		t.Fatalf("create after the gate opened: %v", err)
+	}
+	if err := e.Ready(); err == nil {
+		t.Fatal("Ready() nil before SetReady(true)")
+	}
+	e.SetReady(true)
+	if err := e.Ready(); err != nil {
+		t.Fatalf("Ready() = %v on a ready, caught-up node", err)
+	}
+	e.SetShuttingDown()
+	if err := e.Ready(); err == nil || !e.ShuttingDown() {
+		t.Fatal("a shutting-down node still reports ready")
+	}
+}

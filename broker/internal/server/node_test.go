@@ -1,0 +1,190 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/dispatch"
+	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/wal"
+)
+
+// newNodeService builds the node-RPC service over a real single-node metastore and engine,
+// with a second live member "n2" so placement puts some partitions elsewhere.
+func newNodeService(t *testing.T) (*nodeService, *engine.Engine, *meta.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	var eng atomic.Pointer[engine.Engine]
+	store, err := meta.Open(meta.Config{
+		Dir: filepath.Join(dir, "metastore"), NodeID: "n1", Bootstrap: true,
+		RaftConfig: func(c *raft.Config) {
+			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+			c.CommitTimeout = 5 * time.Millisecond
+		},
+		OnApply: func(ev meta.Event) {
+			if e := eng.Load(); e != nil {
+				e.OnMetaEvent(ev)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := store.WaitCaughtUp(ctx); err != nil {
+		store.Close()
+		t.Fatal(err)
+	}
+	for _, id := range []string{"n1", "n2"} {
+		if err := store.MemberJoin(ctx, meta.Member{ID: id, Addr: "127.0.0.1:1", ClusterAddr: "127.0.0.1:2",
+			Status: meta.MemberAlive, LastHeartbeat: time.Now().Unix()}); err != nil {
+			store.Close()
+			t.Fatal(err)
+		}
+	}
+	var e *engine.Engine
+	in, err := engine.OpenIngress(filepath.Join(dir, "ingress", "produce"), wal.Options{}, nil, func(w *wal.WAL) *dispatch.Dispatcher {
+		return dispatch.New(w, e.Topology(), e.Committer(nil), dispatch.Options{})
+	})
+	if err != nil {
+		store.Close()
+		t.Fatal(err)
+	}
+	e = engine.New(engine.Config{NodeID: "n1", DataDir: dir}, store, in)
+	eng.Store(e)
+	e.SetUndispatched(in.Undispatched)
+	e.OpenCreateGate()
+	e.SetReady(true)
+	ectx, stopEng := context.WithCancel(context.Background())
+	ictx, stopIn := context.WithCancel(context.Background())
+	engDone, inDone := make(chan error, 1), make(chan error, 1)
+	go func() { engDone <- e.Run(ectx) }()
+	go func() { inDone <- in.Run(ictx) }()
+	t.Cleanup(func() {
+		stopIn()
+		<-inDone
+		stopEng()
+		if err := <-engDone; err != nil {
+			t.Errorf("engine Run: %v", err)
+		}
+		store.Close()
+	})
+	return &nodeService{e: e, store: store, log: nil}, e, store
+}
+
+func createTopic(t *testing.T, e *engine.Engine, name string) meta.Topic {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	top, err := e.CreateTopic(ctx, api.CreateTopicRequest{Name: name, Partitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
+}
+
+func TestGetTopicLeaderReadOnTheLeaderIsConfirmed(t *testing.T) {
+	s, e, _ := newNodeService(t)
+	top := createTopic(t, e, "orders")
+	ctx := context.Background()
+
+	rep, err := s.GetTopic(ctx, &nodepb.GetTopicRequest{Name: "orders", LeaderRead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != 200 || !rep.Found || !rep.LeaderRead || rep.Term == 0 {
+		t.Fatalf("leader read: %+v, want 200 found leader_read with a term", rep)
+	}
+	var got meta.Topic
+	if err := json.Unmarshal(rep.TopicJson, &got); err != nil || got.Name != "orders" || got.Incarnation != top.Incarnation {
+		t.Fatalf("topic_json %s (err %v), want orders@%s", rep.TopicJson, err, top.Incarnation)
+	}
+
+	rep, err = s.GetTopic(ctx, &nodepb.GetTopicRequest{Name: "missing", LeaderRead: true})
+	if err != nil || rep.Status != 404 || rep.Found || !rep.LeaderRead {
+		t.Fatalf("leader read of a missing topic: %+v (err %v), want 404 not found, leader_read", rep, err)
+	}
+	rep, err = s.GetTopic(ctx, &nodepb.GetTopicRequest{Name: "orders"})
+	if err != nil || rep.Status != 200 || !rep.Found || rep.LeaderRead {
+		t.Fatalf("local read: %+v (err %v)", rep, err)
+	}
+}
+
+func TestCommitProduceBatchStatusesFollowOwnership(t *testing.T) {
+	s, e, store := newNodeService(t)
+	top := createTopic(t, e, "batches")
+	ctx := context.Background()
+	owned, foreign := -1, -1
+	for _, a := range store.Assignments(top.Name) {
+		switch a.Owner {
+		case "n1":
+			owned = a.Partition
+		case "n2":
+			foreign = a.Partition
+		}
+	}
+	if owned < 0 || foreign < 0 {
+		t.Fatalf("placement %+v does not split across n1 and n2", store.Assignments(top.Name))
+	}
+	entries := []*nodepb.ProduceEntry{{Key: []byte("k"), Payload: []byte("x"), AcceptedAtMs: 1}, {Payload: []byte("y"), AcceptedAtMs: 2}}
+
+	for _, tc := range []struct {
+		name        string
+		topic, inc  string
+		partition   int
+		wantStatus  int32
+		wantVisible int64 // hwm of the owned partition afterwards
+	}{
+		{"partition owned by another node", top.Name, top.Incarnation, foreign, 421, 0},
+		{"unknown topic", "nope", "", owned, 404, 0},
+		{"another incarnation", top.Name, "ffffffffffffffff", owned, 404, 0},
+		{"partition out of range", top.Name, top.Incarnation, 3, 400, 0},
+		{"owned partition", top.Name, top.Incarnation, owned, 200, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := s.CommitProduceBatch(ctx, &nodepb.CommitProduceBatchRequest{Topic: tc.topic, Incarnation: tc.inc,
+				Partition: int32(tc.partition), Entries: entries})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Status != tc.wantStatus {
+				t.Fatalf("status %d (%s), want %d", rep.Status, rep.Error, tc.wantStatus)
+			}
+			st := e.PartitionStats(ctx, top, owned)
+			if len(st) != 1 || st[0].HighWatermark != tc.wantVisible {
+				t.Fatalf("owned partition stats %+v, want hwm %d", st, tc.wantVisible)
+			}
+		})
+	}
+	msgs, err := e.Consume(ctx, top, api.ConsumeRequest{Partition: owned, Offset: 0, Max: 10})
+	if err != nil || len(msgs) != 2 || string(msgs[0].Key) != "k" || string(msgs[1].Payload) != "y" {
+		t.Fatalf("committed batch replays as %+v (err %v)", msgs, err)
+	}
+}
+
+func TestNodeStatusReportsIdleCaughtUpNode(t *testing.T) {
+	s, e, _ := newNodeService(t)
+	ctx := context.Background()
+	rep, err := s.NodeStatus(ctx, &nodepb.NodeStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != 200 || !rep.CaughtUp || rep.AdmittedInflight != 0 || rep.RefusingProduce || rep.DrainingSeen || rep.AppliedIndex == 0 {
+		t.Fatalf("node status %+v, want 200 caught up, nothing in flight, not draining", rep)
+	}
+	e.SetDraining(true)
+	rep, err = s.NodeStatus(ctx, &nodepb.NodeStatusRequest{})
+	if err != nil || !rep.RefusingProduce || rep.AdmittedInflight != 0 {
+		t.Fatalf("node status while draining: %+v (err %v), want refusing produce with 0 in flight", rep, err)
+	}
+}
