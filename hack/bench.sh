@@ -53,7 +53,10 @@ row() { printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "$(field "$2" produce_ms
   row "full flow, 64 producers + 64 consumers" "$full"
   row "full flow, batch 100, 64 + 64" "$batch"
   echo
-  echo "Reproduce: \`make bench\` (set BENCH_COUNT to change the message count, default 50000)."
+  echo "Reproduce: \`make bench\` (set BENCH_COUNT to change the message count, default 50000;"
+  echo "the batched run uses ten times as many). Load generator and broker share the machine."
+  echo
+  cat "$root/hack/bench-notes.md"
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 cat "$out"

@@ -7,32 +7,24 @@ import (
 )
 
 // metaView caches decoded metastore reads for the hot paths (every produce, consume, ack and
-// dispatched batch reads its topic and assignments). Invariant: an entry is served only while
-// the metastore's MetadataVersion equals the version read *before* the entry was loaded, so a
-// concurrent apply can only make an entry look stale, never make a stale entry look current.
+// dispatched batch reads its topic and assignments; authentication reads the user). Invariant:
+// an entry is served only while the metastore's MetadataVersion equals the version read
+// *before* the entry was loaded, so a concurrent apply can only make an entry look stale,
+// never make a stale entry look current.
 type metaView struct {
 	store *meta.Store
 
 	mu      sync.RWMutex
 	version uint64
-	topics  map[string]topicEntry
+	topics  map[string]found[meta.Topic]
 	assigns map[string][]meta.Assignment
-	members map[string]memberEntry
-	users   map[string]userEntry
+	members map[string]found[meta.Member]
+	users   map[string]found[meta.User]
 }
 
-type userEntry struct {
-	u  meta.User
-	ok bool
-}
-
-type topicEntry struct {
-	t  meta.Topic
-	ok bool
-}
-
-type memberEntry struct {
-	m  meta.Member
+// found is a cached (value, present) read.
+type found[T any] struct {
+	v  T
 	ok bool
 }
 
@@ -44,10 +36,10 @@ func newMetaView(store *meta.Store) *metaView {
 
 func (v *metaView) reset(version uint64) {
 	v.version = version
-	v.topics = map[string]topicEntry{}
+	v.topics = map[string]found[meta.Topic]{}
 	v.assigns = map[string][]meta.Assignment{}
-	v.members = map[string]memberEntry{}
-	v.users = map[string]userEntry{}
+	v.members = map[string]found[meta.Member]{}
+	v.users = map[string]found[meta.User]{}
 }
 
 // current returns the version to load under, dropping every entry if it moved.
@@ -66,41 +58,37 @@ func (v *metaView) current() uint64 {
 	return ver
 }
 
-// Topic reads one topic.
-func (v *metaView) Topic(name string) (meta.Topic, bool) {
+// cachedRead serves key from the map m selects, loading it with read on a miss. The entry is
+// stored only if the version did not move since before the load (the view's invariant).
+func cachedRead[V any](v *metaView, m func(*metaView) map[string]V, key string, read func() V) V {
 	ver := v.current()
 	v.mu.RLock()
-	e, hit := v.topics[name]
+	e, hit := m(v)[key]
 	v.mu.RUnlock()
 	if hit {
-		return e.t, e.ok
+		return e
 	}
-	t, ok := v.store.Topic(name)
+	e = read()
 	v.mu.Lock()
 	if v.version == ver {
-		v.topics[name] = topicEntry{t, ok}
+		m(v)[key] = e
 	}
 	v.mu.Unlock()
-	return t, ok
+	return e
+}
+
+// Topic reads one topic.
+func (v *metaView) Topic(name string) (meta.Topic, bool) {
+	f := cachedRead(v, func(v *metaView) map[string]found[meta.Topic] { return v.topics }, name,
+		func() found[meta.Topic] { t, ok := v.store.Topic(name); return found[meta.Topic]{t, ok} })
+	return f.v, f.ok
 }
 
 // Assignments reads a topic's assignments (ordered by partition). Callers must not modify
 // the returned slice.
 func (v *metaView) Assignments(topic string) []meta.Assignment {
-	ver := v.current()
-	v.mu.RLock()
-	as, hit := v.assigns[topic]
-	v.mu.RUnlock()
-	if hit {
-		return as
-	}
-	as = v.store.Assignments(topic)
-	v.mu.Lock()
-	if v.version == ver {
-		v.assigns[topic] = as
-	}
-	v.mu.Unlock()
-	return as
+	return cachedRead(v, func(v *metaView) map[string][]meta.Assignment { return v.assigns }, topic,
+		func() []meta.Assignment { return v.store.Assignments(topic) })
 }
 
 // Assignment reads one partition's assignment.
@@ -115,36 +103,14 @@ func (v *metaView) Assignment(topic string, p int) (meta.Assignment, bool) {
 
 // Member reads one member record.
 func (v *metaView) Member(id string) (meta.Member, bool) {
-	ver := v.current()
-	v.mu.RLock()
-	e, hit := v.members[id]
-	v.mu.RUnlock()
-	if hit {
-		return e.m, e.ok
-	}
-	m, ok := v.store.Member(id)
-	v.mu.Lock()
-	if v.version == ver {
-		v.members[id] = memberEntry{m, ok}
-	}
-	v.mu.Unlock()
-	return m, ok
+	f := cachedRead(v, func(v *metaView) map[string]found[meta.Member] { return v.members }, id,
+		func() found[meta.Member] { m, ok := v.store.Member(id); return found[meta.Member]{m, ok} })
+	return f.v, f.ok
 }
 
 // User reads one user record (authentication runs this on every request).
 func (v *metaView) User(name string) (meta.User, bool) {
-	ver := v.current()
-	v.mu.RLock()
-	e, hit := v.users[name]
-	v.mu.RUnlock()
-	if hit {
-		return e.u, e.ok
-	}
-	u, ok := v.store.User(name)
-	v.mu.Lock()
-	if v.version == ver {
-		v.users[name] = userEntry{u, ok}
-	}
-	v.mu.Unlock()
-	return u, ok
+	f := cachedRead(v, func(v *metaView) map[string]found[meta.User] { return v.users }, name,
+		func() found[meta.User] { u, ok := v.store.User(name); return found[meta.User]{u, ok} })
+	return f.v, f.ok
 }
