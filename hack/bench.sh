@@ -32,7 +32,12 @@ full="$(run bench-full --create --partitions 3 --count "$count" --size 1024 --wo
 batch="$(run bench-batch --create --partitions 3 --count "$((count * 10))" --size 1024 --workers 64 --consumers 64 --consume --batch 100)"
 
 field() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d.get(sys.argv[2], ''))" "$1" "$2"; }
-row() { printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "$(field "$2" produce_msgs_per_sec)" "$(field "$2" p50_ms)" "$(field "$2" p95_ms)" "$(field "$2" p99_ms)" "$(field "$2" full_flow_msgs_per_sec)"; }
+row() {
+  local flow; flow="$(field "$2" full_flow_msgs_per_sec)"
+  [ "$flow" = "0" ] || [ -z "$flow" ] && flow="-"
+  printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "$(field "$2" produce_msgs_per_sec)" "$(field "$2" p50_ms)" \
+    "$(field "$2" p95_ms)" "$(field "$2" p99_ms)" "$flow"
+}
 
 {
   echo "# Benchmarks"

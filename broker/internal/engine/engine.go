@@ -164,6 +164,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.parts.evictLoop,
 		e.parts.retentionLoop,
 		e.pollLoop,
+		e.sweepLoop,
 	}
 	for _, loop := range loops {
 		wg.Add(1)

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"narad.dev/broker/internal/api"
+)
+
+func writeDir(t *testing.T, dir, marker string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "p00000"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "p00000", "00000000000000000000.log"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if marker != "" {
+		if err := os.WriteFile(filepath.Join(dir, incarnationFile), []byte(marker+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+// TestSweepRemovesOnlyDataTheLeaderConfirmsGone: the orphan sweep deletes a marker-less dir of
+// an unknown topic, a dir whose marker names a dead incarnation, and a .stale dir of a gone
+// incarnation — and never the live topic's data, whether or not its dir has a marker.
+func TestSweepRemovesOnlyDataTheLeaderConfirmsGone(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	live := n.createTopic(api.CreateTopicRequest{Name: "live"})
+	n.produce(live, api.ProduceRecord{Partition: 0, Payload: []byte("keep me")})
+	eventually(t, 10*time.Second, func() bool { return len(n.replay(live, 0)) == 1 }, "record committed")
+
+	data := n.e.cfg.DataDir
+	orphan := filepath.Join(data, "topics", "orphan")               // no marker, topic unknown
+	deadInc := filepath.Join(data, "topics", "gone")                // marker of a dead incarnation
+	stale := filepath.Join(data, ".stale", "live@0123456789abcdef") // an old incarnation of "live"
+	staleLive := filepath.Join(data, ".stale", "x@"+live.Incarnation)
+	writeDir(t, orphan, "")
+	writeDir(t, deadInc, "fedcba9876543210")
+	writeDir(t, stale, "0123456789abcdef")
+	writeDir(t, staleLive, "")
+	if err := os.Rename(staleLive, filepath.Join(data, ".stale", "live@"+live.Incarnation)); err != nil {
+		t.Fatal(err)
+	}
+	keptStale := filepath.Join(data, ".stale", "live@"+live.Incarnation) // names the live incarnation
+
+	res := n.e.SweepOrphans(n.ctx())
+	if exists(orphan) || exists(deadInc) || exists(stale) {
+		t.Fatalf("sweep left confirmed-gone data: orphan=%v dead=%v stale=%v", exists(orphan), exists(deadInc), exists(stale))
+	}
+	if !exists(filepath.Join(data, "topics", "live")) || len(n.replay(live, 0)) != 1 {
+		t.Fatal("sweep touched the live topic's data")
+	}
+	if !exists(keptStale) {
+		t.Fatal("sweep removed a .stale dir whose incarnation is still live")
+	}
+	if res.Removed != 3 || res.Quarantined != 1 {
+		t.Fatalf("result %+v, want 3 removed and 1 quarantined", res)
+	}
+	if got := testutil.ToFloat64(n.m.QuarantinedCopies); got != 1 {
+		t.Fatalf("narad_quarantined_copies = %v, want 1", got)
+	}
+}
