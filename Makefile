@@ -20,6 +20,7 @@ run: build ## Single-node broker on 127.0.0.1:7942, data in ./.narad/data, auth 
 	$(NARAD) serve --dev --data-dir ./.narad/data
 
 test: build ## Everything: vet, unit tests with -race, short fuzz runs, black-box suites
+	./hack/test-deps.sh
 	$(GO) vet $(GO_PKGS)
 	$(MAKE) unit
 	$(MAKE) fuzz

@@ -117,46 +117,28 @@ func eventuallyAccepted(n *harness.Node, topic, prefix string, out *Outcome, tim
 		return p.Once(out)
 	}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(Equal(202),
 		"produce must be answered 202 again once the disk is usable\n%s", n.Tail(20))
+	Expect(out.Snapshot().Other).To(BeEmpty(), "while the node recovers, produce answers 202 or 503, nothing else")
 }
 
 // drainAndExpectDelivered drains topic (consume + ack) until every payload in want was
 // delivered (or 30 s pass) and asserts none is missing and none came back altered.
 func drainAndExpectDelivered(label string, c *client.Client, topic string, want map[string]bool) {
 	GinkgoHelper()
-	delivered := map[string]int{}
-	var corrupt []string
-	missing := func() []string {
-		var out []string
-		for id := range want {
-			if delivered[id] == 0 {
-				out = append(out, id)
-			}
-		}
-		sort.Strings(out)
-		return out
-	}
-	seen := 0
+	tally := newTally()
 	ds, err := harness.Drain(ctx(60*time.Second), c, topic, harness.DrainOptions{
 		Quiet: time.Second, Limit: 30 * time.Second,
 		Done: func(got []harness.Delivery) bool {
-			for _, d := range got[seen:] {
-				id, ok := PayloadID(d.Payload)
-				if !ok {
-					corrupt = append(corrupt, fmt.Sprintf("p%d@%d (%d bytes)", d.Partition, d.Offset, len(d.Payload)))
-					continue
-				}
-				delivered[id]++
-			}
-			seen = len(got)
-			return len(missing()) == 0
+			tally.add(got)
+			return len(tally.missing(want)) == 0
 		},
 	})
 	if err != nil {
 		GinkgoWriter.Printf("drain ended with: %v\n", err)
 	}
-	miss := missing()
+	tally.add(ds)
+	miss := tally.missing(want)
 	extra, dups := 0, 0
-	for id, k := range delivered {
+	for id, k := range tally.delivered {
 		if !want[id] {
 			extra++
 		}
@@ -164,25 +146,47 @@ func drainAndExpectDelivered(label string, c *client.Client, topic string, want 
 			dups += k - 1
 		}
 	}
-	report := fmt.Sprintf("%s: %d payloads answered 202, %d deliveries, %d distinct, %d duplicate deliveries, %d delivered without a 202 (503 or in flight: allowed), %d missing, %d altered",
-		label, len(want), len(ds), len(delivered), dups, extra, len(miss), len(corrupt))
+	report := fmt.Sprintf("%s: %d payloads answered 202, %d deliveries, %d distinct, %d duplicate deliveries, %d delivered without a 202 (503'd or in flight: allowed), %d missing, %d altered",
+		label, len(want), len(ds), len(tally.delivered), dups, extra, len(miss), len(tally.altered))
 	GinkgoWriter.Println(report)
 	AddReportEntry(label, report)
-	Expect(corrupt).To(BeEmpty(), "every delivered payload comes back byte for byte (%s)", report)
+	Expect(tally.altered).To(BeEmpty(), "every delivered payload comes back byte for byte (%s)", report)
 	if len(miss) > 10 {
 		miss = miss[:10]
 	}
 	Expect(miss).To(BeEmpty(), "every payload answered 202 must be delivered (%s)", report)
 }
 
-// waitCommitted waits until the topic's high watermarks add up to at least n: every record
-// answered 202 is committed to its partition (503'd records may add to the sum).
-func waitCommitted(c *client.Client, topic string, n int) {
-	GinkgoHelper()
-	Eventually(func(g Gomega) int64 {
-		hw, err := harness.HighWatermarks(ctx(5*time.Second), c, topic)
-		g.Expect(err).NotTo(HaveOccurred())
-		return harness.Sum(hw)
-	}).WithTimeout(20*time.Second).WithPolling(50*time.Millisecond).Should(BeNumerically(">=", n),
-		"every record answered 202 is committed once the disk is usable")
+// tally counts deliveries per payload id, fed the growing delivery list of a drain.
+type tally struct {
+	seen      int            // deliveries already counted
+	delivered map[string]int // id → deliveries
+	altered   []string       // positions whose payload is not what makePayload gives
+}
+
+func newTally() *tally { return &tally{delivered: map[string]int{}} }
+
+// add counts the deliveries of got not counted yet (got only grows).
+func (t *tally) add(got []harness.Delivery) {
+	for _, d := range got[t.seen:] {
+		id, ok := PayloadID(d.Payload)
+		if !ok {
+			t.altered = append(t.altered, fmt.Sprintf("p%d@%d (%d bytes)", d.Partition, d.Offset, len(d.Payload)))
+			continue
+		}
+		t.delivered[id]++
+	}
+	t.seen = len(got)
+}
+
+// missing returns the ids of want (sorted) not delivered yet.
+func (t *tally) missing(want map[string]bool) []string {
+	var out []string
+	for id := range want {
+		if t.delivered[id] == 0 {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -13,8 +13,14 @@ import (
 	"narad.dev/broker/internal/wal"
 )
 
-// reopenInterval paces attempts to reopen a failed ingress WAL.
-const reopenInterval = 1 * time.Second
+// Reopen pacing. A WAL that fails again soon after a reopen (the disk is still full) is
+// reopened after a growing pause, so a full disk costs one reopen — one log line, one new
+// segment file — per pause, not one per refused produce. Produce answers 503 meanwhile.
+const (
+	reopenInterval   = 1 * time.Second  // retry pace while the open itself fails
+	refailWindow     = 10 * time.Second // a failure this soon after a reopen backs off
+	maxReopenBackoff = 30 * time.Second
+)
 
 // Ingress owns the node's ingress WAL and the dispatcher that drains it. A WAL whose write or
 // fsync failed (a full disk, an I/O error) refuses every append until it is reopened, because
@@ -86,6 +92,8 @@ func (in *Ingress) Healthy() bool {
 // Run runs the dispatcher and supervises the WAL until ctx ends; then it stops the dispatcher
 // and closes the WAL.
 func (in *Ingress) Run(ctx context.Context) error {
+	var lastReopen time.Time
+	var backoff time.Duration
 	for {
 		w := in.cur.Load()
 		if w == nil {
@@ -107,11 +115,24 @@ func (in *Ingress) Run(ctx context.Context) error {
 		if !failed {
 			return in.closeCurrent()
 		}
-		in.log.Error("ingress wal failed closed; reopening", "dir", in.dir)
 		_ = in.closeCurrent()
+		if time.Since(lastReopen) < refailWindow {
+			backoff = min(max(2*backoff, reopenInterval), maxReopenBackoff)
+		} else {
+			backoff = 0
+		}
+		in.log.Error("ingress wal failed closed; reopening", "dir", in.dir, "after", backoff)
+		if backoff > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+		}
 		if !in.reopen(ctx) {
 			return nil
 		}
+		lastReopen = time.Now()
 	}
 }
 

@@ -35,7 +35,9 @@ func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []api.ProduceRe
 	}
 	if _, err := e.wal.Append(ctx, out...); err != nil {
 		e.m.Errors.WithLabelValues("ingress", "append").Inc()
-		return fmt.Errorf("%w: ingress wal: %v", api.ErrUnavailable, err)
+		// The client learns only that it may retry; paths and causes go to the log (the WAL
+		// logs each failure once, when it fails closed).
+		return fmt.Errorf("%w: the node cannot write its ingress log right now (disk full or I/O error); retry", api.ErrUnavailable)
 	}
 	return nil
 }

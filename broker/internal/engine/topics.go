@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"narad.dev/broker/internal/api"
 	plog "narad.dev/broker/internal/log"
@@ -231,7 +232,9 @@ func (e *Engine) ValidatePayload(t meta.Topic, payload []byte) error {
 		return fmt.Errorf("%w: stored schema does not compile: %v", api.ErrUnavailable, err)
 	}
 	if err := v.Validate(payload); err != nil {
-		return fmt.Errorf("%w: %v", api.ErrSchema, err)
+		// The validator's message already starts with "schema violation"; say it once.
+		msg := strings.TrimPrefix(err.Error(), schema.ErrViolation.Error()+": ")
+		return fmt.Errorf("%w: %s", api.ErrSchema, msg)
 	}
 	return nil
 }
