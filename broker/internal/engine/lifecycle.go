@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"time"
+
+	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/metrics"
+)
+
+// purgeLoop releases expired leases every second so redelivery after a consumer death takes
+// the visibility timeout, not "until someone polls" (spec/produce-consume.md §6.5).
+func (r *registry) purgeLoop(ctx context.Context) {
+	t := time.NewTicker(expiryPurgeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, pt := range r.snapshot() {
+			pt.shardMu.Lock()
+			s := pt.shard
+			pt.shardMu.Unlock()
+			if s != nil {
+				s.PurgeExpired()
+			}
+		}
+	}
+}
+
+// evictLoop closes logs untouched for IdleLogEviction once retention owes nothing and no
+// lease is out (spec/storage.md §10).
+func (r *registry) evictLoop(ctx context.Context) {
+	t := time.NewTicker(evictionScanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.evictIdle()
+	}
+}
+
+func (r *registry) evictIdle() {
+	idle := r.e.cfg.IdleLogEviction
+	open := r.snapshot()
+	defer func() { r.e.m.OpenPartitionLogs.Set(float64(len(r.snapshot()))) }()
+	if idle <= 0 {
+		return
+	}
+	now := r.e.now()
+	for _, pt := range open {
+		if now.Sub(time.Unix(0, pt.lastAccess.Load())) < idle {
+			continue
+		}
+		t, ok := r.e.view.Topic(pt.key.topic)
+		if ok && pt.log.RetentionOwed(t.RetentionMs, now) {
+			continue
+		}
+		pt.shardMu.Lock()
+		busy := pt.shard != nil && pt.shard.State().InFlight > 0
+		pt.shardMu.Unlock()
+		if busy {
+			continue
+		}
+		r.closePartition(pt)
+		r.e.m.IdleLogsEvicted.Inc()
+	}
+}
+
+// retentionLoop deletes expired sealed segments of open logs every minute and of closed
+// logs owned here every five minutes, without opening them (spec/storage.md §9).
+func (r *registry) retentionLoop(ctx context.Context) {
+	t := time.NewTicker(retentionInterval)
+	defer t.Stop()
+	lastCold := r.e.now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.retainOpen()
+		if r.e.now().Sub(lastCold) >= coldRetentionInterval {
+			lastCold = r.e.now()
+			r.retainClosed()
+		}
+	}
+}
+
+func (r *registry) retainOpen() {
+	now := r.e.now()
+	for _, pt := range r.snapshot() {
+		t, ok := r.e.view.Topic(pt.key.topic)
+		if !ok || t.Incarnation != pt.incarnation {
+			continue
+		}
+		start := time.Now()
+		res, err := pt.log.ApplyRetention(t.RetentionMs, now)
+		r.e.m.RetentionRunDuration.WithLabelValues(pt.labels[0], pt.labels[1]).Observe(time.Since(start).Seconds())
+		if err != nil {
+			r.e.log.Warn("retention", "topic", pt.key.topic, "partition", pt.key.p, "err", err)
+			continue
+		}
+		r.countRetention(pt.labels, res)
+	}
+}
+
+func (r *registry) retainClosed() {
+	now := r.e.now()
+	for _, t := range r.e.allTopics() {
+		if t.RetentionMs == 0 {
+			continue
+		}
+		for _, a := range r.e.view.Assignments(t.Name) {
+			if a.Owner != r.e.cfg.NodeID || r.peek(t.Name, a.Partition) != nil {
+				continue
+			}
+			g := r.guard(t.Name)
+			g.Lock()
+			if r.peek(t.Name, a.Partition) == nil {
+				dir := r.partitionDir(t.Name, a.Partition)
+				if _, err := os.Stat(dir); err == nil {
+					res, err := plog.ColdRetention(dir, t.RetentionMs, now)
+					if err != nil {
+						r.e.log.Warn("cold retention", "topic", t.Name, "partition", a.Partition, "err", err)
+					} else {
+						r.countRetention([2]string{t.Name, metrics.Partition(a.Partition)}, res)
+					}
+				}
+			}
+			g.Unlock()
+		}
+	}
+}
+
+func (r *registry) countRetention(labels [2]string, res plog.RetentionResult) {
+	if res.Segments == 0 {
+		return
+	}
+	r.e.m.RetentionBytesDeleted.WithLabelValues(labels[0], labels[1], "age").Add(float64(res.Bytes))
+	r.e.m.RetentionMessagesDeleted.WithLabelValues(labels[0], labels[1], "age").Add(float64(res.Messages))
+}
