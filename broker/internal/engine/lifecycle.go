@@ -12,14 +12,7 @@ import (
 // purgeLoop releases expired leases every second so redelivery after a consumer death takes
 // the visibility timeout, not "until someone polls" (spec/produce-consume.md §6.5).
 func (r *registry) purgeLoop(ctx context.Context) {
-	t := time.NewTicker(expiryPurgeInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, expiryPurgeInterval, func() {
 		for _, pt := range r.snapshot() {
 			pt.shardMu.Lock()
 			s := pt.shard
@@ -28,13 +21,12 @@ func (r *registry) purgeLoop(ctx context.Context) {
 				s.PurgeExpired()
 			}
 		}
-	}
+	})
 }
 
-// evictLoop closes logs untouched for IdleLogEviction once retention owes nothing and no
-// lease is out (spec/storage.md §10).
-func (r *registry) evictLoop(ctx context.Context) {
-	t := time.NewTicker(evictionScanInterval)
+// every calls f once per interval d until ctx ends (first call after d).
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
@@ -42,9 +34,13 @@ func (r *registry) evictLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		r.evictIdle()
+		f()
 	}
 }
+
+// evictLoop closes logs untouched for IdleLogEviction once retention owes nothing and no
+// lease is out (spec/storage.md §10).
+func (r *registry) evictLoop(ctx context.Context) { every(ctx, evictionScanInterval, r.evictIdle) }
 
 func (r *registry) evictIdle() {
 	idle := r.e.cfg.IdleLogEviction
@@ -76,21 +72,14 @@ func (r *registry) evictIdle() {
 // retentionLoop deletes expired sealed segments of open logs every minute and of closed
 // logs owned here every five minutes, without opening them (spec/storage.md §9).
 func (r *registry) retentionLoop(ctx context.Context) {
-	t := time.NewTicker(retentionInterval)
-	defer t.Stop()
 	lastCold := r.e.now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, retentionInterval, func() {
 		r.retainOpen()
 		if r.e.now().Sub(lastCold) >= coldRetentionInterval {
 			lastCold = r.e.now()
 			r.retainClosed()
 		}
-	}
+	})
 }
 
 func (r *registry) retainOpen() {

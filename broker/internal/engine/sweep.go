@@ -147,14 +147,5 @@ func dirSize(dir string) int64 {
 
 // sweepLoop runs SweepOrphans every sweepInterval.
 func (e *Engine) sweepLoop(ctx context.Context) {
-	t := time.NewTicker(sweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		e.SweepOrphans(ctx)
-	}
+	every(ctx, sweepInterval, func() { e.SweepOrphans(ctx) })
 }
