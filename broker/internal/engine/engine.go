@@ -64,6 +64,7 @@ type Engine struct {
 	floor   map[partKey]int64 // newest commit time per partition in this process (ms)
 
 	ready        atomic.Bool
+	lastCaughtUp atomic.Int64 // unix nanos of the last AppliedCaughtUp success (readiness)
 	shuttingDown atomic.Bool
 	createGate   chan struct{} // closed once creates may proceed (boot order step 7)
 	gateOnce     sync.Once
@@ -142,13 +143,31 @@ func (e *Engine) Ready() error {
 	if !e.ready.Load() {
 		return errors.New("starting")
 	}
-	if !e.meta.AppliedCaughtUp() {
+	if !e.caughtUpForReadiness() {
 		return errors.New("metastore replica not caught up")
 	}
 	if h, ok := e.wal.(interface{ Healthy() bool }); ok && !h.Healthy() {
 		return errors.New("ingress wal unavailable (disk full or I/O error); retrying")
 	}
 	return nil
+}
+
+// readyGrace is how long readiness tolerates AppliedCaughtUp being false since it last held.
+// The strict check is false for the microseconds an entry spends being applied (a heartbeat
+// every 5 s), which must not flap /readyz; a replica that really fell behind (lost leader
+// contact for 5 s, or is replaying) stays false and turns readiness off after this grace.
+const readyGrace = 2 * time.Second
+
+// caughtUpForReadiness is AppliedCaughtUp debounced by readyGrace. Before the first success
+// (boot) it is false. Destructive steps keep using the strict AppliedCaughtUp.
+func (e *Engine) caughtUpForReadiness() bool {
+	now := time.Now().UnixNano()
+	if e.meta.AppliedCaughtUp() {
+		e.lastCaughtUp.Store(now)
+		return true
+	}
+	last := e.lastCaughtUp.Load()
+	return last != 0 && time.Duration(now-last) < readyGrace
 }
 
 // ShuttingDown implements api.Backend.
