@@ -7,7 +7,13 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/docs/benchmarks.md"
 work="$(mktemp -d)"
 addr="127.0.0.1:17942"
-trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+pids=()
+cleanup() {
+  kill "$pid" "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
 
 "$narad" serve --dev --data-dir "$work/data" --http-addr "$addr" --cluster-addr 127.0.0.1:17943 \
   --log-level warn >"$work/server.log" 2>&1 &
@@ -30,6 +36,38 @@ p16="$(run bench-p16 --create --partitions 3 --count "$count" --size 1024 --work
 p64="$(run bench-p64 --create --partitions 3 --count "$count" --size 1024 --workers 64)"
 full="$(run bench-full --create --partitions 3 --count "$count" --size 1024 --workers 64 --consumers 64 --consume)"
 batch="$(run bench-batch --create --partitions 3 --count "$((count * 10))" --size 1024 --workers 64 --consumers 64 --consume --batch 100)"
+
+# Three nodes on loopback (127.0.0.2x), same machine: the single node is stopped first so
+# the cluster has the CPUs the single node had.
+kill "$pid"; wait "$pid" 2>/dev/null || true
+export NARAD_CLUSTER_SECRET="bench-$(date +%s)"
+urls=()
+for i in 1 2 3; do
+  h="127.0.0.2$i"
+  if [ "$i" = 1 ]; then how=(--bootstrap); else how=(--join 127.0.0.21:17943); fi
+  "$narad" serve --node-id "n$i" --data-dir "$work/n$i" --http-addr "$h:17942" --cluster-addr "$h:17943" \
+    --security-enabled=false --log-level warn "${how[@]}" >"$work/n$i.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 150); do
+    curl -fsS "http://$h:17942/readyz" >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  curl -fsS "http://$h:17942/readyz" >/dev/null
+  urls+=("http://$h:17942")
+done
+servers="$(IFS=,; echo "${urls[*]}")"
+# Wait until all three are voters (the controller promotes joiners within a tick).
+for _ in $(seq 1 150); do
+  [ "$(curl -fsS "${urls[0]}/v1/cluster/members" | grep -o '"raft_role":"voter"' | wc -l)" = 3 ] && break
+  sleep 0.2
+done
+export NARAD_ADDR="${urls[0]}"
+remote_records() { curl -fsS "$1/metrics" | awk '/^narad_dispatched_records_total\{destination="remote"\}/ {print $2}'; }
+r0="$(remote_records "${urls[0]}")"; r0="${r0:-0}"
+d3="$(run bench3-dispatch --create --partitions 6 --count "$count" --size 1024 --workers 64)"
+r1="$(remote_records "${urls[0]}")"; r1="${r1:-0}"
+full3="$(run bench3-full --create --partitions 6 --count "$count" --size 1024 --workers 64 --consumers 64 --consume --servers "$servers")"
+batch3="$(run bench3-batch --create --partitions 6 --count "$((count * 10))" --size 1024 --workers 64 --consumers 64 --consume --batch 100 --servers "$servers")"
 
 field() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d.get(sys.argv[2], ''))" "$1" "$2"; }
 row() {
@@ -58,6 +96,30 @@ row() {
   row "full flow, 64 producers + 64 consumers" "$full"
   row "full flow, batch 100, 64 + 64" "$batch"
   echo
+  echo "## Three nodes"
+  echo
+  echo "The same machine runs three nodes (\`narad serve --join\`, loopback 127.0.0.21-23, 6 partitions, two"
+  echo "per node); \`narad bench --servers\` spreads producers and consumers round-robin over all three. Every"
+  echo "node accepts produce for every partition: two thirds of the records are committed on another"
+  echo "node (CommitProduceBatch), and consumes and acks of remote partitions go over node RPC."
+  echo
+  echo "| scenario | produce msg/s | p50 ms | p95 ms | p99 ms | full flow msg/s |"
+  echo "|---|---|---|---|---|---|"
+  row "3 nodes, produce on one node, 64 producers" "$d3"
+  row "3 nodes, full flow, 64 producers + 64 consumers" "$full3"
+  row "3 nodes, full flow, batch 100, 64 + 64" "$batch3"
+  echo
+  python3 - "$full" "$full3" "$batch" "$batch3" "$d3" "$r0" "$r1" <<'PY'
+import json, sys
+f1, f3, b1, b3, d3 = (json.loads(a) for a in sys.argv[1:6])
+r0, r1 = float(sys.argv[6]), float(sys.argv[7])
+secs = d3["produced"] / d3["produce_msgs_per_sec"] if d3.get("produce_msgs_per_sec") else 0
+rate = (r1 - r0) / secs if secs else 0
+print(f"- Three-node / one-node full flow: single-message {f3['full_flow_msgs_per_sec'] / f1['full_flow_msgs_per_sec']:.2f}, "
+      f"batched {b3['full_flow_msgs_per_sec'] / b1['full_flow_msgs_per_sec']:.2f}.")
+print(f"- Cross-node dispatch: {r1 - r0:.0f} records committed on another node during the produce-only run, "
+      f"{rate:.0f} records/s (\`narad_dispatched_records_total{{destination=\"remote\"}}\` on the accepting node).")
+PY
   echo "Reproduce: \`make bench\` (set BENCH_COUNT to change the message count, default 50000;"
   echo "the batched run uses ten times as many). Load generator and broker share the machine."
   echo

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	json "github.com/goccy/go-json"
@@ -21,11 +22,16 @@ const DefaultTimeout = 30 * time.Second
 // ErrBadBaseURL is returned by New for a base URL that is not an absolute http(s) URL.
 var ErrBadBaseURL = errors.New("base URL must be an absolute http:// or https:// URL")
 
+// ErrTLSTransport is returned by New when WithTLSConfig is combined with WithHTTPClient whose
+// Transport is not an *http.Transport (the TLS settings have nowhere to go).
+var ErrTLSTransport = errors.New("WithTLSConfig needs an *http.Transport in WithHTTPClient")
+
 // Client talks to one Narad endpoint (normally a load balancer in front of every node).
 // Its configuration never changes after New, so it is safe for concurrent use.
 type Client struct {
 	base    string // scheme://host[/prefix], no trailing slash
 	hc      *http.Client
+	tls     *tls.Config // WithTLSConfig; applied to the transport in New
 	user    string
 	pass    string
 	useAuth bool
@@ -47,6 +53,17 @@ func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) {
 		if hc != nil {
 			c.hc = hc
+		}
+	}
+}
+
+// WithTLSConfig makes https:// requests use cfg (for example RootCAs trusting the cluster's
+// CA, or a client certificate). New never modifies cfg nor a transport passed with
+// WithHTTPClient: it uses a clone of that *http.Transport. A nil cfg is ignored.
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(c *Client) {
+		if cfg != nil {
+			c.tls = cfg
 		}
 	}
 }
@@ -81,7 +98,32 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: NewTransport(64)}
 	}
+	if c.tls != nil {
+		hc, err := withTLS(c.hc, c.tls)
+		if err != nil {
+			return nil, err
+		}
+		c.hc = hc
+	}
 	return c, nil
+}
+
+// withTLS returns a copy of hc whose transport (a clone; NewTransport(64) when hc has none)
+// uses cfg for TLS.
+func withTLS(hc *http.Client, cfg *tls.Config) (*http.Client, error) {
+	var t *http.Transport
+	switch rt := hc.Transport.(type) {
+	case nil:
+		t = NewTransport(64)
+	case *http.Transport:
+		t = rt.Clone()
+	default:
+		return nil, fmt.Errorf("%w (got %T)", ErrTLSTransport, rt)
+	}
+	t.TLSClientConfig = cfg.Clone()
+	cp := *hc
+	cp.Transport = t
+	return &cp, nil
 }
 
 // NewTransport returns an http.Transport tuned for many concurrent requests to one host:

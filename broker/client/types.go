@@ -178,6 +178,7 @@ const (
 type MemberList struct {
 	Members         []Member `json:"members"`
 	LeaderReachable bool     `json:"leader_reachable"`
+	Leader          string   `json:"leader,omitempty"` // id of the Raft leader the answering node knows
 }
 
 // Member is one cluster member (§2.16). DecommissionBlocked is nil when the field was absent
@@ -188,6 +189,8 @@ type Member struct {
 	Status              string   `json:"status"` // alive | dead | draining
 	Draining            bool     `json:"draining"`
 	RaftRole            string   `json:"raft_role"` // voter | nonvoter | none
+	Leader              bool     `json:"leader"`    // this member leads Raft (as the answering node knows)
+	ClusterAddr         string   `json:"cluster_addr,omitempty"`
 	OwnedPartitions     int      `json:"owned_partitions"`
 	OutboundMoves       int      `json:"outbound_moves"`
 	LastHeartbeat       int64    `json:"last_heartbeat"` // Unix seconds

@@ -25,7 +25,7 @@ func (s *server) ack(w http.ResponseWriter, r *http.Request) {
 	}
 	t, ok := s.be.Topic(name)
 	if !ok {
-		s.writeErr(w, r, op, notFoundf("topic %q not found", name))
+		s.writeErr(w, r, op, s.topicMissing(name))
 		return
 	}
 	if h.Partition >= t.Partitions {
@@ -127,7 +127,7 @@ func (s *server) ackBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	t, ok := s.be.Topic(name)
 	if !ok {
-		s.writeErr(w, r, op, notFoundf("topic %q not found", name))
+		s.writeErr(w, r, op, s.topicMissing(name))
 		return
 	}
 	results := make([]ackResult, len(parsed))

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -132,6 +133,9 @@ type ConsumeRequest struct {
 	Offset    int64
 	Wait      time.Duration
 	Max       int
+	// LocalOnly is set only on the node-to-node plane: serve what this node owns, never
+	// forward (a queue probe from another node, or a forwarded pinned/replay read).
+	LocalOnly bool
 }
 
 // Message is one delivered record. ReceiptHandle is empty on replay.
@@ -171,4 +175,22 @@ type SchemaReader interface {
 	// Schema returns the latest registered JSON Schema document of the topic; ok is false
 	// when it has none.
 	Schema(topic string) (doc json.RawMessage, ok bool)
+}
+
+// ReplicaStatus is optionally implemented by a Backend. ReplicaCurrent reports whether the
+// node's metadata replica is current (the node finished booting and is caught up with the
+// leader), so that "no such topic" is an authoritative answer. While it is false, a topic
+// missing from the replica answers 503 (retry), never 404: a restarting or lagging node must
+// not deny a topic that exists.
+type ReplicaStatus interface {
+	ReplicaCurrent() bool
+}
+
+// topicMissing is the error for a topic the local replica does not have: 404, or 503 while
+// the replica is not current.
+func (s *server) topicMissing(name string) error {
+	if rs, ok := s.be.(ReplicaStatus); ok && !rs.ReplicaCurrent() {
+		return fmt.Errorf("%w: this node is still catching up with the cluster and cannot tell whether topic %q exists yet; retry", ErrUnavailable, name)
+	}
+	return notFoundf("topic %q not found", name)
 }

@@ -29,7 +29,7 @@ func (s *server) consume(w http.ResponseWriter, r *http.Request) {
 	}
 	t, ok := s.be.Topic(name)
 	if !ok {
-		s.writeErr(w, r, op, notFoundf("topic %q not found", name))
+		s.writeErr(w, r, op, s.topicMissing(name))
 		return
 	}
 	if cq.Offset >= 0 && !cq.PartitionGiven {

@@ -103,7 +103,7 @@ func (s *server) produceBatch(w http.ResponseWriter, r *http.Request) {
 func (s *server) produceTarget(name string) (meta.Topic, error) {
 	t, ok := s.be.Topic(name)
 	if !ok {
-		return meta.Topic{}, notFoundf("topic %q not found", name)
+		return meta.Topic{}, s.topicMissing(name)
 	}
 	if t.Parent != "" && t.FanoutDelayMs > 0 {
 		return meta.Topic{}, &reqError{sentinel: ErrDelayedChild,

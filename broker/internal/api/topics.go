@@ -81,7 +81,7 @@ func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("topic")
 	t, ok := s.be.Topic(name)
 	if !ok {
-		s.writeErr(w, r, op, notFoundf("topic %q not found", name))
+		s.writeErr(w, r, op, s.topicMissing(name))
 		return
 	}
 	if given && (p < 0 || p >= t.Partitions) {

@@ -62,6 +62,7 @@ func (c *benchConfig) validate() error {
 func (a *app) benchCmd() *cobra.Command {
 	var cfg benchConfig
 	var cpuProfile string
+	var servers []string
 	cmd := &cobra.Command{
 		Use:   "bench <topic>",
 		Short: "Load-test produce (and with --consume the full produce → consume → ack flow)",
@@ -87,9 +88,25 @@ func (a *app) benchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			clients := []*client.Client{c}
+			if len(servers) > 0 {
+				clients = clients[:0]
+				per := conns/len(servers) + 1
+				for _, s := range servers {
+					sc, err := a.newClientAt(cmd, s, per)
+					if err != nil {
+						return err
+					}
+					clients = append(clients, sc)
+				}
+				c = clients[0]
+			}
 			ctx := cmd.Context()
 			if cfg.Create {
 				if err := ensureTopic(ctx, c, cfg, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
+				if err := awaitTopic(ctx, clients, cfg.Topic); err != nil {
 					return err
 				}
 			}
@@ -103,7 +120,7 @@ func (a *app) benchCmd() *cobra.Command {
 			// The load generator allocates per request (net/http); a less eager GC leaves more CPU
 			// to the broker when both share a machine. Its heap stays small either way.
 			defer debug.SetGCPercent(debug.SetGCPercent(400))
-			r := newBenchRun(cfg, c)
+			r := newBenchRun(cfg, clients...)
 			stderr := cmd.ErrOrStderr()
 			stop := r.startProgress(stderr, !cfg.JSON && a.writerIsTerminal(stderr), a.progressTick)
 			res, runErr := r.run(ctx)
@@ -133,6 +150,7 @@ func (a *app) benchCmd() *cobra.Command {
 	f.IntVar(&cfg.Partitions, "partitions", 0, "partitions for --create (0 = server default)")
 	f.BoolVar(&cfg.JSON, "json", false, "print the results as one JSON object")
 	f.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "give up after this long")
+	f.StringSliceVar(&servers, "servers", nil, "spread producers and consumers round-robin over these server URLs (the nodes of a cluster); default: --server")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator to this file")
 	_ = f.MarkHidden("cpuprofile")
 	return cmd
@@ -152,6 +170,28 @@ func ensureTopic(ctx context.Context, c *client.Client, cfg benchConfig, stderr 
 		return fmt.Errorf("creating topic %q: %w", cfg.Topic, err)
 	}
 	fmt.Fprintf(stderr, "created topic %q\n", cfg.Topic)
+	return nil
+}
+
+// awaitTopic waits (up to 10 s) until every server's replica knows the topic: a create returns
+// once the leader applied it, and other nodes follow milliseconds later.
+func awaitTopic(ctx context.Context, clients []*client.Client, topic string) error {
+	if len(clients) < 2 {
+		return nil // the create answered on this very server
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, c := range clients {
+		for {
+			_, err := c.GetTopic(ctx, topic, nil)
+			if err == nil {
+				break
+			}
+			if !client.IsStatus(err, http.StatusNotFound) || time.Now().After(deadline) {
+				return fmt.Errorf("topic %q on %s: %w", topic, c.BaseURL(), err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	return nil
 }
 

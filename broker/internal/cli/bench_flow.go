@@ -17,7 +17,7 @@ import (
 // The full flow is done when producers have finished and acked ≥ produced.
 type benchRun struct {
 	cfg  benchConfig
-	c    *client.Client
+	cs   []*client.Client // one per server; workers use clientFor
 	body []byte
 	tag  []byte // nil: every consumed message is the run's
 
@@ -43,11 +43,16 @@ type benchRun struct {
 	doneOnce sync.Once
 }
 
-func newBenchRun(cfg benchConfig, c *client.Client) *benchRun {
+// newBenchRun prepares a run; producers and consumers are spread round-robin over cs (one
+// client per server with --servers, so the load reaches every node of a cluster).
+func newBenchRun(cfg benchConfig, cs ...*client.Client) *benchRun {
 	body, tag := benchPayload(cfg.Size)
-	return &benchRun{cfg: cfg, c: c, body: body, tag: tag, lat: make([][]time.Duration, cfg.Workers),
+	return &benchRun{cfg: cfg, cs: cs, body: body, tag: tag, lat: make([][]time.Duration, cfg.Workers),
 		done: make(chan struct{})}
 }
+
+// clientFor returns the client worker i uses.
+func (r *benchRun) clientFor(i int) *client.Client { return r.cs[i%len(r.cs)] }
 
 // run executes the benchmark until every message is produced (and with Consume, acked), the
 // timeout passes, a non-retryable error occurs, or ctx ends.
@@ -71,7 +76,7 @@ func (r *benchRun) run(parent context.Context) (benchResult, error) {
 	if r.cfg.Consume {
 		for i := 0; i < r.cfg.Consumers; i++ {
 			cwg.Add(1)
-			go func() { defer cwg.Done(); r.consumer(cctx) }()
+			go func() { defer cwg.Done(); r.consumer(cctx, r.clientFor(i)) }()
 		}
 	}
 	pwg.Wait()
@@ -145,6 +150,7 @@ func (r *benchRun) checkDone() {
 
 // producer sends claimed ranges until cfg.Count messages were attempted.
 func (r *benchRun) producer(ctx context.Context, id int) {
+	c := r.clientFor(id)
 	chunk := max(1, r.cfg.Batch)
 	var recs []client.BatchRecord
 	if r.cfg.Batch > 0 {
@@ -163,9 +169,9 @@ func (r *benchRun) producer(ctx context.Context, id int) {
 		t0 := time.Now()
 		var err error
 		if r.cfg.Batch > 0 {
-			_, err = r.c.ProduceBatch(ctx, r.cfg.Topic, recs[:n])
+			_, err = c.ProduceBatch(ctx, r.cfg.Topic, recs[:n])
 		} else {
-			err = r.c.Produce(ctx, r.cfg.Topic, r.body, client.ProduceOptions{})
+			err = c.Produce(ctx, r.cfg.Topic, r.body, client.ProduceOptions{})
 		}
 		d := time.Since(t0)
 		if err != nil && ctx.Err() != nil {
@@ -188,11 +194,11 @@ func (r *benchRun) producer(ctx context.Context, id int) {
 }
 
 // consumer receives, counts and acks until ctx ends.
-func (r *benchRun) consumer(ctx context.Context) {
+func (r *benchRun) consumer(ctx context.Context, c *client.Client) {
 	opts := client.ConsumeOptions{Wait: benchConsumeWait, Max: min(r.cfg.Batch, client.MaxConsumeMessages)}
 	failures := 0
 	for ctx.Err() == nil {
-		msgs, err := r.c.Consume(ctx, r.cfg.Topic, opts)
+		msgs, err := c.Consume(ctx, r.cfg.Topic, opts)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -219,10 +225,10 @@ func (r *benchRun) consumer(ctx context.Context) {
 			}
 		}
 		if r.cfg.Batch > 0 {
-			r.ackBatch(ctx, msgs, own)
+			r.ackBatch(ctx, c, msgs, own)
 		} else {
 			for i, m := range msgs {
-				r.ackOne(ctx, m, own[i])
+				r.ackOne(ctx, c, m, own[i])
 			}
 		}
 		r.checkDone()
@@ -245,13 +251,13 @@ func (r *benchRun) isOwn(m client.Message) bool {
 // benchAckTries bounds ack attempts per message, as `narad sub` does.
 const benchAckTries = ackTries
 
-func (r *benchRun) ackOne(ctx context.Context, m client.Message, own bool) {
+func (r *benchRun) ackOne(ctx context.Context, c *client.Client, m client.Message, own bool) {
 	failures := 0
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && !sleepCtx(ctx, ackRetryPause(attempt)) {
 			return
 		}
-		err := r.c.Ack(ctx, r.cfg.Topic, m.ReceiptHandle)
+		err := c.Ack(ctx, r.cfg.Topic, m.ReceiptHandle)
 		switch {
 		case err == nil:
 			if own {
@@ -282,7 +288,7 @@ func (r *benchRun) ackOne(ctx context.Context, m client.Message, own bool) {
 // is full) are retried until 204 or 410, as the API asks of clients: the window drains as soon
 // as the frontier hole is acked, usually within milliseconds, so the first retries come fast.
 // The lease's expiry (410) bounds the loop. Transport errors are retried benchAckTries times.
-func (r *benchRun) ackBatch(ctx context.Context, msgs []client.Message, own []bool) {
+func (r *benchRun) ackBatch(ctx context.Context, c *client.Client, msgs []client.Message, own []bool) {
 	pending := make([]int, len(msgs))
 	for i := range pending {
 		pending[i] = i
@@ -296,7 +302,7 @@ func (r *benchRun) ackBatch(ctx context.Context, msgs []client.Message, own []bo
 		for j, i := range pending {
 			entries[j] = client.AckEntry{ReceiptHandle: msgs[i].ReceiptHandle}
 		}
-		res, err := r.c.AckBatch(ctx, r.cfg.Topic, entries)
+		res, err := c.AckBatch(ctx, r.cfg.Topic, entries)
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"narad.dev/broker/client"
@@ -23,18 +26,33 @@ const (
 	EnvUser      = "NARAD_USER"
 	EnvPass      = "NARAD_PASS"
 	EnvConfigDir = "NARAD_CONFIG_DIR"
+	EnvCAFile    = "NARAD_CA_FILE"
 )
+
+// flagCAFile names the persistent flag of the CA file trusted for https:// servers.
+const flagCAFile = "ca-file"
+
+// addCAFileFlag registers the persistent --ca-file flag on pf (the root's persistent flags).
+// Registering twice is a no-op. Its value is read back from the flag set by resolveConn.
+func addCAFileFlag(pf *pflag.FlagSet) {
+	if pf.Lookup(flagCAFile) != nil {
+		return
+	}
+	pf.String(flagCAFile, "", "PEM file of the CA to trust for https:// servers instead of the system roots (env "+EnvCAFile+")")
+}
 
 // conn is a resolved set of connection settings.
 type conn struct {
 	Server   string
 	User     string
 	Password string
+	CAFile   string // "" = system roots
 }
 
 // resolveConn picks each field from (highest first) the root's flags, the environment, the
 // selected context, then the default. The contexts file is read only when a field is still
-// unresolved after flags and environment.
+// unresolved after flags and environment. The CA file comes from --ca-file or NARAD_CA_FILE
+// only (contexts do not store it).
 func (a *app) resolveConn(cmd *cobra.Command) (conn, error) {
 	flags := cmd.Root().PersistentFlags()
 	var c conn
@@ -49,6 +67,11 @@ func (a *app) resolveConn(cmd *cobra.Command) (conn, error) {
 	pick(0, &c.Server, "server", a.server, EnvAddr)
 	pick(1, &c.User, "user", a.user, EnvUser)
 	pick(2, &c.Password, "password", a.password, EnvPass)
+	if f := flags.Lookup(flagCAFile); f != nil && f.Changed {
+		c.CAFile = f.Value.String()
+	} else {
+		c.CAFile = a.getenv(EnvCAFile)
+	}
 	if !have[0] || !have[1] || !have[2] {
 		store, err := loadContexts(a.getenv)
 		if err != nil {
@@ -84,9 +107,18 @@ func normalizeServer(s string) string {
 // newClient builds an API client from the resolved settings. maxConns sizes the keep-alive
 // pool (the load generator passes its worker count).
 func (a *app) newClient(cmd *cobra.Command, maxConns int) (*client.Client, error) {
+	return a.newClientAt(cmd, "", maxConns)
+}
+
+// newClientAt is newClient with the server URL replaced by server (unless it is empty):
+// the same credentials and TLS trust, another node (narad bench --servers).
+func (a *app) newClientAt(cmd *cobra.Command, server string, maxConns int) (*client.Client, error) {
 	c, err := a.resolveConn(cmd)
 	if err != nil {
 		return nil, err
+	}
+	if server != "" {
+		c.Server = server
 	}
 	opts := []client.Option{
 		client.WithHTTPClient(&http.Client{Transport: client.NewTransport(maxConns)}),
@@ -96,7 +128,28 @@ func (a *app) newClient(cmd *cobra.Command, maxConns int) (*client.Client, error
 	if c.User != "" || c.Password != "" {
 		opts = append(opts, client.WithBasicAuth(c.User, c.Password))
 	}
+	if c.CAFile != "" {
+		cfg, err := trustCAFile(c.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, client.WithTLSConfig(cfg))
+	}
 	return client.New(normalizeServer(c.Server), opts...)
+}
+
+// trustCAFile returns a TLS configuration trusting only the PEM certificates of path (like
+// curl --cacert: the system roots are not consulted).
+func trustCAFile(path string) (*tls.Config, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, errf("--%s: %v", flagCAFile, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, errf("--%s: %s holds no PEM certificate", flagCAFile, path)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 // apiError returns err as *client.Error when it is one.

@@ -3,8 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/base64"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -140,5 +144,60 @@ func TestContextsFileIsWrittenWithMode0600AndFirstBecomesCurrent(t *testing.T) {
 	}
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Fatalf("mode after rewrite = %v", st.Mode().Perm())
+	}
+}
+
+// runWithCAFlag runs the CLI on a root that has the --ca-file flag registered.
+func runWithCAFlag(a *app, args ...string) result {
+	root := newRoot(a)
+	addCAFileFlag(root.PersistentFlags())
+	addCAFileFlag(root.PersistentFlags()) // a second registration is harmless
+	return runRoot(context.Background(), root, "", args...)
+}
+
+func TestCAFileMakesTheCLITrustAnHTTPSServer(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reply(w, 200, emptyList)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notPEM := filepath.Join(dir, "garbage.pem")
+	if err := os.WriteFile(notPEM, []byte("nothing\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		env     map[string]string
+		flags   []string
+		wantErr string // "" = success
+	}{
+		{"system roots do not trust it", nil, nil, "certificate"},
+		{"flag", nil, []string{"--ca-file", ca}, ""},
+		{"env", map[string]string{EnvCAFile: ca}, nil, ""},
+		{"flag beats env", map[string]string{EnvCAFile: notPEM}, []string{"--ca-file", ca}, ""},
+		{"missing file", nil, []string{"--ca-file", filepath.Join(dir, "none.pem")}, "narad: --ca-file: open "},
+		{"file without certificates", map[string]string{EnvCAFile: notPEM}, nil, "narad: --ca-file: " + notPEM + " holds no PEM certificate"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{EnvConfigDir: t.TempDir(), EnvAddr: srv.URL}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			res := runWithCAFlag(testApp(env), append(append([]string{}, tc.flags...), "topic", "ls")...)
+			if tc.wantErr == "" {
+				if res.code != 0 {
+					t.Fatalf("exit %d: %s", res.code, res.stderr)
+				}
+				return
+			}
+			if res.code != 1 || !strings.Contains(res.stderr, tc.wantErr) {
+				t.Fatalf("exit %d, stderr %q; want 1 and %q", res.code, res.stderr, tc.wantErr)
+			}
+		})
 	}
 }

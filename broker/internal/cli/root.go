@@ -74,6 +74,7 @@ func newRoot(a *app) *cobra.Command {
 	pf.StringVarP(&a.server, "server", "s", "", "server URL (env NARAD_ADDR; default http://127.0.0.1:7942)")
 	pf.StringVarP(&a.user, "user", "u", "", "username for HTTP Basic auth (env NARAD_USER)")
 	pf.StringVarP(&a.password, "password", "p", "", "password for HTTP Basic auth (env NARAD_PASS)")
+	addCAFileFlag(pf)
 
 	if a.opts.Serve != nil {
 		root.AddCommand(a.opts.Serve())

@@ -78,6 +78,12 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.HTTPReadTimeout = b.duration(optHTTPReadTimeout)
 	s.HTTPWriteTimeout = b.duration(optHTTPWriteTimeout)
 	s.HTTPIdleTimeout = b.duration(optHTTPIdleTimeout)
+	s.TLSCertFile = b.str(optTLSCert)
+	s.TLSKeyFile = b.str(optTLSKey)
+	s.ClusterTLSCAFile = b.str(optClusterTLSCA)
+	s.InitialMembers = b.list(optInitialMembers)
+	s.HeartbeatInterval = b.duration(optHeartbeatInterval)
+	s.HeartbeatTimeout = b.duration(optHeartbeatTimeout)
 	if b.err != nil {
 		return Serve{}, b.err
 	}

@@ -56,6 +56,7 @@ func TestDefaultsApplyWhenNothingIsSet(t *testing.T) {
 		TopicDefaultRetentionMs: 604_800_000, IdleLogEviction: 30 * time.Minute,
 		ShutdownGrace: 10 * time.Second, HTTPReadTimeout: 10 * time.Second,
 		HTTPWriteTimeout: 30 * time.Second, HTTPIdleTimeout: 60 * time.Second,
+		HeartbeatInterval: 5 * time.Second, HeartbeatTimeout: 30 * time.Second,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
@@ -302,6 +303,13 @@ func TestEachValidationErrorNamesItsField(t *testing.T) {
 		{[]string{"--http-read-timeout=0s"}, nil, "http-read-timeout", "positive"},
 		{[]string{"--http-write-timeout=0s"}, nil, "http-write-timeout", "positive"},
 		{[]string{"--http-idle-timeout=-5s"}, nil, "http-idle-timeout", "positive"},
+		{[]string{"--initial-members=n0,bad/id"}, nil, "initial-members", "not a node ID"},
+		{nil, map[string]string{"NARAD_CLUSTER_INITIAL_MEMBERS": "n0,n1,n0"}, "initial-members", "lists \"n0\" twice (from env NARAD_CLUSTER_INITIAL_MEMBERS)"},
+		{[]string{"--heartbeat-interval=0s"}, nil, "heartbeat-interval", "positive"},
+		{[]string{"--heartbeat-timeout=-1s"}, nil, "heartbeat-timeout", "positive"},
+		{[]string{"--heartbeat-timeout=5s"}, nil, "heartbeat-timeout", "must exceed heartbeat-interval (5s)"},
+		{[]string{"--heartbeat-interval=2s", "--heartbeat-timeout=1s"}, nil, "heartbeat-timeout", "must exceed heartbeat-interval (2s)"},
+		{nil, map[string]string{"NARAD_HEARTBEAT_TIMEOUT": "30"}, "heartbeat-timeout", "invalid duration"},
 	}
 	for _, c := range cases {
 		t.Run(c.field+"/"+c.want, func(t *testing.T) {
@@ -357,13 +365,16 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"topic-default-retention-ms": "604800000", "idle-log-eviction": "30m0s", "shutdown-grace": "10s",
 		"http-read-timeout": "10s", "http-write-timeout": "30s", "http-idle-timeout": "1m0s",
 		"dev": "false", "bootstrap": "false", "join": "[]",
+		"tls-cert": "", "tls-key": "", "cluster-tls-ca": "", "initial-members": "[]",
+		"heartbeat-interval": "5s", "heartbeat-timeout": "30s",
 	}
 	names := []string{"dev", "data-dir", "http-addr", "cluster-addr", "advertise-addr", "node-id", "join",
 		"bootstrap", "config", "log-level", "log-format", "pprof-addr", "security-enabled", "admin-user",
 		"admin-password", "admin-password-file", "cluster-secret", "cluster-secret-file", "storage-codec",
 		"storage-compression-level", "max-consume-wait", "topic-default-partitions", "topic-max-partitions",
 		"topic-default-retention-ms", "idle-log-eviction", "shutdown-grace", "http-read-timeout",
-		"http-write-timeout", "http-idle-timeout"}
+		"http-write-timeout", "http-idle-timeout", "tls-cert", "tls-key", "cluster-tls-ca",
+		"initial-members", "heartbeat-interval", "heartbeat-timeout"}
 	for _, n := range names {
 		f := fs.Lookup(n)
 		if f == nil {

@@ -61,6 +61,12 @@ const (
 	optHTTPReadTimeout    = "http-read-timeout"
 	optHTTPWriteTimeout   = "http-write-timeout"
 	optHTTPIdleTimeout    = "http-idle-timeout"
+	optTLSCert            = "tls-cert"
+	optTLSKey             = "tls-key"
+	optClusterTLSCA       = "cluster-tls-ca"
+	optInitialMembers     = "initial-members"
+	optHeartbeatInterval  = "heartbeat-interval"
+	optHeartbeatTimeout   = "heartbeat-timeout"
 )
 
 // Defaults that do not depend on other settings.
@@ -77,6 +83,12 @@ const (
 	DefaultHTTPReadTimeout  = 10 * time.Second
 	DefaultHTTPWriteTimeout = 30 * time.Second
 	DefaultHTTPIdleTimeout  = 60 * time.Second
+
+	// DefaultHeartbeatInterval is how often a node upserts its member record (spec/cluster.md §6.4).
+	DefaultHeartbeatInterval = 5 * time.Second
+	// DefaultHeartbeatTimeout is the heartbeat age past which the controller marks a member
+	// dead (spec/cluster.md §6.4); it must exceed the interval.
+	DefaultHeartbeatTimeout = 30 * time.Second
 )
 
 // options lists every setting in the order errors are reported.
@@ -110,6 +122,12 @@ var options = []option{
 	{name: optHTTPReadTimeout, kind: kDuration, def: DefaultHTTPReadTimeout.String(), help: "HTTP server read timeout"},
 	{name: optHTTPWriteTimeout, kind: kDuration, def: DefaultHTTPWriteTimeout.String(), help: "HTTP server write timeout; must exceed max-consume-wait"},
 	{name: optHTTPIdleTimeout, kind: kDuration, def: DefaultHTTPIdleTimeout.String(), help: "HTTP server keep-alive idle timeout"},
+	{name: optTLSCert, kind: kString, aliases: []string{"NARAD_CLUSTER_TLS_CERT_FILE"}, help: "PEM certificate file; with tls-key the HTTP API serves HTTPS and the cluster port uses TLS"},
+	{name: optTLSKey, kind: kString, aliases: []string{"NARAD_CLUSTER_TLS_KEY_FILE"}, help: "PEM private key file of tls-cert"},
+	{name: optClusterTLSCA, kind: kString, aliases: []string{"NARAD_CLUSTER_TLS_CA_FILE"}, help: "PEM file of the CA that signs every node certificate; turns on mutual TLS between nodes (needs tls-cert and tls-key)"},
+	{name: optInitialMembers, kind: kList, aliases: []string{"NARAD_CLUSTER_INITIAL_MEMBERS"}, help: "comma-separated node IDs that bootstrap the cluster on an empty disk (empty: every node may bootstrap)"},
+	{name: optHeartbeatInterval, kind: kDuration, def: DefaultHeartbeatInterval.String(), help: "member heartbeat period; change only for tests and unusual networks"},
+	{name: optHeartbeatTimeout, kind: kDuration, def: DefaultHeartbeatTimeout.String(), help: "heartbeat age after which a member is marked dead, above heartbeat-interval; change only for tests and unusual networks"},
 }
 
 var optionsByName = func() map[string]*option {

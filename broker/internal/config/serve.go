@@ -43,6 +43,23 @@ type Serve struct {
 	HTTPWriteTimeout        time.Duration // > 0; must exceed MaxConsumeWait
 	HTTPIdleTimeout         time.Duration // > 0
 
+	// TLSCertFile and TLSKeyFile are PEM files, both set or both empty (checked to load as a
+	// pair). When set, the HTTP API serves HTTPS and the cluster port uses TLS with this
+	// certificate.
+	TLSCertFile string
+	TLSKeyFile  string
+	// ClusterTLSCAFile is the PEM CA (≥ 1 certificate) that signs every node certificate; when
+	// set (only together with TLSCertFile/TLSKeyFile) the cluster port runs mutual TLS.
+	ClusterTLSCAFile string
+
+	// InitialMembers are the node IDs allowed to bootstrap on an empty disk (each a valid node
+	// ID); empty = every node may bootstrap (spec/cluster.md §6.1).
+	InitialMembers []string
+	// HeartbeatInterval is the member upsert period (> 0, default 5 s); HeartbeatTimeout the
+	// heartbeat age after which a member is dead (> HeartbeatInterval, default 30 s).
+	HeartbeatInterval time.Duration
+	HeartbeatTimeout  time.Duration
+
 	ConfigFile string // the file read, "" = none
 }
 
@@ -81,6 +98,12 @@ func (s Serve) LogValue() slog.Value {
 		slog.Duration("http_read_timeout", s.HTTPReadTimeout),
 		slog.Duration("http_write_timeout", s.HTTPWriteTimeout),
 		slog.Duration("http_idle_timeout", s.HTTPIdleTimeout),
+		slog.String("tls_cert", s.TLSCertFile),
+		slog.String("tls_key", s.TLSKeyFile),
+		slog.String("cluster_tls_ca", s.ClusterTLSCAFile),
+		slog.Any("initial_members", s.InitialMembers),
+		slog.Duration("heartbeat_interval", s.HeartbeatInterval),
+		slog.Duration("heartbeat_timeout", s.HeartbeatTimeout),
 		slog.String("config_file", s.ConfigFile),
 	)
 }

@@ -115,6 +115,28 @@ func validate(s *Serve, origin func(string) string) error {
 			return nil
 		},
 		func() error {
+			seen := make(map[string]bool, len(s.InitialMembers))
+			for _, id := range s.InitialMembers {
+				if !nameChars(id, maxNodeIDLen) {
+					return fieldErr(optInitialMembers, "%q is not a node ID (1-%d characters of A-Z a-z 0-9 . _ -)%s", clip(id), maxNodeIDLen, origin(optInitialMembers))
+				}
+				if seen[id] {
+					return fieldErr(optInitialMembers, "lists %q twice%s", clip(id), origin(optInitialMembers))
+				}
+				seen[id] = true
+			}
+			return nil
+		},
+		func() error { return positive(optHeartbeatInterval, s.HeartbeatInterval, origin) },
+		func() error { return positive(optHeartbeatTimeout, s.HeartbeatTimeout, origin) },
+		func() error {
+			if s.HeartbeatTimeout <= s.HeartbeatInterval {
+				return fieldErr(optHeartbeatTimeout, "must exceed heartbeat-interval (%s)%s", s.HeartbeatInterval, origin(optHeartbeatTimeout))
+			}
+			return nil
+		},
+		func() error { return checkTLSFiles(s, origin) },
+		func() error {
 			if samePort(s.HTTPAddr, s.ClusterAddr) {
 				return fieldErr(optClusterAddr, "%s collides with http-addr %s", s.ClusterAddr, s.HTTPAddr)
 			}

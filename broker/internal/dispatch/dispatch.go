@@ -33,6 +33,7 @@ const (
 	DefaultCommitTimeout = 30 * time.Second // a slow fsync is not a dead node
 	DefaultBackoff       = time.Second      // per-destination retry pacing after a failure
 	DefaultRerouteGrace  = 3 * time.Second  // from the first failure of a streak [seed 004]
+	DefaultPassWait      = time.Second      // a pass waits this long for its commits, then leaves hung ones running
 	errorLogInterval     = 10 * time.Second // a persisting WAL error is logged at most this often
 )
 
@@ -56,6 +57,11 @@ type Options struct {
 	CommitFanout int
 	// CommitTimeout bounds one Commit and one ConfirmAbsent call (0 → 30 s).
 	CommitTimeout time.Duration
+	// PassWait bounds how long a pass waits for its commits (0 → 1 s). A commit still running
+	// then (a frozen owner: its RPC neither answers nor fails) is left running in the
+	// background, its destination counts as in flight, and the pass goes on with everything
+	// else, so one hung owner never stalls delivery to the others.
+	PassWait time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -79,6 +85,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CommitTimeout <= 0 {
 		o.CommitTimeout = DefaultCommitTimeout
+	}
+	if o.PassWait <= 0 {
+		o.PassWait = DefaultPassWait
 	}
 	return o
 }
@@ -105,6 +114,11 @@ type Dispatcher struct {
 	dead    map[partKey]time.Time   // dead owners already logged → last seen
 	confirm map[topicInc]time.Time  // discard confirmations: no re-ask before this time
 	scratch passScratch             // reused per pass
+	hung    map[partKey]time.Time   // destinations with a detached commit in flight → its start
+
+	lateMu   sync.Mutex
+	late     []*group       // detached commits that finished, for the next pass to account
+	detached sync.WaitGroup // detached commits still running (Run waits for them)
 
 	readErrAt, advanceErrAt time.Time // last error logs (rate limit)
 
@@ -127,6 +141,7 @@ func New(w *wal.WAL, topo Topology, c Committer, opts Options) *Dispatcher {
 		stuck:   map[partKey]*stuckState{},
 		dead:    map[partKey]time.Time{},
 		confirm: map[topicInc]time.Time{},
+		hung:    map[partKey]time.Time{},
 		scratch: newPassScratch(),
 		snapCP:  cp,
 	}
@@ -139,6 +154,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	defer d.running.Store(false)
+	defer d.detached.Wait() // detached commits see the cancelled ctx and end quickly
 	idle := time.NewTimer(d.opts.IdlePoll)
 	defer idle.Stop()
 	for {

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +30,14 @@ type source struct {
 	rerouted bool
 }
 
+// Commit states of a group within its pass.
+const (
+	groupPending  int32 = iota // not started (the pass stopped waiting first)
+	groupRunning               // Commit in flight
+	groupDone                  // finished within the pass; err says how
+	groupDetached              // still running when the pass stopped waiting: owned by its goroutine
+)
+
 // group is one Commit call: records bound for one target partition, in WAL order.
 type group struct {
 	key      partKey
@@ -39,6 +46,8 @@ type group struct {
 	seqs     []uint64
 	rerouted int // records whose own partition was another one
 	err      error
+	state    atomic.Int32
+	started  time.Time
 }
 
 // passScratch is per-pass working memory, reused so that a steady-state pass allocates little.
@@ -70,6 +79,7 @@ func (s *passScratch) reset() {
 	for _, g := range s.groups[:s.ngroups] {
 		clear(g.recs)
 		g.recs, g.seqs, g.rerouted, g.err = g.recs[:0], g.seqs[:0], 0, nil
+		g.state.Store(groupPending)
 	}
 	s.ngroups = 0
 	clear(s.verdict)
@@ -92,17 +102,28 @@ func (d *Dispatcher) pass(ctx context.Context) bool {
 		return false
 	}
 	if len(s.entries) == 0 {
+		d.settleLate(d.opts.Now())
 		d.observe(PassStats{Window: d.window, Checkpoint: cp, Undispatched: d.publish(cp, d.ahead.count),
 			Duration: time.Since(start)})
 		return false
 	}
+	st := PassStats{Window: d.window, Scanned: len(s.entries)}
+	st.Committed += d.settleLate(d.opts.Now())
 	d.bucket()
 	d.resolve(ctx, d.opts.Now())
-	st := PassStats{Window: d.window, Scanned: len(s.entries)}
 	st.Discarded = d.fillGroups()
 	d.commitGroups(ctx)
 	now := d.opts.Now()
-	for _, g := range s.groups[:s.ngroups] {
+	for i, g := range s.groups[:s.ngroups] {
+		switch g.state.Load() {
+		case groupPending:
+			continue // never started: its records wait for the next pass
+		case groupDetached:
+			// Its goroutine owns g now; the pass gets a fresh group in its slot.
+			d.hung[g.key] = g.started
+			s.groups[i] = &group{}
+			continue
+		}
 		switch {
 		case g.err == nil:
 			for _, seq := range g.seqs {
@@ -224,6 +245,15 @@ func (d *Dispatcher) resolve(ctx context.Context, now time.Time) {
 			continue
 		}
 		delete(d.dead, k)
+		if since, hung := d.hung[k]; hung {
+			// A commit to k is still in flight: never send a second one; after the grace, send
+			// what queues behind it to a sibling (a late success then duplicates those, within
+			// at-least-once).
+			if now.Sub(since) >= d.opts.RerouteGrace {
+				d.reroute(src, topic, p, n)
+			}
+			continue
+		}
 		st := d.stuck[k]
 		if st != nil {
 			st.seen = true
@@ -294,32 +324,86 @@ func (d *Dispatcher) fillGroups() int {
 	return discarded
 }
 
-// commitGroups runs every group's Commit, at most CommitFanout at once, and waits for all.
+// commitGroups runs every group's Commit, at most CommitFanout at once, and waits for all of
+// them, but no longer than PassWait: a group still running then is detached (its goroutine
+// finishes it and queues it for settleLate) and one not yet started stays pending.
 func (d *Dispatcher) commitGroups(ctx context.Context) {
-	groups := d.scratch.groups[:d.scratch.ngroups]
-	workers := min(d.opts.CommitFanout, len(groups))
-	if workers <= 1 {
-		for _, g := range groups {
-			d.commitOne(ctx, g)
-		}
+	groups := append([]*group(nil), d.scratch.groups[:d.scratch.ngroups]...)
+	if len(groups) == 0 {
 		return
 	}
+	workers := min(d.opts.CommitFanout, len(groups))
 	var next atomic.Int64
-	var wg sync.WaitGroup
+	var stop atomic.Bool
+	finished := make(chan struct{}, len(groups))
 	for range workers {
-		wg.Add(1)
+		d.detached.Add(1)
 		go func() {
-			defer wg.Done()
-			for {
+			defer d.detached.Done()
+			for !stop.Load() {
 				i := int(next.Add(1)) - 1
 				if i >= len(groups) {
 					return
 				}
-				d.commitOne(ctx, groups[i])
+				g := groups[i]
+				g.started = d.opts.Now()
+				g.state.Store(groupRunning)
+				d.commitOne(ctx, g)
+				if !g.state.CompareAndSwap(groupRunning, groupDone) {
+					d.lateMu.Lock() // detached: the next pass accounts for it
+					d.late = append(d.late, g)
+					d.lateMu.Unlock()
+				}
+				finished <- struct{}{}
 			}
 		}()
 	}
-	wg.Wait()
+	timer := time.NewTimer(d.opts.PassWait)
+	defer timer.Stop()
+	for range groups {
+		select {
+		case <-finished:
+			continue
+		case <-timer.C:
+		}
+		stop.Store(true)
+		for _, g := range groups {
+			g.state.CompareAndSwap(groupRunning, groupDetached)
+		}
+		return
+	}
+}
+
+// settleLate accounts for detached commits that have finished since the last pass: a success
+// finishes their seqs (unless the checkpoint already moved past them because a sibling took the
+// records); a failure starts the destination's failure streak at the commit's start. It returns
+// the number of records it finished.
+func (d *Dispatcher) settleLate(now time.Time) int {
+	d.lateMu.Lock()
+	late := d.late
+	d.late = nil
+	d.lateMu.Unlock()
+	done := 0
+	for _, g := range late {
+		if since, ok := d.hung[g.key]; ok && !since.After(g.started) {
+			delete(d.hung, g.key)
+		}
+		if g.err != nil {
+			d.markFailed(g.key, g.dest, g.started, g.err)
+			if st := d.stuck[g.key]; st != nil {
+				st.lastFailedAt, st.retryAt = now, now.Add(d.opts.FailureBackoff)
+			}
+			continue
+		}
+		for _, seq := range g.seqs {
+			if seq >= d.ahead.base && !d.ahead.has(seq) {
+				d.ahead.add(seq)
+				done++
+			}
+		}
+		d.markSucceeded(g.key, g.dest, now)
+	}
+	return done
 }
 
 func (d *Dispatcher) commitOne(ctx context.Context, g *group) {

@@ -9,12 +9,26 @@ import (
 	"narad.dev/broker/internal/metrics"
 )
 
-// logSource adapts a partition log to the consume engine's Source.
-type logSource struct{ l *plog.Log }
+// logSource adapts a partition log to the consume engine's Source. taker and notify (both nil
+// or both set) also tell peers' parked long-polls that the partition may have reservable
+// messages again, unless a local long-poll takes them.
+type logSource struct {
+	l      *plog.Log
+	taker  func() bool
+	notify func(taken bool)
+}
 
 func (s logSource) HighWatermark() int64 { return s.l.HighWatermark() }
 func (s logSource) OldestOffset() int64  { return s.l.OldestOffset() }
-func (s logSource) Broadcast()           { s.l.Broadcast() }
+func (s logSource) Broadcast() {
+	if s.notify == nil {
+		s.l.Broadcast()
+		return
+	}
+	taken := s.taker() // before the broadcast wakes local waiters
+	s.l.Broadcast()
+	s.notify(taken)
+}
 
 func (s logSource) Read(offset int64) (consume.Message, error) {
 	r, err := s.l.Read(offset)

@@ -53,6 +53,7 @@ func (e *Engine) CommitLocal(ctx context.Context, topic, incarnation string, p i
 		entries[i] = plog.Entry{Key: []byte(recs[i].Key), Payload: recs[i].Payload}
 		bytes += len(recs[i].Payload)
 	}
+	taken := e.localTaker(topic) // before the commit wakes local waiters
 	first, err := pt.log.Commit(entries, ts)
 	if err != nil {
 		e.m.Errors.WithLabelValues("messaging", "append").Inc()
@@ -62,6 +63,7 @@ func (e *Engine) CommitLocal(ctx context.Context, topic, incarnation string, p i
 		}
 		return 0, fmt.Errorf("commit %s/%d: %w: %v", topic, p, api.ErrUnavailable, err)
 	}
+	e.notifyPeers(topic, p, taken)
 	e.m.MessagesProduced.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(len(recs)))
 	e.m.BytesProduced.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(bytes))
 	return first, nil

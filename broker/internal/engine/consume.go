@@ -16,8 +16,9 @@ import (
 )
 
 // reprobeInterval bounds one park of a long-poll before the partitions are scanned again
-// (spec/produce-consume.md §6.7: remote owners are re-probed every 250 ms).
-const reprobeInterval = 250 * time.Millisecond
+// (spec/produce-consume.md §6.7: remote owners are re-probed every 250 ms). A variable only so
+// that tests can prove a wake-up came from a notice, not from the re-probe timer.
+var reprobeInterval = 250 * time.Millisecond
 
 // replayMaxBytes bounds the payload bytes of one replay-many answer.
 const replayMaxBytes = 8 << 20
@@ -37,21 +38,40 @@ func limitsOf(t meta.Topic) consume.Limits {
 	return consume.Limits{VisibilityTimeout: time.Duration(vt) * time.Millisecond, MaxInFlight: int(inflight), MaxAckedAhead: int(ahead)}
 }
 
-// Consume implements api.Backend: replay, pinned queue and queue consumes.
+// Consume implements api.Backend: replay, pinned queue and queue consumes, routed to the
+// partition owners (spec/produce-consume.md §6.7). With req.LocalOnly (the node-to-node plane)
+// only this node's partitions are served and nothing is forwarded.
 func (e *Engine) Consume(ctx context.Context, t meta.Topic, req api.ConsumeRequest) ([]api.Message, error) {
 	if req.Max < 1 {
 		req.Max = 1
 	}
-	if req.Offset >= 0 {
-		return e.replay(t, req.Partition, req.Offset, req.Max)
-	}
-	if req.Partition >= 0 {
-		if !e.owns(t.Name, req.Partition) {
+	if req.Offset >= 0 || req.Partition >= 0 {
+		o := e.ownerOf(t.Name, req.Partition)
+		switch {
+		case o.local && req.Offset >= 0:
+			return e.replay(t, req.Partition, req.Offset, req.Max)
+		case o.local:
+			return e.reserve(ctx, t, []int{req.Partition}, nil, req.Max, req.Wait)
+		case req.LocalOnly:
+			return nil, fmt.Errorf("%s/%d: %w", t.Name, req.Partition, ErrNotOwner)
+		case !o.known || o.dead || e.peers == nil:
 			return nil, fmt.Errorf("partition %d: %w", req.Partition, api.ErrOwnerDown)
 		}
-		return e.reserve(ctx, t, []int{req.Partition}, req.Max, req.Wait)
+		cctx, cancel := context.WithTimeout(ctx, req.Wait+pinnedRPCSlack)
+		defer cancel()
+		msgs, err := e.peers.Consume(cctx, o.addr, t.Name, req, false)
+		if err != nil {
+			if errors.Is(err, api.ErrGone) || errors.Is(err, api.ErrNotFound) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("partition %d on %s: %w: %v", req.Partition, o.id, api.ErrOwnerDown, err)
+		}
+		return msgs, nil // the owner counted the deliveries
 	}
-	return e.reserve(ctx, t, e.ownedPartitions(t), req.Max, req.Wait)
+	if req.LocalOnly || e.peers == nil {
+		return e.reserve(ctx, t, e.ownedPartitions(t), nil, req.Max, req.Wait)
+	}
+	return e.reserve(ctx, t, e.ownedPartitions(t), e.remoteOwners, req.Max, req.Wait)
 }
 
 // replay reads up to max records from offset without touching queue state.
@@ -87,57 +107,53 @@ func (e *Engine) replay(t meta.Topic, p int, offset int64, max int) ([]api.Messa
 	return out, nil
 }
 
-// reserve scans parts (rotating the start per call) and reserves up to max messages; with
-// nothing reservable it parks on the partitions' notify channels until a commit, lease expiry
-// or nack wakes it, the re-probe interval passes, or wait runs out.
-func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, max int, wait time.Duration) ([]api.Message, error) {
-	if len(parts) == 0 {
-		if wait > 0 {
-			tm := time.NewTimer(wait)
-			defer tm.Stop()
-			select {
-			case <-ctx.Done():
-			case <-tm.C:
-			}
-		}
-		return nil, nil
-	}
+// reserve scans the local partitions parts (rotating the start per call) and then, when
+// remotes is set, probes each live remote owner once without waiting (rotating order; failures
+// count as empty), reserving up to max messages. With nothing reservable it parks on the local
+// partitions' notify channels and the topic's remote-notice token until a commit, lease expiry
+// or nack (here or on an owner elsewhere) wakes it, the re-probe interval passes, or wait runs
+// out.
+//
+// Remote probes cost a node RPC each, so after the first pass they run only when a peer's
+// notice woke this waiter or the re-probe interval passed since the last probe: a local commit
+// wakes every local waiter, and all but one of them would otherwise go on to ask every other
+// node for nothing. A peer's notice wakes one waiter; a waiter that filled its batch from a
+// remote owner passes the token on, so a burst drains without waiting for the interval.
+func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes func(meta.Topic) []owner, max int, wait time.Duration) ([]api.Message, error) {
 	lim := limitsOf(t)
 	deadline := time.Now().Add(wait)
 	start := int(e.roundRobin("\x00consume/" + t.Name).Add(1))
-	chans := make([]<-chan struct{}, 0, len(parts))
+	chans := make([]<-chan struct{}, 0, len(parts)+1)
+	var lastProbe time.Time // zero: the first pass probes
+	woken := false          // the last park ended by a peer's notice
+	if remotes != nil && wait > 0 {
+		// While this long-poll runs, a commit on a local partition is its to take: peers are
+		// not told (see notifyPeers). Counted for the whole call, not just while parked, so
+		// the commit that wakes it cannot race its decrement.
+		active := e.parkedCounter(t.Name)
+		active.Add(1)
+		defer active.Add(-1)
+	}
 	for {
 		chans = chans[:0]
-		var out []api.Message
-		for i := range parts {
-			p := parts[(start+i)%len(parts)]
-			pt, err := e.parts.get(t, p)
-			if err != nil {
-				continue
+		var token <-chan struct{}
+		if remotes != nil {
+			token = e.remote.token(t.Name)
+			chans = append(chans, token) // index 0: the remote-notice token
+		}
+		out := e.reserveLocal(t, parts, start, lim, max, &chans)
+		if remotes != nil && len(out) < max && (woken || time.Since(lastProbe) >= reprobeInterval) {
+			lastProbe = time.Now()
+			others := remotes(t)
+			fromRemote := 0
+			for i := 0; i < len(others) && len(out) < max; i++ {
+				o := others[(start+i)%len(others)]
+				got := e.probeRemote(ctx, o, t, max-len(out))
+				fromRemote += len(got)
+				out = append(out, got...)
 			}
-			chans = append(chans, pt.log.NotifyC()) // snapshot before probing: no lost wake-up
-			shard, err := e.parts.shardOf(t, pt)
-			if err != nil {
-				e.log.Error("open consume shard", "topic", t.Name, "partition", p, "err", err)
-				continue
-			}
-			ds, _ := shard.Reserve(lim, max-len(out))
-			if len(ds) == 0 {
-				continue
-			}
-			var bytes int
-			for _, d := range ds {
-				out = append(out, api.Message{
-					Topic: t.Name, Partition: p, Offset: d.Message.Offset, Key: d.Message.Key,
-					Payload: d.Message.Payload, CommittedAtMs: d.Message.CommittedAt,
-					ReceiptHandle: d.Handle.String(),
-				})
-				bytes += len(d.Message.Payload)
-			}
-			e.m.MessagesConsumed.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(len(ds)))
-			e.m.BytesConsumed.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(bytes))
-			if len(out) >= max {
-				break
+			if woken && fromRemote > 0 && len(out) >= max {
+				e.remote.wakeOne(t.Name) // there may be more: pass the token on
 			}
 		}
 		if len(out) > 0 {
@@ -147,24 +163,97 @@ func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, max int
 		if remaining <= 0 || ctx.Err() != nil {
 			return nil, nil
 		}
-		if !park(ctx, chans, min(remaining, reprobeInterval)) {
+		d := min(remaining, reprobeInterval)
+		if remotes != nil {
+			d = min(remaining, atLeastMs(reprobeInterval-time.Since(lastProbe)))
+		}
+		if len(chans) == 0 {
+			chans = append(chans, e.remote.token(t.Name)) // nothing to watch: sleep out d
+		}
+		fired := park(ctx, chans, d)
+		if fired == parkCancelled {
 			return nil, nil
 		}
+		woken = token != nil && fired == 0
+		parts = e.refreshLocal(t, parts, remotes != nil)
 	}
 }
 
-// park blocks until one of chans is closed, d passes (true) or ctx ends (false).
-func park(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool {
+// atLeastMs clamps d to at least a millisecond.
+func atLeastMs(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return time.Millisecond
+	}
+	return d
+}
+
+// refreshLocal re-reads which partitions this node owns after a park (ownership may have
+// moved); a pinned consume (routed=false with one partition) keeps its partition.
+func (e *Engine) refreshLocal(t meta.Topic, parts []int, routed bool) []int {
+	if !routed && len(parts) == 1 {
+		return parts
+	}
+	return e.ownedPartitions(t)
+}
+
+// reserveLocal is one non-blocking pass over local partitions; it appends each probed
+// partition's notify channel to chans (snapshotted before the probe).
+func (e *Engine) reserveLocal(t meta.Topic, parts []int, start int, lim consume.Limits, max int, chans *[]<-chan struct{}) []api.Message {
+	var out []api.Message
+	for i := range parts {
+		p := parts[(start+i)%len(parts)]
+		pt, err := e.parts.get(t, p)
+		if err != nil {
+			continue
+		}
+		*chans = append(*chans, pt.log.NotifyC()) // snapshot before probing: no lost wake-up
+		shard, err := e.parts.shardOf(t, pt)
+		if err != nil {
+			e.log.Error("open consume shard", "topic", t.Name, "partition", p, "err", err)
+			continue
+		}
+		ds, _ := shard.Reserve(lim, max-len(out))
+		if len(ds) == 0 {
+			continue
+		}
+		var bytes int
+		for _, d := range ds {
+			out = append(out, api.Message{
+				Topic: t.Name, Partition: p, Offset: d.Message.Offset, Key: d.Message.Key,
+				Payload: d.Message.Payload, CommittedAtMs: d.Message.CommittedAt,
+				ReceiptHandle: d.Handle.String(),
+			})
+			bytes += len(d.Message.Payload)
+		}
+		e.m.MessagesConsumed.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(len(ds)))
+		e.m.BytesConsumed.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(bytes))
+		if len(out) >= max {
+			break
+		}
+	}
+	return out
+}
+
+// park results other than the index of the channel that fired.
+const (
+	parkTimeout   = -1
+	parkCancelled = -2
+)
+
+// park blocks until one of chans is closed or receives (its index), d passes (parkTimeout) or
+// ctx ends (parkCancelled).
+func park(ctx context.Context, chans []<-chan struct{}, d time.Duration) int {
 	tm := time.NewTimer(d)
 	defer tm.Stop()
 	if len(chans) == 1 {
 		select {
 		case <-chans[0]:
+			return 0
 		case <-tm.C:
+			return parkTimeout
 		case <-ctx.Done():
-			return false
+			return parkCancelled
 		}
-		return true
 	}
 	cases := make([]reflect.SelectCase, 0, len(chans)+2)
 	cases = append(cases,
@@ -174,11 +263,18 @@ func park(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
 	}
 	chosen, _, _ := reflect.Select(cases)
-	return chosen != 0
+	switch chosen {
+	case 0:
+		return parkCancelled
+	case 1:
+		return parkTimeout
+	}
+	return chosen - 2
 }
 
-// Ack implements api.Backend: each entry is applied on its partition's shard independently.
-func (e *Engine) Ack(ctx context.Context, t meta.Topic, entries []api.AckEntry) []error {
+// AckLocal applies entries on this node's shards (the owner side of op 31); an entry for a
+// partition this node does not own answers ErrNotOwner (421 on the node plane).
+func (e *Engine) AckLocal(t meta.Topic, entries []api.AckEntry) []error {
 	lim := limitsOf(t)
 	out := make([]error, len(entries))
 	// Apply in ascending (partition, offset) order: an ack of the frontier hole then collapses
@@ -202,7 +298,7 @@ func (e *Engine) Ack(ctx context.Context, t meta.Topic, entries []api.AckEntry) 
 
 func (e *Engine) ackOne(t meta.Topic, en api.AckEntry, lim consume.Limits) error {
 	if !e.owns(t.Name, en.Partition) {
-		return fmt.Errorf("partition %d: %w", en.Partition, api.ErrUnavailable)
+		return fmt.Errorf("partition %d: %w: %w", en.Partition, api.ErrUnavailable, ErrNotOwner)
 	}
 	pt := e.parts.peek(t.Name, en.Partition)
 	if pt == nil || pt.incarnation != t.Incarnation {

@@ -246,7 +246,7 @@ func TestParkWakesOnAnyNotifyChannelAndStopsOnCancel(t *testing.T) {
 				cancel()
 			}
 			done := make(chan bool, 1)
-			go func() { done <- park(ctx, chans, tc.d) }()
+			go func() { done <- park(ctx, chans, tc.d) != parkCancelled }()
 			select {
 			case got := <-done:
 				if got != tc.want {

@@ -79,12 +79,19 @@ func (c Committer) Commit(ctx context.Context, dest dispatch.Destination, topic 
 	switch dest.Kind {
 	case dispatch.DestLocal:
 		_, err := c.e.CommitLocal(ctx, topic, inc, partition, recs)
+		if err == nil {
+			c.e.m.DispatchedRecords.WithLabelValues("local").Add(float64(len(recs)))
+		}
 		return err
 	case dispatch.DestRemote:
 		if c.remote == nil {
 			return fmt.Errorf("no route to %s: %w", dest.Node, errNoRemote)
 		}
-		return c.remote.CommitRemote(ctx, dest.Addr, topic, inc, partition, recs)
+		err := c.remote.CommitRemote(ctx, dest.Addr, topic, inc, partition, recs)
+		if err == nil {
+			c.e.m.DispatchedRecords.WithLabelValues("remote").Add(float64(len(recs)))
+		}
+		return err
 	default:
 		return fmt.Errorf("owner %s is dead", dest.Node)
 	}

@@ -69,6 +69,16 @@ type Engine struct {
 	createGate   chan struct{} // closed once creates may proceed (boot order step 7)
 	gateOnce     sync.Once
 	undispatched func() uint64
+
+	peers         Peers // node RPC; nil on a node that never talks to peers
+	placementLock interface {
+		Lock()
+		Unlock()
+	} // the controller's placement lock (leader side)
+	notices       noticeHub  // local "reservable" notices for WatchCommits streams
+	remote        remoteWake // wakes long-polls parked on remote owners' partitions
+	probeSuspects suspects   // peers benched after a failed queue probe
+	parked        sync.Map   // topic → *atomic.Int32: queue long-polls parked here
 }
 
 type partKey struct {
@@ -114,6 +124,8 @@ func New(cfg Config, store *meta.Store, w appender) *Engine {
 	}
 	e.offsets = consume.NewCommitter(consume.CommitterOptions{Logger: cfg.Logger, Now: cfg.Now})
 	e.parts = newRegistry(e)
+	e.placementLock = &sync.Mutex{}
+	e.remote.init()
 	return e
 }
 
@@ -169,6 +181,10 @@ func (e *Engine) caughtUpForReadiness() bool {
 	last := e.lastCaughtUp.Load()
 	return last != 0 && time.Duration(now-last) < readyGrace
 }
+
+// ReplicaCurrent implements api.ReplicaStatus: the node finished booting and its metadata
+// replica is caught up (debounced like readiness).
+func (e *Engine) ReplicaCurrent() bool { return e.ready.Load() && e.caughtUpForReadiness() }
 
 // ShuttingDown implements api.Backend.
 func (e *Engine) ShuttingDown() bool { return e.shuttingDown.Load() }

@@ -212,7 +212,9 @@ func (r *registry) shardOf(t meta.Topic, pt *partition) (*consume.Shard, error) 
 	if pt.closed {
 		return nil, fmt.Errorf("%s/%d: %w", t.Name, pt.key.p, plog.ErrClosed)
 	}
-	s, err := consume.OpenShard(pt.key.p, pt.dir, logSource{pt.log}, consume.ShardOptions{
+	s, err := consume.OpenShard(pt.key.p, pt.dir, logSource{l: pt.log,
+		taker:  func() bool { return r.e.localTaker(pt.key.topic) },
+		notify: func(taken bool) { r.e.notifyPeers(pt.key.topic, pt.key.p, taken) }}, consume.ShardOptions{
 		Now:      r.e.now,
 		Logger:   r.e.log.With("topic", t.Name, "partition", pt.key.p),
 		Observer: &shardObserver{m: r.e.m, labels: pt.labels},

@@ -43,19 +43,33 @@ func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []api.ProduceRe
 }
 
 // pickPartition: pinned → it; keyed → FNV-1a-32(key) mod n; keyless → round-robin, one
-// counter per topic.
+// counter per topic. Keyed and keyless picks skip partitions whose owner the local replica
+// shows dead (the next partition p+1, p+2, … mod n with a live owner), so new records do not
+// queue behind a dead owner; the dispatcher still reroutes what was accepted before the owner
+// died. Per-key order across such a skip is lost (spec/api.md §4.3).
 func (e *Engine) pickPartition(t meta.Topic, r api.ProduceRecord) int {
 	n := t.Partitions
+	var p int
 	switch {
 	case r.Partition >= 0:
 		return r.Partition
 	case r.Key != "":
 		h := fnv.New32a()
 		h.Write([]byte(r.Key))
-		return int(h.Sum32() % uint32(n))
+		p = int(h.Sum32() % uint32(n))
 	default:
-		return int(e.roundRobin(t.Name).Add(1) % uint32(n))
+		p = int(e.roundRobin(t.Name).Add(1) % uint32(n))
 	}
+	if e.meta == nil { // unit tests of the pick rule run without a metastore
+		return p
+	}
+	for i := 0; i < n; i++ {
+		q := (p + i) % n
+		if !e.ownerOf(t.Name, q).dead {
+			return q
+		}
+	}
+	return p // every owner dead: the dispatcher holds the records until one returns
 }
 
 func (e *Engine) roundRobin(topic string) *atomic.Uint32 {

@@ -5,14 +5,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"narad.dev/broker/internal/api"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/placement"
 	"narad.dev/broker/internal/schema"
 )
 
@@ -34,6 +37,39 @@ func (e *Engine) CreateTopic(ctx context.Context, req api.CreateTopicRequest) (m
 	if req.Parent != "" {
 		// Fan-out children arrive with the fan-out engine; refuse honestly until then.
 		return meta.Topic{}, fmt.Errorf("%w: parent: fan-out children are not supported by this build", api.ErrInvalid)
+	}
+	if _, ok := e.view.Topic(req.Name); ok {
+		return meta.Topic{}, fmt.Errorf("topic %q: %w", req.Name, api.ErrExists)
+	}
+	// A follower forwards the create to the leader (op 4), which places the partitions under
+	// its placement lock.
+	var fwd meta.Topic
+	forwarded, err := e.forwardWrite(ctx, func(addr string) (uint64, error) {
+		fctx, cancel := context.WithTimeout(ctx, forwardCreateTimeout)
+		defer cancel()
+		t, idx, err := e.peers.CreateTopic(fctx, addr, req)
+		fwd = t
+		return idx, err
+	})
+	if forwarded || err != nil {
+		if err != nil {
+			return meta.Topic{}, err
+		}
+		if t, ok := e.view.Topic(req.Name); ok {
+			return t, nil
+		}
+		return fwd, nil
+	}
+	return e.CreateTopicAsLeader(ctx, req)
+}
+
+// CreateTopicAsLeader creates a topic on the Raft leader (the local half of CreateTopic, and
+// node RPC op 4): defaults, placement under the placement lock, one Raft entry.
+func (e *Engine) CreateTopicAsLeader(ctx context.Context, req api.CreateTopicRequest) (meta.Topic, error) {
+	select {
+	case <-e.createGate:
+	case <-ctx.Done():
+		return meta.Topic{}, fmt.Errorf("%w: node is starting", api.ErrUnavailable)
 	}
 	if _, ok := e.view.Topic(req.Name); ok {
 		return meta.Topic{}, fmt.Errorf("topic %q: %w", req.Name, api.ErrExists)
@@ -60,7 +96,10 @@ func (e *Engine) CreateTopic(ctx context.Context, req api.CreateTopicRequest) (m
 		t.RetentionMs = *req.RetentionMs
 	}
 	// One Raft entry: topic, placement and schema land together or not at all.
-	if _, err := e.meta.CreateTopicWith(ctx, meta.TopicCreate{Topic: t, Assignments: e.place(t.Name, 0, t.Partitions), Schema: req.Schema}); err != nil {
+	e.placementLock.Lock()
+	_, err := e.meta.CreateTopicWith(ctx, meta.TopicCreate{Topic: t, Assignments: e.place(t.Name, 0, t.Partitions), Schema: req.Schema})
+	e.placementLock.Unlock()
+	if err != nil {
 		return meta.Topic{}, err
 	}
 	got, ok := e.view.Topic(t.Name)
@@ -78,23 +117,14 @@ func orDefault(v, def int64) int64 {
 }
 
 // place assigns partitions [from, to) of a new topic or partition increase (spec/cluster.md
-// §7.1): candidates are alive, non-draining members sorted by id; owner = candidates[p mod n].
-// With no member records yet (first boot), this node takes them.
+// §7.1, placement package): candidates are alive, non-draining members sorted by id; owner =
+// candidates[p mod n]. With no member records yet (first boot), this node takes them.
 func (e *Engine) place(topic string, from, to int) []meta.Assignment {
-	var cand []string
-	for _, m := range e.meta.Members() {
-		if m.Status == meta.MemberAlive && !m.Draining {
-			cand = append(cand, m.ID)
-		}
-	}
-	sort.Strings(cand)
+	cand := placement.Candidates(e.meta.Members())
 	if len(cand) == 0 {
 		cand = []string{e.cfg.NodeID}
 	}
-	out := make([]meta.Assignment, 0, to-from)
-	for p := from; p < to; p++ {
-		out = append(out, meta.Assignment{Topic: topic, Partition: p, Owner: cand[p%len(cand)]})
-	}
+	out, _ := placement.Place(cand, topic, placement.Range(from, to), nil)
 	return out
 }
 
@@ -124,9 +154,56 @@ func (e *Engine) allTopics() []meta.Topic {
 	}
 }
 
-// PartitionStats implements api.Backend. It never opens a closed log nor stamps its access
-// time: open logs answer from memory, closed ones from their directory and hwm file.
+// PartitionStats implements api.Backend: local partitions here, remote ones from their owners
+// (op 8, 16 in flight); an owner that is dead or does not answer is reported
+// available=false instead of failing the describe.
 func (e *Engine) PartitionStats(ctx context.Context, t meta.Topic, partition int) []api.PartitionStats {
+	out := e.LocalPartitionStats(t, partition)
+	if e.peers == nil {
+		return out
+	}
+	sem := make(chan struct{}, statsFanout)
+	var wg sync.WaitGroup
+	for i := range out {
+		st := &out[i]
+		if st.OwnerNode == "" || st.OwnerNode == e.cfg.NodeID {
+			continue
+		}
+		o := e.ownerOf(t.Name, st.Index)
+		if o.dead || o.addr == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			sctx, cancel := context.WithTimeout(ctx, statsTimeout)
+			defer cancel()
+			got, err := e.peers.PartitionStats(sctx, o.addr, t.Name, st.Index)
+			if errors.Is(err, api.ErrNotFound) {
+				// The owner's replica has not applied the create yet (milliseconds behind
+				// ours): ask once more before calling the partition unavailable.
+				time.Sleep(statsRetryPause)
+				got, err = e.peers.PartitionStats(sctx, o.addr, t.Name, st.Index)
+			}
+			if err != nil {
+				e.log.Debug("remote partition stats", "topic", t.Name, "partition", st.Index, "owner", o.id, "err", err)
+				return
+			}
+			got.Index, got.OwnerNode, got.TargetNode = st.Index, st.OwnerNode, st.TargetNode
+			*st = got
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// LocalPartitionStats describes t's partitions (all when partition < 0) from this node's disk
+// only; partitions owned elsewhere carry only their owner. It never opens a closed log nor
+// stamps its access time: open logs answer from memory, closed ones from their directory and
+// hwm file.
+func (e *Engine) LocalPartitionStats(t meta.Topic, partition int) []api.PartitionStats {
 	var out []api.PartitionStats
 	for p := 0; p < t.Partitions; p++ {
 		if partition >= 0 && p != partition {
@@ -163,8 +240,34 @@ func (e *Engine) PartitionStats(ctx context.Context, t meta.Topic, partition int
 	return out
 }
 
-// AlterTopic implements api.Backend: every change is validated before anything is proposed.
+// AlterTopic implements api.Backend: a follower forwards it to the leader (op 5).
 func (e *Engine) AlterTopic(ctx context.Context, name string, req api.AlterTopicRequest) (meta.Topic, error) {
+	if _, ok := e.view.Topic(name); !ok {
+		return meta.Topic{}, fmt.Errorf("topic %q: %w", name, api.ErrNotFound)
+	}
+	var fwd meta.Topic
+	forwarded, err := e.forwardWrite(ctx, func(addr string) (uint64, error) {
+		fctx, cancel := context.WithTimeout(ctx, peerCallTimeout)
+		defer cancel()
+		t, idx, err := e.peers.AlterTopic(fctx, addr, name, req)
+		fwd = t
+		return idx, err
+	})
+	if forwarded || err != nil {
+		if err != nil {
+			return meta.Topic{}, err
+		}
+		if t, ok := e.view.Topic(name); ok {
+			return t, nil
+		}
+		return fwd, nil
+	}
+	return e.AlterTopicAsLeader(ctx, name, req)
+}
+
+// AlterTopicAsLeader validates every change and proposes them in one entry (the leader side of
+// AlterTopic and op 5); new partitions are placed under the placement lock.
+func (e *Engine) AlterTopicAsLeader(ctx context.Context, name string, req api.AlterTopicRequest) (meta.Topic, error) {
 	t, ok := e.view.Topic(name)
 	if !ok {
 		return meta.Topic{}, fmt.Errorf("topic %q: %w", name, api.ErrNotFound)
@@ -204,15 +307,31 @@ func (e *Engine) AlterTopic(ctx context.Context, name string, req api.AlterTopic
 		}
 	}
 	// One Raft entry: every field, the schema version and the new partitions' placement.
+	e.placementLock.Lock()
 	got, err := e.meta.AlterTopic(ctx, meta.TopicUpdate{Topic: t, Schema: req.Schema, Assignments: e.place(name, old, t.Partitions)})
+	e.placementLock.Unlock()
 	if err != nil {
 		return meta.Topic{}, err
 	}
 	return got, nil
 }
 
-// DeleteTopic implements api.Backend. Local data is purged when the delete applies.
+// DeleteTopic implements api.Backend; a follower forwards it to the leader (op 6). Every node
+// purges its local data when the delete applies on its replica.
 func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
+	forwarded, err := e.forwardWrite(ctx, func(addr string) (uint64, error) {
+		fctx, cancel := context.WithTimeout(ctx, peerCallTimeout)
+		defer cancel()
+		return e.peers.DeleteTopic(fctx, addr, name)
+	})
+	if forwarded || err != nil {
+		return err
+	}
+	return e.DeleteTopicAsLeader(ctx, name)
+}
+
+// DeleteTopicAsLeader proposes the delete on the leader (op 6's local half).
+func (e *Engine) DeleteTopicAsLeader(ctx context.Context, name string) error {
 	_, err := e.meta.DeleteTopic(ctx, name)
 	return err
 }

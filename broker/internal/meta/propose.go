@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 )
 
 // Proposals. Each encodes one command, applies it through Raft (leader only) and maps the
@@ -12,9 +11,11 @@ import (
 // Raft failures (ErrNotLeader, ErrLeadershipLost, ErrLeadershipTransferInProgress,
 // ErrRaftShutdown, ErrEnqueueTimeout, …) wrap ErrNoLeader together with the raft error
 // (503, outcome unknown: the entry may still commit); a ctx that ends first, or
-// Config.ApplyTimeout passing, returns ErrTimeout (also outcome unknown). Every id and timestamp in a command comes from the
-// caller, so Apply stays deterministic. When a proposal returns, this node's FSM has
-// applied it, so local reads see it.
+// Config.ApplyTimeout passing, returns ErrTimeout (also outcome unknown). Every id and
+// timestamp in a command comes from the caller, so Apply stays deterministic. On a follower
+// with a Config.Forwarder the proposal is forwarded to the leader (forward.go). When a
+// proposal returns, this node's FSM has applied it, so local reads see it (for a forwarded
+// one: unless the local apply wait timed out, which is logged).
 
 // TopicCreate is a CreateTopic proposal (op 1).
 type TopicCreate struct {
@@ -45,22 +46,7 @@ func (s *Store) propose(ctx context.Context, op uint8, payload any) (Result, err
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrTimeout, err)
 	}
-	// ApplyTimeout bounds both raft's enqueue wait and the whole wait for the commit.
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ApplyTimeout)
-	defer cancel()
-	timeout := s.cfg.ApplyTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = max(time.Until(dl), time.Millisecond)
-	}
-	f := s.raft.Apply(data, timeout)
-	if err := waitFuture(ctx, f); err != nil {
-		return Result{}, err
-	}
-	res, ok := f.Response().(Result)
-	if !ok {
-		return Result{}, fmt.Errorf("%w: unexpected apply response %T", ErrConflict, f.Response())
-	}
-	return res, res.errorOf()
+	return s.submit(ctx, data)
 }
 
 // CreateTopic proposes a new topic with its initial assignments. ErrExists if the name is

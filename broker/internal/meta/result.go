@@ -28,15 +28,20 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("outcome(%d)", uint8(o))
 }
 
-// Result is what Apply returns (raft ApplyFuture.Response) for every command entry.
+// Result is what Apply returns (raft ApplyFuture.Response) for every command entry. A
+// forwarded proposal ships it back from the leader as JSON (these field names are stable).
 type Result struct {
-	Outcome    Outcome
-	Reason     string     // why, for invalid/refused/not_found (stable English text)
-	Topic      Topic      // create/update/attach/detach: the record after; delete: the deleted record
-	Assignment Assignment // assignment ops: the record after (or the current one when refused)
-	Version    uint32     // PutSchema / schema-carrying ops: latest schema version after apply
-	Seeded     bool       // SeedRootUser: true when this entry seeded the root user
+	Outcome    Outcome    `json:"outcome"`
+	Reason     string     `json:"reason,omitempty"`  // why, for invalid/refused/not_found (stable English text)
+	Topic      Topic      `json:"topic"`             // create/update/attach/detach: the record after; delete: the deleted record
+	Assignment Assignment `json:"assignment"`        // assignment ops: the record after (or the current one when refused)
+	Version    uint32     `json:"version,omitempty"` // PutSchema / schema-carrying ops: latest schema version after apply
+	Seeded     bool       `json:"seeded,omitempty"`  // SeedRootUser: true when this entry seeded the root user
 }
+
+// Err maps a Result to the sentinel errors of types.go (nil for success outcomes): what a
+// proposal returns for it. A follower maps a Result shipped back by the leader with it.
+func (r Result) Err() error { return r.errorOf() }
 
 // errorOf maps a Result to the sentinel errors of types.go (nil for success outcomes).
 func (r Result) errorOf() error {

@@ -59,6 +59,9 @@ type Config struct {
 	// LeaderReader performs leader-confirmed reads against the leader when this node is a
 	// follower (node RPC). nil → a follower's confirmed reads fail as unconfirmed.
 	LeaderReader LeaderReader
+	// Forwarder carries a follower's proposals to the leader (node RPC). nil → a follower's
+	// proposal fails wrapping ErrNoLeader (single-node use and tests).
+	Forwarder Forwarder
 }
 
 // Store is Narad's metastore: hashicorp/raft over a pebble log store, with the FSM durable
@@ -234,8 +237,9 @@ func (s *Store) release() error {
 	return errors.Join(errs...)
 }
 
-// Raft exposes the Raft node for membership operations (AddNonvoter, AddVoter, RemoveServer,
-// LeadershipTransfer). Do not Shutdown it directly; use Close.
+// Raft exposes the Raft node (LeadershipTransfer, stats). Membership changes go through the
+// helpers of membership.go, which bound and map their errors. Do not Shutdown it directly;
+// use Close.
 func (s *Store) Raft() *raft.Raft { return s.raft }
 
 // NodeID returns this node's Raft server ID.

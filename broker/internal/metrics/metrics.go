@@ -77,6 +77,7 @@ type Metrics struct {
 	Errors              *prometheus.CounterVec
 	BootDuration        prometheus.Gauge
 	IngressUndispatched prometheus.Gauge
+	DispatchedRecords   *prometheus.CounterVec
 }
 
 // New registers every family on a fresh registry, plus the Go and process collectors.
@@ -150,6 +151,7 @@ func New() *Metrics {
 	m.Errors = f.counterVec("narad_errors_total", "Errors by component and kind.", []string{"component", "kind"})
 	m.BootDuration = f.gauge("narad_boot_duration_seconds", "Process start to API listener up.")
 	m.IngressUndispatched = f.gauge("narad_ingress_undispatched_records", "Accepted produces not yet committed at their owners.")
+	m.DispatchedRecords = f.counterVec("narad_dispatched_records_total", "Accepted records the dispatcher committed at their owner, by destination: local (this node) or remote (CommitProduceBatch to another node).", []string{"destination"})
 
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -26,6 +26,40 @@ func FuzzMuxFirstBytes(f *testing.F) {
 	f.Add([]byte{0x00, 0xff, RaftTag, 0x01})
 
 	n := startNode(f, "127.0.0.1", secret, time.Second)
+	fuzzMux(f, n, func(c net.Conn) (net.Conn, error) {
+		_, err := c.Write(append([]byte{RaftTag}, proof...))
+		return c, err
+	})
+}
+
+// FuzzTLSMuxFirstBytes is FuzzMuxFirstBytes for a mux under mutual TLS: arbitrary bytes
+// (plaintext Raft hellos, truncated or garbled TLS records) are closed in bounded time and a
+// valid TLS Raft dial still gets through afterwards.
+func FuzzTLSMuxFirstBytes(f *testing.F) {
+	secret := []byte("fuzz-secret")
+	proof := SecretProof(secret)
+	f.Add([]byte{})
+	f.Add([]byte{RaftTag})
+	f.Add(append([]byte{RaftTag}, proof...))
+	f.Add([]byte{RaftTag, 0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00})
+	f.Add([]byte{RaftTag, 0x16, 0x03, 0x03, 0xff, 0xff})
+	f.Add([]byte{RaftTag, 0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28})
+	f.Add([]byte{0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00})
+	f.Add([]byte{0x16})
+	f.Add([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
+	f.Add([]byte{0x17, 0x03, 0x03, 0x00, 0x01, 0x00})
+
+	ct := newTestPKI(f).node(f)
+	n := startNode(f, "127.0.0.1", secret, time.Second, WithTLS(ct))
+	dialer := &StreamLayer{proof: proof, tls: ct}
+	fuzzMux(f, n, func(c net.Conn) (net.Conn, error) {
+		return dialer.hello(c, n.addr, 5*time.Second)
+	})
+}
+
+// fuzzMux runs the fuzz body against node n, whose mux must still take a Raft connection
+// that hello (given a fresh TCP connection) makes valid after each input.
+func fuzzMux(f *testing.F, n *testNode, hello func(net.Conn) (net.Conn, error)) {
 	sl, err := NewStreamLayer(n.mux, n.addr)
 	if err != nil {
 		f.Fatal(err)
@@ -60,15 +94,17 @@ func FuzzMuxFirstBytes(f *testing.F) {
 		// drain below closes; everything else the mux or gRPC server closes.
 		closed := make(chan error, 1)
 		go func() { closed <- closedByPeer(c, 10*time.Second) }()
-		good, err := dial()
+		raw, err := dial()
 		if err != nil {
 			t.Fatalf("mux no longer accepts: %v", err)
 		}
-		defer good.Close()
-		if _, err := good.Write(append([]byte{RaftTag}, proof...)); err != nil {
+		defer raw.Close()
+		good, err := hello(raw)
+		if err != nil {
 			t.Fatalf("raft handshake after fuzz input: %v", err)
 		}
-		want := good.LocalAddr().String()
+		defer good.Close()
+		want := raw.LocalAddr().String()
 		timeout := time.After(10 * time.Second)
 		for found := false; !found; {
 			select {

@@ -55,19 +55,19 @@ type testNode struct {
 }
 
 // startNode listens on ip:0, serves gRPC on the mux and runs it; everything stops at cleanup.
-// handshake 0 keeps HandshakeTimeout.
-func startNode(t testing.TB, ip string, secret []byte, handshake time.Duration) *testNode {
+// handshake 0 keeps HandshakeTimeout. opts go to both NewMux and NewServer.
+func startNode(t testing.TB, ip string, secret []byte, handshake time.Duration, opts ...Option) *testNode {
 	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatalf("listen %s: %v", ip, err)
 	}
-	m := NewMux(ln, secret, nil)
+	m := NewMux(ln, secret, nil, opts...)
 	if handshake > 0 {
 		m.handshake = handshake
 	}
 	impl := &stubNode{}
-	srv := NewServer(secret, impl, nil)
+	srv := NewServer(secret, impl, nil, opts...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(m.GRPCListener()) }()
 	ran := make(chan error, 1)

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -16,8 +17,12 @@ import (
 // traffic, plaintext or TLS, is never mistaken for Raft.
 const RaftTag byte = 0x01
 
+// tlsHandshakeRecord is the first byte of every TLS connection (a handshake record carrying
+// the ClientHello).
+const tlsHandshakeRecord byte = 0x16
+
 // HandshakeTimeout bounds how long a new connection may take to send its first byte and, for
-// Raft, its proof, and how long a classified connection may wait for its listener to take it.
+// Raft, its TLS handshake (under cluster TLS) and proof, and how long a classified connection may wait for its listener to take it.
 // A stalled peer holds one goroutine for at most this long and never blocks Accept.
 const HandshakeTimeout = 5 * time.Second
 
@@ -33,17 +38,26 @@ var ErrStreamLayerTaken = errors.New("rpc: mux already has a raft stream layer")
 // connection to the Raft stream layer once its 32-byte secret proof checks out (else it is
 // closed and never reaches Accept); any other byte sends it, byte included, to the gRPC
 // listener. Run owns the accept loop; Close stops it and both sub-listeners.
+//
+// Under cluster TLS (WithTLS) no plaintext byte reaches a listener after the tag: a Raft
+// connection runs the TLS server handshake right after RaftTag and sends its proof inside
+// TLS, and Accept yields the *tls.Conn; a gRPC connection must start with a TLS record
+// (0x16), which passes untouched to the gRPC server and its TLS credentials; any other first
+// byte is closed.
 type Mux struct {
 	ln        net.Listener
 	proof     []byte
 	logger    *slog.Logger
 	handshake time.Duration // HandshakeTimeout; shortened by tests
+	tls       *ClusterTLS   // nil: plaintext
+	serverTLS *tls.Config   // tls.ServerConfig(), built once; nil when plaintext
 
 	grpc *subListener
 	raft *subListener
 
 	pending  chan struct{} // semaphore of in-flight classifications
 	rejectIn warnLimiter   // rate of "bad proof" warnings
+	tlsIn    warnLimiter   // rate of "failed TLS handshake / plaintext on TLS port" warnings
 
 	mu         sync.Mutex // guards streamTook, isClosed, handshaking and wg.Add against Close
 	streamTook bool
@@ -57,12 +71,15 @@ type Mux struct {
 }
 
 // NewMux wraps ln (the bound cluster listener). It takes ownership of ln: Close closes it.
-// logger nil → discard. Start it with Run.
-func NewMux(ln net.Listener, secret []byte, logger *slog.Logger) *Mux {
+// logger nil → discard. WithTLS turns on cluster TLS; without it the port is plaintext.
+// Start it with Run.
+func NewMux(ln net.Listener, secret []byte, logger *slog.Logger, opts ...Option) *Mux {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	o := collect(opts)
 	m := &Mux{
+		tls:       o.tls,
 		ln:        ln,
 		proof:     SecretProof(secret),
 		logger:    logger,
@@ -71,6 +88,9 @@ func NewMux(ln net.Listener, secret []byte, logger *slog.Logger) *Mux {
 		closed:    make(chan struct{}),
 
 		handshaking: make(map[net.Conn]struct{}),
+	}
+	if o.tls != nil {
+		m.serverTLS = o.tls.ServerConfig()
 	}
 	m.grpc = newSubListener(ln.Addr())
 	m.raft = newSubListener(ln.Addr())
@@ -179,13 +199,29 @@ func (m *Mux) readHello(conn net.Conn) (_ classified, ok bool) {
 		return classified{}, false
 	}
 	if first[0] != RaftTag {
+		if m.tls != nil && first[0] != tlsHandshakeRecord {
+			m.warnTLS("rpc: closed a plaintext connection on the TLS cluster port", conn, nil)
+			return classified{}, false
+		}
 		if err := conn.SetReadDeadline(time.Time{}); err != nil {
 			return classified{}, false
 		}
 		return classified{to: m.grpc, conn: &peekedConn{Conn: conn, first: first[0], hasFirst: true}, deadline: deadline}, true
 	}
+	raftConn := conn
+	if m.tls != nil {
+		if err := conn.SetWriteDeadline(deadline); err != nil {
+			return classified{}, false
+		}
+		tc := tls.Server(conn, m.serverTLS)
+		if err := tc.Handshake(); err != nil {
+			m.warnTLS("rpc: raft TLS handshake failed", conn, err)
+			return classified{}, false
+		}
+		raftConn = tc
+	}
 	var got [ProofSize]byte
-	if _, err := io.ReadFull(conn, got[:]); err != nil {
+	if _, err := io.ReadFull(raftConn, got[:]); err != nil {
 		return classified{}, false
 	}
 	if !validProof(got[:], m.proof) {
@@ -195,10 +231,23 @@ func (m *Mux) readHello(conn net.Conn) (_ classified, ok bool) {
 		}
 		return classified{}, false
 	}
-	if err := conn.SetReadDeadline(time.Time{}); err != nil {
+	if err := conn.SetDeadline(time.Time{}); err != nil {
 		return classified{}, false
 	}
-	return classified{to: m.raft, conn: conn, deadline: deadline}, true
+	return classified{to: m.raft, conn: raftConn, deadline: deadline}, true
+}
+
+// warnTLS logs a refused connection of the TLS cluster port, at most once per authLogEvery.
+func (m *Mux) warnTLS(msg string, conn net.Conn, err error) {
+	suppressed, ok := m.tlsIn.allow()
+	if !ok {
+		return
+	}
+	attrs := []any{"remote", conn.RemoteAddr().String(), "suppressed", suppressed}
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	m.logger.Warn(msg, attrs...)
 }
 
 // handOff gives conn to l's Accept, or closes it if nobody takes it before deadline or the

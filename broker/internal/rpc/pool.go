@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -35,8 +36,9 @@ var reconnectBackoff = grpc.ConnectParams{
 
 // Pool caches one gRPC client connection per peer cluster address. Connections are created
 // lazily (the first RPC dials) and reconnect on their own; every call carries the secret proof
-// and a deadline (see callTimeout). Safe for concurrent use. The transport is plaintext until
-// cluster TLS is wired in.
+// and a deadline (see callTimeout). Safe for concurrent use. The transport is plaintext unless
+// NewPool got WithTLS; then every connection verifies the dialed host against the server
+// certificate (and presents the node certificate under mutual TLS).
 type Pool struct {
 	opts []grpc.DialOption
 
@@ -45,11 +47,16 @@ type Pool struct {
 	closed bool
 }
 
-// NewPool returns an empty pool whose calls prove knowledge of secret.
-func NewPool(secret []byte) *Pool {
+// NewPool returns an empty pool whose calls prove knowledge of secret, over TLS with
+// WithTLS's configuration, else plaintext.
+func NewPool(secret []byte, opts ...Option) *Pool {
+	transport := insecure.NewCredentials()
+	if t := collect(opts).tls; t != nil {
+		transport = credentials.NewTLS(t.ClientConfig())
+	}
 	return &Pool{
 		opts: []grpc.DialOption{
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithTransportCredentials(transport),
 			grpc.WithPerRPCCredentials(newProofCredentials(secret)),
 			grpc.WithChainUnaryInterceptor(deadlineInterceptor),
 			grpc.WithDefaultCallOptions(

@@ -46,8 +46,15 @@ func (nopSnapshot) Persist(sink raft.SnapshotSink) error { return sink.Close() }
 func (nopSnapshot) Release()                             {}
 
 // Raft and gRPC share each node's cluster port: three nodes on 127.0.0.1/2/3 elect a leader
-// over their muxes, replicate an Apply, and answer gRPC on the same address meanwhile.
+// over their muxes, replicate an Apply, and answer gRPC on the same address meanwhile, in
+// plaintext and under mutual TLS.
 func TestRaftAndGRPCShareClusterPort(t *testing.T) {
+	t.Run("plaintext", func(t *testing.T) { runSharedPortCluster(t, nil) })
+	t.Run("mutual TLS", func(t *testing.T) { runSharedPortCluster(t, newTestPKI(t).node(t)) })
+}
+
+// runSharedPortCluster runs TestRaftAndGRPCShareClusterPort with cluster TLS ct (nil: none).
+func runSharedPortCluster(t *testing.T, ct *ClusterTLS) {
 	secret := []byte("cluster-secret")
 	ips := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
 	nodes := make([]*testNode, len(ips))
@@ -55,7 +62,7 @@ func TestRaftAndGRPCShareClusterPort(t *testing.T) {
 	fsms := make([]*listFSM, len(ips))
 	var servers []raft.Server
 	for i, ip := range ips {
-		nodes[i] = startNode(t, ip, secret, 0)
+		nodes[i] = startNode(t, ip, secret, 0, WithTLS(ct))
 		servers = append(servers, raft.Server{
 			Suffrage: raft.Voter,
 			ID:       raft.ServerID(fmt.Sprintf("n%d", i)),
@@ -94,7 +101,7 @@ func TestRaftAndGRPCShareClusterPort(t *testing.T) {
 
 	applyOnLeader(t, rafts, "hello")
 
-	pool := NewPool(secret)
+	pool := NewPool(secret, WithTLS(ct))
 	defer pool.Close()
 	for i, n := range nodes {
 		c, err := pool.Client(n.addr)

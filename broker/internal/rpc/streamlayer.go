@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,25 +24,32 @@ var ErrBadAdvertise = errors.New("rpc: advertise address is not dialable")
 // StreamLayer is the raft.StreamLayer of the cluster port. Accept yields only connections
 // that presented RaftTag and a valid secret proof (the Mux checks both); Dial presents them.
 // Addr is the advertise address, the one peers store in the Raft configuration, never the
-// bind address.
+// bind address. Under cluster TLS Dial writes RaftTag in plaintext, then runs the TLS client
+// handshake and sends the proof inside TLS, as the peer's Mux expects.
 type StreamLayer struct {
 	mux       *Mux
 	advertise advertiseAddr
 	proof     []byte
+	tls       *ClusterTLS // dial side; nil: plaintext
 }
 
 var _ raft.StreamLayer = (*StreamLayer)(nil)
 
 // NewStreamLayer claims the Raft side of m. advertise is this node's cluster address as peers
-// dial it ("host:port", host may be a DNS name). One StreamLayer per Mux.
-func NewStreamLayer(m *Mux, advertise string) (*StreamLayer, error) {
+// dial it ("host:port", host may be a DNS name). One StreamLayer per Mux. Dial uses WithTLS's
+// configuration when given (WithTLS(nil): plaintext), else the Mux's.
+func NewStreamLayer(m *Mux, advertise string, opts ...Option) (*StreamLayer, error) {
 	if err := checkAdvertise(advertise); err != nil {
 		return nil, err
 	}
 	if !m.takeStreamLayer() {
 		return nil, ErrStreamLayerTaken
 	}
-	return &StreamLayer{mux: m, advertise: advertiseAddr(advertise), proof: m.proof}, nil
+	t := m.tls
+	if o := collect(opts); o.tlsSet {
+		t = o.tls
+	}
+	return &StreamLayer{mux: m, advertise: advertiseAddr(advertise), proof: m.proof, tls: t}, nil
 }
 
 func checkAdvertise(addr string) error {
@@ -68,29 +76,51 @@ func (s *StreamLayer) Close() error { return s.mux.raft.Close() }
 // Addr returns the advertise address.
 func (s *StreamLayer) Addr() net.Addr { return s.advertise }
 
-// Dial connects to a peer's cluster port and presents RaftTag and the secret proof, all
-// within timeout.
+// Dial connects to a peer's cluster port and presents RaftTag and the secret proof (under
+// cluster TLS: RaftTag, the TLS handshake, then the proof inside TLS), all within timeout.
 func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
-	conn, err := d.Dial("tcp", string(address))
+	raw, err := d.Dial("tcp", string(address))
 	if err != nil {
 		return nil, err
 	}
-	hello := make([]byte, 0, 1+ProofSize)
-	hello = append(hello, RaftTag)
-	hello = append(hello, s.proof...)
+	conn, err := s.hello(raw, string(address), timeout)
+	if err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("rpc: raft handshake to %s: %w", address, err)
+	}
+	return conn, nil
+}
+
+// hello does Dial's handshake on raw and returns the connection Raft should use.
+func (s *StreamLayer) hello(raw net.Conn, address string, timeout time.Duration) (net.Conn, error) {
 	if timeout > 0 {
-		if err := conn.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
-			conn.Close()
+		if err := raw.SetDeadline(time.Now().Add(timeout)); err != nil {
 			return nil, err
 		}
 	}
-	if _, err := conn.Write(hello); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("rpc: raft handshake to %s: %w", address, err)
+	var conn net.Conn = raw
+	if s.tls == nil {
+		hello := make([]byte, 0, 1+ProofSize)
+		hello = append(hello, RaftTag)
+		hello = append(hello, s.proof...)
+		if _, err := raw.Write(hello); err != nil {
+			return nil, err
+		}
+	} else {
+		if _, err := raw.Write([]byte{RaftTag}); err != nil {
+			return nil, err
+		}
+		tc := tls.Client(raw, s.tls.clientConfigFor(address))
+		if err := tc.Handshake(); err != nil {
+			return nil, err
+		}
+		if _, err := tc.Write(s.proof); err != nil {
+			return nil, err
+		}
+		conn = tc
 	}
-	if err := conn.SetWriteDeadline(time.Time{}); err != nil {
-		conn.Close()
+	if err := raw.SetDeadline(time.Time{}); err != nil {
 		return nil, err
 	}
 	return conn, nil

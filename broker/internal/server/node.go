@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/engine"
 	"narad.dev/broker/internal/meta"
@@ -55,8 +53,10 @@ func (s *nodeService) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (
 	if max < 1 {
 		max = 1
 	}
+	// The owner side never forwards: a reply about a partition owned elsewhere is a 421, so
+	// two nodes with diverging replicas can never bounce a request between them.
 	msgs, err := s.e.Consume(ctx, t, api.ConsumeRequest{Partition: int(req.Partition), Offset: req.Offset,
-		Wait: time.Duration(req.WaitMs) * time.Millisecond, Max: max})
+		Wait: time.Duration(req.WaitMs) * time.Millisecond, Max: max, LocalOnly: true})
 	if err != nil {
 		st, msg := statusOf(err)
 		if errors.Is(err, api.ErrOwnerDown) {
@@ -141,11 +141,20 @@ func (s *nodeService) JoinCluster(ctx context.Context, req *nodepb.JoinClusterRe
 	if req.Id == "" || req.ClusterAddr == "" {
 		return &nodepb.JoinClusterReply{Status: 400, Error: "id and cluster_addr are required"}, nil
 	}
-	f := s.store.Raft().AddNonvoter(raft.ServerID(req.Id), raft.ServerAddress(req.ClusterAddr), 0, 5*time.Second)
-	if err := f.Error(); err != nil {
+	newLife := s.store.RaftRole(req.Id) == "none"
+	if err := s.store.AddNonvoter(ctx, req.Id, req.ClusterAddr); err != nil {
 		return &nodepb.JoinClusterReply{Status: 503, Error: err.Error()}, nil
 	}
-	s.log.Info("admitted node as non-voter", "node", req.Id, "addr", req.ClusterAddr)
+	if m, ok := s.store.Member(req.Id); ok && m.Draining && newLife {
+		// A re-join after a decommission is a new life: it may receive partitions again
+		// (spec/cluster.md §6.2).
+		if err := s.store.SetMemberDraining(ctx, req.Id, false); err != nil {
+			s.log.Warn("clear drain flag of re-joining node", "node", req.Id, "err", err)
+		}
+	}
+	if newLife {
+		s.log.Info("admitted node as non-voter", "node", req.Id, "addr", req.ClusterAddr)
+	}
 	return &nodepb.JoinClusterReply{Status: 200}, nil
 }
 
@@ -179,14 +188,17 @@ func (s *nodeService) AckBatch(ctx context.Context, req *nodepb.AckBatchRequest)
 		}
 		entries[i] = api.AckEntry{Partition: int(en.Partition), Offset: en.Offset, Nonce: en.Nonce, Op: op}
 	}
-	errs := s.e.Ack(ctx, t, entries)
+	errs := s.e.AckLocal(t, entries)
 	rep := &nodepb.AckBatchReply{Status: 200, Results: make([]*nodepb.AckResult, len(errs))}
 	for i, err := range errs {
 		st, msg := statusOf(err)
-		if err == nil {
+		switch {
+		case err == nil:
 			st = 204
-		} else if errors.Is(err, api.ErrAckedAheadFull) {
+		case errors.Is(err, api.ErrAckedAheadFull):
 			st = 503
+		case errors.Is(err, engine.ErrNotOwner):
+			st = 421
 		}
 		rep.Results[i] = &nodepb.AckResult{Status: st, Error: msg}
 	}

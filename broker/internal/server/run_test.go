@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -111,7 +113,7 @@ func startRun(t *testing.T, cfg config.Serve) *runningNode {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	c, err := client.New("http://" + addr)
+	c, err := clientFor(cfg, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +131,21 @@ func startRun(t *testing.T, cfg config.Serve) *runningNode {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return n
+}
+
+// clientFor returns an API client for a node of cfg listening on addr: https trusting the
+// cluster CA when the node serves TLS.
+func clientFor(cfg config.Serve, addr string) (*client.Client, error) {
+	if cfg.TLSCertFile == "" {
+		return client.New("http://" + addr)
+	}
+	pem, err := os.ReadFile(cfg.ClusterTLSCAFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return client.New("https://"+addr, client.WithTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
 }
 
 // stop cancels Run and returns its result.

@@ -22,6 +22,7 @@ import (
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/config"
+	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/dispatch"
 	"narad.dev/broker/internal/durable"
 	"narad.dev/broker/internal/engine"
@@ -53,14 +54,25 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		return err
 	}
 
+	var rpcOpts []rpc.Option
+	if cfg.TLSCertFile != "" {
+		ct, err := rpc.LoadClusterTLS(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.ClusterTLSCAFile)
+		if err != nil {
+			return fmt.Errorf("cluster tls: %w", err)
+		}
+		rpcOpts = append(rpcOpts, rpc.WithTLS(ct))
+	} else if len(cfg.Join) > 0 {
+		logger.Warn("cluster port is plaintext: set tls-cert, tls-key and cluster-tls-ca for mutual TLS between nodes")
+	}
+
 	// Cluster port: node RPC and Raft share one listener.
 	cln, err := net.Listen("tcp", cfg.ClusterAddr)
 	if err != nil {
 		return fmt.Errorf("cluster-addr: %w", err)
 	}
 	advertise := advertiseAddr(cfg.AdvertiseAddr, cln.Addr())
-	mux := rpc.NewMux(cln, secret, logger)
-	sl, err := rpc.NewStreamLayer(mux, advertise)
+	mux := rpc.NewMux(cln, secret, logger, rpcOpts...)
+	sl, err := rpc.NewStreamLayer(mux, advertise, rpcOpts...)
 	if err != nil {
 		mux.Close()
 		return fmt.Errorf("advertise-addr: %w", err)
@@ -69,14 +81,20 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	muxCtx, stopMux := context.WithCancel(context.Background())
 	defer stopMux()
 
+	pool := rpc.NewPool(secret, rpcOpts...)
+	defer pool.Close()
+	nodes := peers{pool: pool}
+
 	var eng atomic.Pointer[engine.Engine]
 	store, err := meta.Open(meta.Config{
-		Dir:       filepath.Join(cfg.DataDir, "metastore"),
-		NodeID:    cfg.NodeID,
-		LocalAddr: advertise,
-		Transport: transport,
-		Bootstrap: cfg.Bootstrap || len(cfg.Join) == 0,
-		Logger:    logger,
+		LeaderReader: nodes,
+		Forwarder:    nodes,
+		Dir:          filepath.Join(cfg.DataDir, "metastore"),
+		NodeID:       cfg.NodeID,
+		LocalAddr:    advertise,
+		Transport:    transport,
+		Bootstrap:    cfg.Bootstrap || len(cfg.Join) == 0,
+		Logger:       logger,
 		OnApply: func(ev meta.Event) {
 			if e := eng.Load(); e != nil {
 				e.OnMetaEvent(ev)
@@ -90,7 +108,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	var e *engine.Engine
 	in, err := engine.OpenIngress(filepath.Join(cfg.DataDir, "ingress", "produce"), wal.Options{Logger: logger}, logger,
 		func(w *wal.WAL) *dispatch.Dispatcher {
-			return dispatch.New(w, e.Topology(), e.Committer(nil), dispatch.Options{Logger: logger, Observer: dispatchObserver{m}})
+			return dispatch.New(w, e.Topology(), e.Committer(nodes), dispatch.Options{Logger: logger, Observer: dispatchObserver{m}})
 		})
 	if err != nil {
 		store.Close()
@@ -110,9 +128,21 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		Logger:             logger,
 		Metrics:            m,
 	}, store, in)
+	e.SetPeers(nodes)
+	ctrl := controller.New(controller.Config{
+		Store:     store,
+		NodeID:    cfg.NodeID,
+		Prober:    nodeProber{nodes},
+		SeedRoot:  func(ctx context.Context) error { return seedRoot(ctx, cfg, store, logger) },
+		Logger:    logger,
+		DeadAfter: cfg.HeartbeatTimeout,
+		// 10 s with the default 30 s heartbeat timeout; shorter timeouts (tests) tick faster.
+		Tick: min(10*time.Second, cfg.HeartbeatTimeout/3),
+	})
+	e.SetPlacementLock(ctrl.PlacementLock())
 	eng.Store(e)
 
-	grpcSrv := rpc.NewServer(secret, &nodeService{e: e, store: store, log: logger}, logger)
+	grpcSrv := rpc.NewServer(secret, &nodeService{e: e, store: store, log: logger}, logger, rpcOpts...)
 	go func() { _ = grpcSrv.Serve(mux.GRPCListener()) }()
 	go func() { _ = mux.Run(muxCtx) }()
 
@@ -126,6 +156,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		Observer:        httpObserver{m},
 		APIObserver:     apiObserver{m},
 		Metrics:         promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
+		Routes:          map[string]http.Handler{"GET /v1/cluster/members": membersHandler(store, nodes)},
 		Logger:          logger,
 	})
 	hln, err := net.Listen("tcp", cfg.HTTPAddr)
@@ -143,7 +174,13 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		IdleTimeout:  cfg.HTTPIdleTimeout,
 		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	go func() { _ = httpSrv.Serve(hln) }()
+	go func() {
+		if cfg.TLSCertFile != "" {
+			_ = httpSrv.ServeTLS(hln, cfg.TLSCertFile, cfg.TLSKeyFile)
+			return
+		}
+		_ = httpSrv.Serve(hln)
+	}()
 	m.BootDuration.Set(time.Since(start).Seconds())
 	if cfg.PprofAddr != "" {
 		go servePprof(cfg.PprofAddr, logger)
@@ -154,14 +191,16 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	defer stopIngress()
 	ingressDone := make(chan struct{})
 	var loops sync.WaitGroup
-	bootErr := boot(ctx, cfg, store, e, logger, advertise, hln.Addr().String())
+	bootErr := boot(ctx, cfg, store, e, nodes, logger, advertise, hln.Addr().String())
 	if bootErr != nil {
 		close(ingressDone) // the ingress never ran
 	} else {
 		e.SetUndispatched(in.Undispatched)
-		loops.Add(2)
+		loops.Add(4)
 		go func() { defer loops.Done(); _ = e.Run(loopsCtx) }()
-		go func() { defer loops.Done(); heartbeat(loopsCtx, store, cfg.NodeID, logger) }()
+		go func() { defer loops.Done(); heartbeat(loopsCtx, store, cfg.NodeID, cfg.HeartbeatInterval, logger) }()
+		go func() { defer loops.Done(); _ = ctrl.Run(loopsCtx) }()
+		go func() { defer loops.Done(); watchPeers(loopsCtx, store, e, nodes, cfg.NodeID, logger) }()
 		// The ingress (dispatcher) stops before the engine closes the partition logs.
 		go func() { defer close(ingressDone); _ = in.Run(ingressCtx) }()
 		e.OpenCreateGate()
@@ -201,7 +240,13 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 
 // boot runs the boot-order steps between the listeners and readiness (spec/cluster.md §1):
 // wait until the replica is caught up, seed the root admin once, and register this member.
-func boot(ctx context.Context, cfg config.Serve, store *meta.Store, e *engine.Engine, logger *slog.Logger, clusterAddr, httpAddr string) error {
+func boot(ctx context.Context, cfg config.Serve, store *meta.Store, e *engine.Engine, nodes peers, logger *slog.Logger, clusterAddr, httpAddr string) error {
+	if len(cfg.Join) > 0 {
+		// Boot step 5: a node that is not (yet) part of a cluster asks to be admitted.
+		if err := joinCluster(ctx, cfg, store, nodes, clusterAddr, logger); err != nil {
+			return fmt.Errorf("join: %w", err)
+		}
+	}
 	wctx, cancel := context.WithTimeout(ctx, caughtUpWait)
 	err := store.WaitCaughtUp(wctx)
 	cancel()
@@ -263,9 +308,13 @@ func seedRoot(ctx context.Context, cfg config.Serve, store *meta.Store, logger *
 	return nil
 }
 
-// heartbeat upserts this member's record every 5 s (spec/cluster.md §6.4).
-func heartbeat(ctx context.Context, store *meta.Store, id string, logger *slog.Logger) {
-	t := time.NewTicker(heartbeatInterval)
+// heartbeat upserts this member's record every interval (5 s by default, spec/cluster.md
+// §6.4); a follower's heartbeat is forwarded to the leader.
+func heartbeat(ctx context.Context, store *meta.Store, id string, interval time.Duration, logger *slog.Logger) {
+	if interval <= 0 {
+		interval = heartbeatInterval
+	}
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -273,7 +322,7 @@ func heartbeat(ctx context.Context, store *meta.Store, id string, logger *slog.L
 			return
 		case <-t.C:
 		}
-		hctx, cancel := context.WithTimeout(ctx, heartbeatInterval)
+		hctx, cancel := context.WithTimeout(ctx, interval)
 		if err := store.MemberHeartbeat(hctx, id, time.Now().Unix()); err != nil && ctx.Err() == nil {
 			logger.Warn("heartbeat", "node", id, "err", err)
 		}

@@ -1386,6 +1386,558 @@ func (x *NodeStatusReply) GetIngressUndispatched() int64 {
 	return 0
 }
 
+type TopicWriteRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Topic name (alter, delete; also set on create).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Create: the validated create request, JSON (engine's stable field names).
+	// Alter: the validated alter request, JSON. Delete: empty.
+	RequestJson   []byte `protobuf:"bytes,2,opt,name=request_json,json=requestJson,proto3" json:"request_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicWriteRequest) Reset() {
+	*x = TopicWriteRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicWriteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicWriteRequest) ProtoMessage() {}
+
+func (x *TopicWriteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicWriteRequest.ProtoReflect.Descriptor instead.
+func (*TopicWriteRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *TopicWriteRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TopicWriteRequest) GetRequestJson() []byte {
+	if x != nil {
+		return x.RequestJson
+	}
+	return nil
+}
+
+type TopicWriteReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 200/201 done, 400 invalid, 404 no such topic, 409 exists/conflict, 421 not leader
+	// (see leader_hint), 503 no quorum or outcome unknown.
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The meta.Topic record after the write (create, alter), JSON.
+	TopicJson []byte `protobuf:"bytes,3,opt,name=topic_json,json=topicJson,proto3" json:"topic_json,omitempty"`
+	// On 421: the cluster address of the leader this node knows, or empty.
+	LeaderHint string `protobuf:"bytes,4,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	// Raft log index of the applied entry: the caller waits until its own replica applied it
+	// before answering, so a read after the write sees it.
+	AppliedIndex  uint64 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicWriteReply) Reset() {
+	*x = TopicWriteReply{}
+	mi := &file_nodepb_node_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicWriteReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicWriteReply) ProtoMessage() {}
+
+func (x *TopicWriteReply) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicWriteReply.ProtoReflect.Descriptor instead.
+func (*TopicWriteReply) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *TopicWriteReply) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *TopicWriteReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *TopicWriteReply) GetTopicJson() []byte {
+	if x != nil {
+		return x.TopicJson
+	}
+	return nil
+}
+
+func (x *TopicWriteReply) GetLeaderHint() string {
+	if x != nil {
+		return x.LeaderHint
+	}
+	return ""
+}
+
+func (x *TopicWriteReply) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+type GetAssignmentRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAssignmentRequest) Reset() {
+	*x = GetAssignmentRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAssignmentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAssignmentRequest) ProtoMessage() {}
+
+func (x *GetAssignmentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAssignmentRequest.ProtoReflect.Descriptor instead.
+func (*GetAssignmentRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *GetAssignmentRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *GetAssignmentRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type GetAssignmentReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 200 found, 404 authoritatively absent, 421 not leader (see leader_hint), 503 else.
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Found  bool   `protobuf:"varint,3,opt,name=found,proto3" json:"found,omitempty"`
+	// The meta.Assignment record, JSON.
+	AssignmentJson []byte `protobuf:"bytes,4,opt,name=assignment_json,json=assignmentJson,proto3" json:"assignment_json,omitempty"`
+	// Always true on a 200/404 from the leader behind its barrier.
+	LeaderRead    bool   `protobuf:"varint,5,opt,name=leader_read,json=leaderRead,proto3" json:"leader_read,omitempty"`
+	Term          uint64 `protobuf:"varint,6,opt,name=term,proto3" json:"term,omitempty"`
+	LeaderHint    string `protobuf:"bytes,7,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAssignmentReply) Reset() {
+	*x = GetAssignmentReply{}
+	mi := &file_nodepb_node_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAssignmentReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAssignmentReply) ProtoMessage() {}
+
+func (x *GetAssignmentReply) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAssignmentReply.ProtoReflect.Descriptor instead.
+func (*GetAssignmentReply) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *GetAssignmentReply) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *GetAssignmentReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *GetAssignmentReply) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *GetAssignmentReply) GetAssignmentJson() []byte {
+	if x != nil {
+		return x.AssignmentJson
+	}
+	return nil
+}
+
+func (x *GetAssignmentReply) GetLeaderRead() bool {
+	if x != nil {
+		return x.LeaderRead
+	}
+	return false
+}
+
+func (x *GetAssignmentReply) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *GetAssignmentReply) GetLeaderHint() string {
+	if x != nil {
+		return x.LeaderHint
+	}
+	return ""
+}
+
+type ForwardCommandRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One encoded metastore command ({"o": op, "d": payload}).
+	Command       []byte `protobuf:"bytes,1,opt,name=command,proto3" json:"command,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardCommandRequest) Reset() {
+	*x = ForwardCommandRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardCommandRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardCommandRequest) ProtoMessage() {}
+
+func (x *ForwardCommandRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardCommandRequest.ProtoReflect.Descriptor instead.
+func (*ForwardCommandRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ForwardCommandRequest) GetCommand() []byte {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+type ForwardCommandReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 200 applied (see result_json for the FSM's verdict), 400 undecodable command, 421 not
+	// leader (see leader_hint), 503 no quorum / outcome unknown.
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The FSM's meta.Result, JSON.
+	ResultJson []byte `protobuf:"bytes,3,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	// Raft log index of the applied entry.
+	AppliedIndex  uint64 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	LeaderHint    string `protobuf:"bytes,5,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardCommandReply) Reset() {
+	*x = ForwardCommandReply{}
+	mi := &file_nodepb_node_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardCommandReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardCommandReply) ProtoMessage() {}
+
+func (x *ForwardCommandReply) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardCommandReply.ProtoReflect.Descriptor instead.
+func (*ForwardCommandReply) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ForwardCommandReply) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *ForwardCommandReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ForwardCommandReply) GetResultJson() []byte {
+	if x != nil {
+		return x.ResultJson
+	}
+	return nil
+}
+
+func (x *ForwardCommandReply) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *ForwardCommandReply) GetLeaderHint() string {
+	if x != nil {
+		return x.LeaderHint
+	}
+	return ""
+}
+
+type WatchCommitsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The watcher's node id (logging only).
+	NodeId        string `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchCommitsRequest) Reset() {
+	*x = WatchCommitsRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchCommitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchCommitsRequest) ProtoMessage() {}
+
+func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchCommitsRequest.ProtoReflect.Descriptor instead.
+func (*WatchCommitsRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *WatchCommitsRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+type PartitionRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionRef) Reset() {
+	*x = PartitionRef{}
+	mi := &file_nodepb_node_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionRef) ProtoMessage() {}
+
+func (x *PartitionRef) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionRef.ProtoReflect.Descriptor instead.
+func (*PartitionRef) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *PartitionRef) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PartitionRef) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type CommitNotices struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Partitions with new reservable messages since the previous notice. An empty list is a
+	// keep-alive.
+	Partitions    []*PartitionRef `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitNotices) Reset() {
+	*x = CommitNotices{}
+	mi := &file_nodepb_node_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitNotices) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitNotices) ProtoMessage() {}
+
+func (x *CommitNotices) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitNotices.ProtoReflect.Descriptor instead.
+func (*CommitNotices) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CommitNotices) GetPartitions() []*PartitionRef {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
 var File_nodepb_node_proto protoreflect.FileDescriptor
 
 const file_nodepb_node_proto_rawDesc = "" +
@@ -1488,7 +2040,50 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\rdraining_seen\x18\x05 \x01(\bR\fdrainingSeen\x12)\n" +
 	"\x10refusing_produce\x18\x06 \x01(\bR\x0frefusingProduce\x12+\n" +
 	"\x11admitted_inflight\x18\a \x01(\x03R\x10admittedInflight\x121\n" +
-	"\x14ingress_undispatched\x18\b \x01(\x03R\x13ingressUndispatched*]\n" +
+	"\x14ingress_undispatched\x18\b \x01(\x03R\x13ingressUndispatched\"J\n" +
+	"\x11TopicWriteRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\frequest_json\x18\x02 \x01(\fR\vrequestJson\"\xa4\x01\n" +
+	"\x0fTopicWriteReply\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1d\n" +
+	"\n" +
+	"topic_json\x18\x03 \x01(\fR\ttopicJson\x12\x1f\n" +
+	"\vleader_hint\x18\x04 \x01(\tR\n" +
+	"leaderHint\x12#\n" +
+	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\"J\n" +
+	"\x14GetAssignmentRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\xd7\x01\n" +
+	"\x12GetAssignmentReply\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x14\n" +
+	"\x05found\x18\x03 \x01(\bR\x05found\x12'\n" +
+	"\x0fassignment_json\x18\x04 \x01(\fR\x0eassignmentJson\x12\x1f\n" +
+	"\vleader_read\x18\x05 \x01(\bR\n" +
+	"leaderRead\x12\x12\n" +
+	"\x04term\x18\x06 \x01(\x04R\x04term\x12\x1f\n" +
+	"\vleader_hint\x18\a \x01(\tR\n" +
+	"leaderHint\"1\n" +
+	"\x15ForwardCommandRequest\x12\x18\n" +
+	"\acommand\x18\x01 \x01(\fR\acommand\"\xaa\x01\n" +
+	"\x13ForwardCommandReply\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1f\n" +
+	"\vresult_json\x18\x03 \x01(\fR\n" +
+	"resultJson\x12#\n" +
+	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12\x1f\n" +
+	"\vleader_hint\x18\x05 \x01(\tR\n" +
+	"leaderHint\".\n" +
+	"\x13WatchCommitsRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"B\n" +
+	"\fPartitionRef\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"L\n" +
+	"\rCommitNotices\x12;\n" +
+	"\n" +
+	"partitions\x18\x01 \x03(\v2\x1b.narad.node.v1.PartitionRefR\n" +
+	"partitions*]\n" +
 	"\aAckMode\x12\x18\n" +
 	"\x14ACK_MODE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fACK_MODE_ACK\x10\x01\x12\x13\n" +
@@ -1497,7 +2092,7 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\tStatsMode\x12\x1a\n" +
 	"\x16STATS_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fSTATS_MODE_PEEK\x10\x01\x12\x14\n" +
-	"\x10STATS_MODE_EXACT\x10\x022\xd7\x04\n" +
+	"\x10STATS_MODE_EXACT\x10\x022\xd2\b\n" +
 	"\x04Node\x12E\n" +
 	"\aConsume\x12\x1d.narad.node.v1.ConsumeRequest\x1a\x1b.narad.node.v1.ConsumeReply\x12i\n" +
 	"\x13TopicPartitionStats\x12).narad.node.v1.TopicPartitionStatsRequest\x1a'.narad.node.v1.TopicPartitionStatsReply\x12f\n" +
@@ -1506,7 +2101,14 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\vJoinCluster\x12!.narad.node.v1.JoinClusterRequest\x1a\x1f.narad.node.v1.JoinClusterReply\x12N\n" +
 	"\n" +
 	"NodeStatus\x12 .narad.node.v1.NodeStatusRequest\x1a\x1e.narad.node.v1.NodeStatusReply\x12H\n" +
-	"\bAckBatch\x12\x1e.narad.node.v1.AckBatchRequest\x1a\x1c.narad.node.v1.AckBatchReplyB&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
+	"\bAckBatch\x12\x1e.narad.node.v1.AckBatchRequest\x1a\x1c.narad.node.v1.AckBatchReply\x12O\n" +
+	"\vCreateTopic\x12 .narad.node.v1.TopicWriteRequest\x1a\x1e.narad.node.v1.TopicWriteReply\x12N\n" +
+	"\n" +
+	"AlterTopic\x12 .narad.node.v1.TopicWriteRequest\x1a\x1e.narad.node.v1.TopicWriteReply\x12O\n" +
+	"\vDeleteTopic\x12 .narad.node.v1.TopicWriteRequest\x1a\x1e.narad.node.v1.TopicWriteReply\x12W\n" +
+	"\rGetAssignment\x12#.narad.node.v1.GetAssignmentRequest\x1a!.narad.node.v1.GetAssignmentReply\x12Z\n" +
+	"\x0eForwardCommand\x12$.narad.node.v1.ForwardCommandRequest\x1a\".narad.node.v1.ForwardCommandReply\x12R\n" +
+	"\fWatchCommits\x12\".narad.node.v1.WatchCommitsRequest\x1a\x1c.narad.node.v1.CommitNotices0\x01B&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
 
 var (
 	file_nodepb_node_proto_rawDescOnce sync.Once
@@ -1521,7 +2123,7 @@ func file_nodepb_node_proto_rawDescGZIP() []byte {
 }
 
 var file_nodepb_node_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_nodepb_node_proto_goTypes = []any{
 	(AckMode)(0),                       // 0: narad.node.v1.AckMode
 	(StatsMode)(0),                     // 1: narad.node.v1.StatsMode
@@ -1543,6 +2145,15 @@ var file_nodepb_node_proto_goTypes = []any{
 	(*JoinClusterReply)(nil),           // 17: narad.node.v1.JoinClusterReply
 	(*NodeStatusRequest)(nil),          // 18: narad.node.v1.NodeStatusRequest
 	(*NodeStatusReply)(nil),            // 19: narad.node.v1.NodeStatusReply
+	(*TopicWriteRequest)(nil),          // 20: narad.node.v1.TopicWriteRequest
+	(*TopicWriteReply)(nil),            // 21: narad.node.v1.TopicWriteReply
+	(*GetAssignmentRequest)(nil),       // 22: narad.node.v1.GetAssignmentRequest
+	(*GetAssignmentReply)(nil),         // 23: narad.node.v1.GetAssignmentReply
+	(*ForwardCommandRequest)(nil),      // 24: narad.node.v1.ForwardCommandRequest
+	(*ForwardCommandReply)(nil),        // 25: narad.node.v1.ForwardCommandReply
+	(*WatchCommitsRequest)(nil),        // 26: narad.node.v1.WatchCommitsRequest
+	(*PartitionRef)(nil),               // 27: narad.node.v1.PartitionRef
+	(*CommitNotices)(nil),              // 28: narad.node.v1.CommitNotices
 }
 var file_nodepb_node_proto_depIdxs = []int32{
 	3,  // 0: narad.node.v1.ConsumeReply.messages:type_name -> narad.node.v1.Message
@@ -1551,25 +2162,38 @@ var file_nodepb_node_proto_depIdxs = []int32{
 	7,  // 3: narad.node.v1.AckBatchReply.results:type_name -> narad.node.v1.AckResult
 	1,  // 4: narad.node.v1.TopicPartitionStatsRequest.mode:type_name -> narad.node.v1.StatsMode
 	11, // 5: narad.node.v1.CommitProduceBatchRequest.entries:type_name -> narad.node.v1.ProduceEntry
-	2,  // 6: narad.node.v1.Node.Consume:input_type -> narad.node.v1.ConsumeRequest
-	9,  // 7: narad.node.v1.Node.TopicPartitionStats:input_type -> narad.node.v1.TopicPartitionStatsRequest
-	12, // 8: narad.node.v1.Node.CommitProduceBatch:input_type -> narad.node.v1.CommitProduceBatchRequest
-	14, // 9: narad.node.v1.Node.GetTopic:input_type -> narad.node.v1.GetTopicRequest
-	16, // 10: narad.node.v1.Node.JoinCluster:input_type -> narad.node.v1.JoinClusterRequest
-	18, // 11: narad.node.v1.Node.NodeStatus:input_type -> narad.node.v1.NodeStatusRequest
-	6,  // 12: narad.node.v1.Node.AckBatch:input_type -> narad.node.v1.AckBatchRequest
-	4,  // 13: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
-	10, // 14: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
-	13, // 15: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
-	15, // 16: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
-	17, // 17: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
-	19, // 18: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
-	8,  // 19: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
-	13, // [13:20] is the sub-list for method output_type
-	6,  // [6:13] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	27, // 6: narad.node.v1.CommitNotices.partitions:type_name -> narad.node.v1.PartitionRef
+	2,  // 7: narad.node.v1.Node.Consume:input_type -> narad.node.v1.ConsumeRequest
+	9,  // 8: narad.node.v1.Node.TopicPartitionStats:input_type -> narad.node.v1.TopicPartitionStatsRequest
+	12, // 9: narad.node.v1.Node.CommitProduceBatch:input_type -> narad.node.v1.CommitProduceBatchRequest
+	14, // 10: narad.node.v1.Node.GetTopic:input_type -> narad.node.v1.GetTopicRequest
+	16, // 11: narad.node.v1.Node.JoinCluster:input_type -> narad.node.v1.JoinClusterRequest
+	18, // 12: narad.node.v1.Node.NodeStatus:input_type -> narad.node.v1.NodeStatusRequest
+	6,  // 13: narad.node.v1.Node.AckBatch:input_type -> narad.node.v1.AckBatchRequest
+	20, // 14: narad.node.v1.Node.CreateTopic:input_type -> narad.node.v1.TopicWriteRequest
+	20, // 15: narad.node.v1.Node.AlterTopic:input_type -> narad.node.v1.TopicWriteRequest
+	20, // 16: narad.node.v1.Node.DeleteTopic:input_type -> narad.node.v1.TopicWriteRequest
+	22, // 17: narad.node.v1.Node.GetAssignment:input_type -> narad.node.v1.GetAssignmentRequest
+	24, // 18: narad.node.v1.Node.ForwardCommand:input_type -> narad.node.v1.ForwardCommandRequest
+	26, // 19: narad.node.v1.Node.WatchCommits:input_type -> narad.node.v1.WatchCommitsRequest
+	4,  // 20: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
+	10, // 21: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
+	13, // 22: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
+	15, // 23: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
+	17, // 24: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
+	19, // 25: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
+	8,  // 26: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
+	21, // 27: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 28: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 29: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
+	23, // 30: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
+	25, // 31: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
+	28, // 32: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
+	20, // [20:33] is the sub-list for method output_type
+	7,  // [7:20] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_nodepb_node_proto_init() }
@@ -1583,7 +2207,7 @@ func file_nodepb_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nodepb_node_proto_rawDesc), len(file_nodepb_node_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   18,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -37,6 +37,12 @@ const (
 	Node_JoinCluster_FullMethodName         = "/narad.node.v1.Node/JoinCluster"
 	Node_NodeStatus_FullMethodName          = "/narad.node.v1.Node/NodeStatus"
 	Node_AckBatch_FullMethodName            = "/narad.node.v1.Node/AckBatch"
+	Node_CreateTopic_FullMethodName         = "/narad.node.v1.Node/CreateTopic"
+	Node_AlterTopic_FullMethodName          = "/narad.node.v1.Node/AlterTopic"
+	Node_DeleteTopic_FullMethodName         = "/narad.node.v1.Node/DeleteTopic"
+	Node_GetAssignment_FullMethodName       = "/narad.node.v1.Node/GetAssignment"
+	Node_ForwardCommand_FullMethodName      = "/narad.node.v1.Node/ForwardCommand"
+	Node_WatchCommits_FullMethodName        = "/narad.node.v1.Node/WatchCommits"
 )
 
 // NodeClient is the client API for Node service.
@@ -61,6 +67,23 @@ type NodeClient interface {
 	NodeStatus(ctx context.Context, in *NodeStatusRequest, opts ...grpc.CallOption) (*NodeStatusReply, error)
 	// Op 31. Served by the partition owner; entries applied one by one, results in request order.
 	AckBatch(ctx context.Context, in *AckBatchRequest, opts ...grpc.CallOption) (*AckBatchReply, error)
+	// Ops 4, 5, 6. Raft leader only (a follower answers 421 with a leader hint): the leader's
+	// engine validates, places and proposes the change. Client deadline: 75 s for a create
+	// (it may wait behind the leader's create gate), 5 s otherwise.
+	CreateTopic(ctx context.Context, in *TopicWriteRequest, opts ...grpc.CallOption) (*TopicWriteReply, error)
+	AlterTopic(ctx context.Context, in *TopicWriteRequest, opts ...grpc.CallOption) (*TopicWriteReply, error)
+	DeleteTopic(ctx context.Context, in *TopicWriteRequest, opts ...grpc.CallOption) (*TopicWriteReply, error)
+	// Op 28. Raft leader only: a leader read of one assignment behind a barrier issued after
+	// the request arrived (cluster.md §5.3).
+	GetAssignment(ctx context.Context, in *GetAssignmentRequest, opts ...grpc.CallOption) (*GetAssignmentReply, error)
+	// Op 32. Raft leader only: applies one encoded metastore command proposed on a follower
+	// (member registration and heartbeats (op 9), users (ops 12–14) and every other metadata
+	// write that needs no leader-side placement).
+	ForwardCommand(ctx context.Context, in *ForwardCommandRequest, opts ...grpc.CallOption) (*ForwardCommandReply, error)
+	// Op 33. Any node: a stream of "new messages may be reservable" notices for the partitions
+	// this node owns (commits, lease expiries, nacks), so a long-poll parked on another node
+	// wakes within milliseconds. Notices are coalesced; a lost stream is simply re-opened.
+	WatchCommits(ctx context.Context, in *WatchCommitsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CommitNotices], error)
 }
 
 type nodeClient struct {
@@ -141,6 +164,75 @@ func (c *nodeClient) AckBatch(ctx context.Context, in *AckBatchRequest, opts ...
 	return out, nil
 }
 
+func (c *nodeClient) CreateTopic(ctx context.Context, in *TopicWriteRequest, opts ...grpc.CallOption) (*TopicWriteReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopicWriteReply)
+	err := c.cc.Invoke(ctx, Node_CreateTopic_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeClient) AlterTopic(ctx context.Context, in *TopicWriteRequest, opts ...grpc.CallOption) (*TopicWriteReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopicWriteReply)
+	err := c.cc.Invoke(ctx, Node_AlterTopic_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeClient) DeleteTopic(ctx context.Context, in *TopicWriteRequest, opts ...grpc.CallOption) (*TopicWriteReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopicWriteReply)
+	err := c.cc.Invoke(ctx, Node_DeleteTopic_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeClient) GetAssignment(ctx context.Context, in *GetAssignmentRequest, opts ...grpc.CallOption) (*GetAssignmentReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetAssignmentReply)
+	err := c.cc.Invoke(ctx, Node_GetAssignment_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeClient) ForwardCommand(ctx context.Context, in *ForwardCommandRequest, opts ...grpc.CallOption) (*ForwardCommandReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForwardCommandReply)
+	err := c.cc.Invoke(ctx, Node_ForwardCommand_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeClient) WatchCommits(ctx context.Context, in *WatchCommitsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CommitNotices], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Node_ServiceDesc.Streams[0], Node_WatchCommits_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchCommitsRequest, CommitNotices]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Node_WatchCommitsClient = grpc.ServerStreamingClient[CommitNotices]
+
 // NodeServer is the server API for Node service.
 // All implementations must embed UnimplementedNodeServer
 // for forward compatibility.
@@ -163,6 +255,23 @@ type NodeServer interface {
 	NodeStatus(context.Context, *NodeStatusRequest) (*NodeStatusReply, error)
 	// Op 31. Served by the partition owner; entries applied one by one, results in request order.
 	AckBatch(context.Context, *AckBatchRequest) (*AckBatchReply, error)
+	// Ops 4, 5, 6. Raft leader only (a follower answers 421 with a leader hint): the leader's
+	// engine validates, places and proposes the change. Client deadline: 75 s for a create
+	// (it may wait behind the leader's create gate), 5 s otherwise.
+	CreateTopic(context.Context, *TopicWriteRequest) (*TopicWriteReply, error)
+	AlterTopic(context.Context, *TopicWriteRequest) (*TopicWriteReply, error)
+	DeleteTopic(context.Context, *TopicWriteRequest) (*TopicWriteReply, error)
+	// Op 28. Raft leader only: a leader read of one assignment behind a barrier issued after
+	// the request arrived (cluster.md §5.3).
+	GetAssignment(context.Context, *GetAssignmentRequest) (*GetAssignmentReply, error)
+	// Op 32. Raft leader only: applies one encoded metastore command proposed on a follower
+	// (member registration and heartbeats (op 9), users (ops 12–14) and every other metadata
+	// write that needs no leader-side placement).
+	ForwardCommand(context.Context, *ForwardCommandRequest) (*ForwardCommandReply, error)
+	// Op 33. Any node: a stream of "new messages may be reservable" notices for the partitions
+	// this node owns (commits, lease expiries, nacks), so a long-poll parked on another node
+	// wakes within milliseconds. Notices are coalesced; a lost stream is simply re-opened.
+	WatchCommits(*WatchCommitsRequest, grpc.ServerStreamingServer[CommitNotices]) error
 	mustEmbedUnimplementedNodeServer()
 }
 
@@ -193,6 +302,24 @@ func (UnimplementedNodeServer) NodeStatus(context.Context, *NodeStatusRequest) (
 }
 func (UnimplementedNodeServer) AckBatch(context.Context, *AckBatchRequest) (*AckBatchReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method AckBatch not implemented")
+}
+func (UnimplementedNodeServer) CreateTopic(context.Context, *TopicWriteRequest) (*TopicWriteReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateTopic not implemented")
+}
+func (UnimplementedNodeServer) AlterTopic(context.Context, *TopicWriteRequest) (*TopicWriteReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method AlterTopic not implemented")
+}
+func (UnimplementedNodeServer) DeleteTopic(context.Context, *TopicWriteRequest) (*TopicWriteReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteTopic not implemented")
+}
+func (UnimplementedNodeServer) GetAssignment(context.Context, *GetAssignmentRequest) (*GetAssignmentReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetAssignment not implemented")
+}
+func (UnimplementedNodeServer) ForwardCommand(context.Context, *ForwardCommandRequest) (*ForwardCommandReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForwardCommand not implemented")
+}
+func (UnimplementedNodeServer) WatchCommits(*WatchCommitsRequest, grpc.ServerStreamingServer[CommitNotices]) error {
+	return status.Error(codes.Unimplemented, "method WatchCommits not implemented")
 }
 func (UnimplementedNodeServer) mustEmbedUnimplementedNodeServer() {}
 func (UnimplementedNodeServer) testEmbeddedByValue()              {}
@@ -341,6 +468,107 @@ func _Node_AckBatch_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Node_CreateTopic_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopicWriteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).CreateTopic(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_CreateTopic_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).CreateTopic(ctx, req.(*TopicWriteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Node_AlterTopic_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopicWriteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).AlterTopic(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_AlterTopic_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).AlterTopic(ctx, req.(*TopicWriteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Node_DeleteTopic_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopicWriteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).DeleteTopic(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_DeleteTopic_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).DeleteTopic(ctx, req.(*TopicWriteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Node_GetAssignment_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetAssignmentRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).GetAssignment(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_GetAssignment_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).GetAssignment(ctx, req.(*GetAssignmentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Node_ForwardCommand_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForwardCommandRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).ForwardCommand(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_ForwardCommand_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).ForwardCommand(ctx, req.(*ForwardCommandRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Node_WatchCommits_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchCommitsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(NodeServer).WatchCommits(m, &grpc.GenericServerStream[WatchCommitsRequest, CommitNotices]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Node_WatchCommitsServer = grpc.ServerStreamingServer[CommitNotices]
+
 // Node_ServiceDesc is the grpc.ServiceDesc for Node service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -376,7 +604,33 @@ var Node_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "AckBatch",
 			Handler:    _Node_AckBatch_Handler,
 		},
+		{
+			MethodName: "CreateTopic",
+			Handler:    _Node_CreateTopic_Handler,
+		},
+		{
+			MethodName: "AlterTopic",
+			Handler:    _Node_AlterTopic_Handler,
+		},
+		{
+			MethodName: "DeleteTopic",
+			Handler:    _Node_DeleteTopic_Handler,
+		},
+		{
+			MethodName: "GetAssignment",
+			Handler:    _Node_GetAssignment_Handler,
+		},
+		{
+			MethodName: "ForwardCommand",
+			Handler:    _Node_ForwardCommand_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchCommits",
+			Handler:       _Node_WatchCommits_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "nodepb/node.proto",
 }

@@ -1,0 +1,226 @@
+// Package controller runs the Raft leader's cluster duties (spec/cluster.md §7): liveness
+// (C1), placement of unassigned partitions (C2), voter promotion and demotion (C3), seeding
+// the root admin (C8) and garbage collection of member records (C9). Moves, the rebalance
+// planner and decommission (C4–C7) join the duty list later (duties.go).
+//
+// Every node runs a Controller; only the one on the Raft leader acts. Its proposals use
+// meta.LeaderOnly, so a deposed leader's last decisions fail instead of being forwarded to
+// its successor.
+package controller
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"narad.dev/broker/internal/meta"
+)
+
+// Controller timing and policy constants (spec/cluster.md §13).
+const (
+	DefaultTick            = 10 * time.Second // ReconcileInterval: one pass per tick while leader
+	DefaultResync          = 5 * time.Second  // IsLeader re-check: LeaderCh may coalesce edges
+	DefaultDeadAfter       = 30 * time.Second // heartbeat silence before a member is marked dead
+	DefaultRemoveDeadAfter = time.Hour        // C9: dead this long on the leader's clock → record GC
+	DefaultProbeTimeout    = 5 * time.Second  // one NodeStatus call (default peer RPC timeout)
+	DefaultCatchUpWait     = time.Second      // how long a non-voter may take to reach the commit index
+	MinVoters              = 3                // voter target once three eligible servers exist
+)
+
+// Status is what a node reports about itself (NodeStatus, node RPC op 29, spec/cluster.md
+// §8.1) as far as the controller's current duties need it.
+type Status struct {
+	AppliedIndex uint64 // the node's applied Raft index
+	CaughtUp     bool   // the node's own AppliedCaughtUp
+}
+
+// Prober asks a node about itself. It is implemented over node RPC by the server; calls come
+// from the controller goroutine only and honour ctx (bounded by Config.ProbeTimeout).
+type Prober interface {
+	NodeStatus(ctx context.Context, m meta.Member) (Status, error)
+}
+
+// Config configures a Controller. Durations ≤ 0 take their defaults.
+type Config struct {
+	Store  *meta.Store
+	NodeID string // this node's ID; "" → Store.NodeID()
+	// Prober reports non-voters' applied indexes for promotion; nil → never promote.
+	Prober Prober
+	// SeedRoot seeds the root admin (C8). It is called on each pass while the metastore has
+	// no seeded root user; nil → C8 is skipped. It must propose with the ctx it is given.
+	SeedRoot func(ctx context.Context) error
+	Logger   *slog.Logger // nil → discard
+
+	Tick            time.Duration    // between passes while leader (10 s)
+	Resync          time.Duration    // leadership re-check (5 s)
+	DeadAfter       time.Duration    // heartbeat silence → dead (30 s)
+	RemoveDeadAfter time.Duration    // C9 (1 h)
+	ProbeTimeout    time.Duration    // one NodeStatus call (5 s)
+	CatchUpWait     time.Duration    // a non-voter's time to reach the commit index (1 s)
+	Now             func() time.Time // the leader's clock; nil → time.Now (monotonic)
+}
+
+// Controller is the leader-only reconcile loop.
+//
+// Invariant: it proposes only while this node is the Raft leader, after a barrier in the
+// same pass; dead_since entries are observations made on this node's clock during its
+// current leadership and are dropped when leadership is lost.
+type Controller struct {
+	cfg    Config
+	store  *meta.Store
+	logger *slog.Logger
+	duties []duty
+
+	placement sync.Mutex // spec/cluster.md §7.2; see PlacementLock
+
+	mu          sync.Mutex
+	leading     bool
+	term        uint64               // the term this leadership started in
+	leaderSince time.Time            // when this leadership started (Config.Now)
+	deadSince   map[string]time.Time // member → first observed dead during this leadership
+	noted       map[string]bool      // once-per-leadership log keys
+
+	passes atomic.Uint64 // completed passes (tests, diagnostics)
+}
+
+// New returns a Controller; Run starts it.
+func New(cfg Config) *Controller {
+	if cfg.NodeID == "" && cfg.Store != nil {
+		cfg.NodeID = cfg.Store.NodeID()
+	}
+	defaults := []struct {
+		d   *time.Duration
+		def time.Duration
+	}{{&cfg.Tick, DefaultTick}, {&cfg.Resync, DefaultResync}, {&cfg.DeadAfter, DefaultDeadAfter},
+		{&cfg.RemoveDeadAfter, DefaultRemoveDeadAfter}, {&cfg.ProbeTimeout, DefaultProbeTimeout},
+		{&cfg.CatchUpWait, DefaultCatchUpWait}}
+	for _, x := range defaults {
+		if *x.d <= 0 {
+			*x.d = x.def
+		}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Controller{cfg: cfg, store: cfg.Store, logger: logger.With("component", "controller"),
+		deadSince: map[string]time.Time{}, noted: map[string]bool{}}
+	c.duties = c.dutyList()
+	return c
+}
+
+// PlacementLock is the leader-side placement mutex (spec/cluster.md §7.2). The controller
+// holds it while a placement duty reads placement and proposes; the leader's topic create
+// and partition increase take it around choosing and proposing their assignments.
+func (c *Controller) PlacementLock() *sync.Mutex { return &c.placement }
+
+// DeadSince reports when this leader first observed member id dead, on its own clock
+// (spec/cluster.md §6.4); false when it is not dead, not yet observed, or this node does not
+// lead. Later duties (DeadTargetAbortAfter) use it so a new leader never acts on an
+// inherited stamp.
+func (c *Controller) DeadSince(id string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.deadSince[id]
+	return t, ok
+}
+
+// Run runs the loop until ctx ends (then it returns nil): it follows the store's leadership
+// (LeadershipChanges plus an IsLeader re-check every Resync), runs a pass at once on gaining
+// leadership and then every Tick, and forgets its observations on losing it.
+func (c *Controller) Run(ctx context.Context) error {
+	if c.store == nil {
+		return errors.New("controller: no metastore")
+	}
+	changes, unsubscribe := c.store.LeadershipChanges()
+	defer unsubscribe()
+	resync := time.NewTicker(c.cfg.Resync)
+	defer resync.Stop()
+	tick := time.NewTicker(c.cfg.Tick)
+	defer tick.Stop()
+	defer c.setLeading(false)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case v := <-changes:
+			if c.setLeading(v && c.store.IsLeader()) {
+				c.runPass(ctx)
+				tick.Reset(c.cfg.Tick)
+			}
+		case <-resync.C:
+			if c.setLeading(c.store.IsLeader()) {
+				c.runPass(ctx)
+				tick.Reset(c.cfg.Tick)
+			}
+		case <-tick.C:
+			c.setLeading(c.store.IsLeader())
+			if c.isLeading() {
+				c.runPass(ctx)
+			}
+		}
+	}
+}
+
+// setLeading records the leadership state and reports whether leadership was just gained
+// (including a new term noticed while leading: LeaderCh may have coalesced a loss).
+func (c *Controller) setLeading(v bool) (gained bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	term := uint64(0)
+	if v {
+		term = c.store.Term()
+	}
+	switch {
+	case v && (!c.leading || term != c.term):
+		c.leading, c.term, c.leaderSince = true, term, c.cfg.Now()
+		clear(c.deadSince)
+		clear(c.noted)
+		c.logger.Info("controller leading", "term", term)
+		return true
+	case !v && c.leading:
+		c.leading = false
+		clear(c.deadSince)
+		clear(c.noted)
+		c.logger.Info("controller standing by")
+	}
+	return false
+}
+
+func (c *Controller) isLeading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leading
+}
+
+// noteOnce reports whether key was not yet noted during this leadership (and notes it).
+func (c *Controller) noteOnce(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.noted[key] {
+		return false
+	}
+	c.noted[key] = true
+	return true
+}
+
+// forgetNote clears key so the condition logs again if it recurs.
+func (c *Controller) forgetNote(key string) {
+	c.mu.Lock()
+	delete(c.noted, key)
+	c.mu.Unlock()
+}
+
+// stopsPass reports an error after which the rest of the pass is pointless: leadership is
+// gone or the metastore is closing or unresponsive.
+func stopsPass(err error) bool {
+	return errors.Is(err, meta.ErrNoLeader) || errors.Is(err, meta.ErrNotLeader) ||
+		errors.Is(err, meta.ErrClosed) || errors.Is(err, meta.ErrTimeout) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,82 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"narad.dev/broker/internal/meta"
+)
+
+// duty is one job of a controller pass. Duties run in list order on the controller
+// goroutine; a duty with placement set runs under the placement lock (spec/cluster.md §7.2)
+// from its first read of placement until its last proposal.
+type duty struct {
+	name      string // C1 … C9, for logs
+	placement bool
+	run       func(ctx context.Context) error
+}
+
+// dutyList is the pass, in order. Liveness comes first so every later duty sees fresh
+// statuses and dead_since; GC comes last.
+//
+// Extension point: C4 (clear targets aimed at gone/dead destinations), C5 (rebalance
+// planner), C6 (decommission) and C7 (blocked-move metrics) go between C3 and C8; C5 and C6
+// read placement, so they set placement.
+func (c *Controller) dutyList() []duty {
+	return []duty{
+		{name: "C1 liveness", run: c.liveness},
+		{name: "C2 assign", placement: true, run: c.assignUnassigned},
+		{name: "C3 voters", run: c.reconcileVoters},
+		{name: "C8 seed root", run: c.seedRoot},
+		{name: "C9 member gc", placement: true, run: c.collectMembers},
+	}
+}
+
+// runPass runs one pass: a barrier (a fresh leader trusts its FSM only after one, spec §5.2),
+// then every duty. A duty's failure is logged and the next duty runs, unless the failure
+// means leadership or the metastore is gone.
+func (c *Controller) runPass(ctx context.Context) {
+	if !c.store.IsLeader() {
+		return
+	}
+	ctx = meta.LeaderOnly(ctx)
+	bctx, cancel := context.WithTimeout(ctx, meta.BarrierTimeout)
+	err := c.store.Barrier(bctx)
+	cancel()
+	if err != nil {
+		c.logger.Info("controller pass skipped: barrier failed", "err", err)
+		return
+	}
+	for _, d := range c.duties {
+		if ctx.Err() != nil || !c.store.IsLeader() {
+			return
+		}
+		if err := c.runDuty(ctx, d); err != nil {
+			if stopsPass(err) {
+				c.logger.Info("controller pass stopped", "duty", d.name, "err", err)
+				return
+			}
+			c.logger.Warn("controller duty failed", "duty", d.name, "err", err)
+		}
+	}
+	c.passes.Add(1)
+}
+
+func (c *Controller) runDuty(ctx context.Context, d duty) error {
+	if d.placement {
+		c.placement.Lock()
+		defer c.placement.Unlock()
+	}
+	return d.run(ctx)
+}
+
+// seedRoot is C8: seed the root admin once (the callback decides how; RootSeeded makes it a
+// no-op once any leader has done it).
+func (c *Controller) seedRoot(ctx context.Context) error {
+	if c.cfg.SeedRoot == nil || c.store.RootSeeded() {
+		return nil
+	}
+	return c.cfg.SeedRoot(ctx)
+}
+
+func (c *Controller) now() time.Time { return c.cfg.Now() }

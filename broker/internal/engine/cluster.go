@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/meta"
+)
+
+// Cluster timeouts (spec/cluster.md §13).
+const (
+	peerCallTimeout      = 5 * time.Second  // default peer RPC
+	forwardCreateTimeout = 75 * time.Second // a create may wait behind the leader's create gate
+	pinnedRPCSlack       = 2 * time.Second  // a forwarded long-poll's deadline = wait + 2 s
+	statsFanout          = 16               // remote partition stats fetched at once
+	leaderWait           = 3 * time.Second  // how long a write waits for a leader to be known
+	statsRetryPause      = 200 * time.Millisecond
+	statsTimeout         = 2 * time.Second // a describe waits at most this for a frozen owner
+)
+
+// Peers is the engine's view of the node-to-node RPC (spec/cluster.md §10.3); the server
+// implements it over the cluster port. addr is always a peer's cluster address. Errors wrap
+// the api sentinels (ErrNotFound, ErrExists, ErrConflict, ErrInvalid, ErrStale, ErrGone,
+// ErrUnavailable) or ErrNotOwner / meta.ErrNotLeader for a 421, so callers can branch on them.
+type Peers interface {
+	// Consume runs op 2 on the owner: a replay (offset ≥ 0), a pinned long-poll, or with
+	// localOnly a non-blocking queue probe of the owner's partitions.
+	Consume(ctx context.Context, addr, topic string, req api.ConsumeRequest, localOnly bool) ([]api.Message, error)
+	// Ack runs op 31 on the owner; one result per entry, in order.
+	Ack(ctx context.Context, addr, topic string, entries []api.AckEntry) ([]error, error)
+	// PartitionStats runs op 8 (peek) on the owner.
+	PartitionStats(ctx context.Context, addr, topic string, partition int) (api.PartitionStats, error)
+	// CreateTopic, AlterTopic and DeleteTopic run ops 4–6 on the leader; the returned index is
+	// the Raft index of the applied entry.
+	CreateTopic(ctx context.Context, addr string, req api.CreateTopicRequest) (meta.Topic, uint64, error)
+	AlterTopic(ctx context.Context, addr, name string, req api.AlterTopicRequest) (meta.Topic, uint64, error)
+	DeleteTopic(ctx context.Context, addr, name string) (uint64, error)
+}
+
+// SetPeers installs the node RPC client (before the HTTP listener starts). Without it the
+// engine serves only what this node owns and leads.
+func (e *Engine) SetPeers(p Peers) { e.peers = p }
+
+// SetPlacementLock installs the controller's placement lock (spec/cluster.md §7.2), held by the
+// leader while it places a new topic's or a partition increase's partitions.
+func (e *Engine) SetPlacementLock(l interface {
+	Lock()
+	Unlock()
+}) {
+	e.placementLock = l
+}
+
+// owner describes who serves a partition, from the local replica.
+type owner struct {
+	id    string
+	addr  string // cluster address; "" for this node
+	local bool
+	dead  bool // member record dead or missing
+	known bool // the partition has an assignment
+}
+
+func (e *Engine) ownerOf(topic string, p int) owner {
+	a, ok := e.view.Assignment(topic, p)
+	if !ok || a.Owner == "" {
+		return owner{}
+	}
+	if a.Owner == e.cfg.NodeID {
+		return owner{id: a.Owner, local: true, known: true}
+	}
+	m, ok := e.view.Member(a.Owner)
+	if !ok || m.Status == meta.MemberDead {
+		return owner{id: a.Owner, dead: true, known: true, addr: m.ClusterAddr}
+	}
+	return owner{id: a.Owner, addr: m.ClusterAddr, known: true}
+}
+
+// leaderTarget returns the leader's cluster address when this node is a follower, "" when it
+// leads. It waits briefly for a leader to be known; none → ErrNoLeader (503).
+func (e *Engine) leaderTarget(ctx context.Context) (string, error) {
+	deadline := time.Now().Add(leaderWait)
+	for {
+		if e.meta.IsLeader() {
+			return "", nil
+		}
+		if id, addr := e.meta.Leader(); id != "" && addr != "" {
+			if e.peers == nil {
+				return "", fmt.Errorf("%w: this node is not the leader and cannot forward", meta.ErrNoLeader)
+			}
+			return addr, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("%w: no raft leader is known (no quorum?)", meta.ErrNoLeader)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("%w: no raft leader is known", meta.ErrNoLeader)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// waitApplied waits (bounded) until this replica applied index idx, so a read right after a
+// forwarded write sees it. A timeout is not an error: the write is committed.
+func (e *Engine) waitApplied(ctx context.Context, idx uint64) {
+	if idx == 0 {
+		return
+	}
+	deadline := time.Now().Add(meta.DefaultApplyTimeout)
+	for e.meta.AppliedIndex() < idx && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// forwardWrite runs fn against the leader, retrying once when the leader changed under it.
+func (e *Engine) forwardWrite(ctx context.Context, fn func(addr string) (uint64, error)) (forwarded bool, err error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		addr, err := e.leaderTarget(ctx)
+		if err != nil {
+			return false, err
+		}
+		if addr == "" {
+			return false, nil // we lead: the caller runs the write locally
+		}
+		idx, err := fn(addr)
+		if errors.Is(err, meta.ErrNotLeader) {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return true, err
+		}
+		e.waitApplied(ctx, idx)
+		return true, nil
+	}
+	return true, fmt.Errorf("%w: leadership kept moving", meta.ErrNoLeader)
+}

@@ -1,0 +1,359 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/rpc"
+	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/wal"
+)
+
+// commitRPCTimeout bounds one CommitProduceBatch call (spec/produce-consume.md §4.1: a slow
+// fsync is not a dead node).
+const commitRPCTimeout = 30 * time.Second
+
+// peers is the client side of the node RPC: it implements engine.Peers,
+// engine.RemoteCommitter, meta.LeaderReader and meta.Forwarder over the rpc pool, turning
+// each reply's HTTP-vocabulary status back into the sentinel errors of api, engine and meta.
+type peers struct {
+	pool *rpc.Pool
+}
+
+var (
+	_ engine.Peers           = peers{}
+	_ engine.RemoteCommitter = peers{}
+	_ meta.LeaderReader      = peers{}
+)
+
+// remoteError is a peer's answer: its message, classified by a sentinel.
+type remoteError struct {
+	msg  string
+	kind error
+}
+
+func (r *remoteError) Error() string { return r.msg }
+func (r *remoteError) Unwrap() error { return r.kind }
+
+// dataError maps the status of a data-plane reply (ops 2, 8, 11, 31).
+func dataError(status int32, msg string) error {
+	var kind error
+	switch status {
+	case 200, 201, 204:
+		return nil
+	case 400:
+		kind = api.ErrInvalid
+	case 404:
+		kind = api.ErrNotFound
+	case 409:
+		kind = api.ErrConflict
+	case 410:
+		kind = api.ErrGone
+	case 421:
+		kind = engine.ErrNotOwner
+	default:
+		kind = api.ErrUnavailable
+		if strings.Contains(msg, api.ErrAckedAheadFull.Error()) {
+			kind = api.ErrAckedAheadFull
+		}
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("peer answered %d", status)
+	}
+	return &remoteError{msg: msg, kind: kind}
+}
+
+// leaderError maps the status of a leader-plane reply (ops 4–6, 20, 28, 32).
+func leaderError(status int32, msg string, create bool) error {
+	var kind error
+	switch status {
+	case 200, 201, 204:
+		return nil
+	case 400:
+		kind = api.ErrInvalid
+	case 404:
+		kind = api.ErrNotFound
+	case 409:
+		kind = api.ErrConflict
+		if create {
+			kind = api.ErrExists
+		}
+	case 421:
+		kind = meta.ErrNotLeader
+	default:
+		kind = meta.ErrNoLeader
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("leader answered %d", status)
+	}
+	return &remoteError{msg: msg, kind: kind}
+}
+
+// transportError wraps a gRPC failure: the peer could not be asked (or did not answer).
+func transportError(addr string, err error) error {
+	return fmt.Errorf("%w: peer %s: %v", api.ErrUnavailable, addr, err)
+}
+
+func (p peers) client(addr string) (nodepb.NodeClient, error) {
+	c, err := p.pool.Client(addr)
+	if err != nil {
+		return nil, transportError(addr, err)
+	}
+	return c, nil
+}
+
+// Consume implements engine.Peers (op 2).
+func (p peers) Consume(ctx context.Context, addr, topic string, req api.ConsumeRequest, localOnly bool) ([]api.Message, error) {
+	c, err := p.client(addr)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := c.Consume(ctx, &nodepb.ConsumeRequest{Topic: topic, Partition: int32(req.Partition), Offset: req.Offset,
+		WaitMs: req.Wait.Milliseconds(), LocalOnly: localOnly, MaxMessages: int32(req.Max)})
+	if err != nil {
+		return nil, transportError(addr, err)
+	}
+	if rep.Status == 204 {
+		return nil, nil
+	}
+	if err := dataError(rep.Status, rep.Error); err != nil {
+		return nil, err
+	}
+	out := make([]api.Message, len(rep.Messages))
+	for i, m := range rep.Messages {
+		out[i] = api.Message{Topic: topic, Partition: int(m.Partition), Offset: m.Offset, Key: m.Key, Payload: m.Payload,
+			CommittedAtMs: m.CommittedAtMs, ReceiptHandle: m.ReceiptHandle}
+	}
+	return out, nil
+}
+
+// Ack implements engine.Peers (op 31).
+func (p peers) Ack(ctx context.Context, addr, topic string, entries []api.AckEntry) ([]error, error) {
+	c, err := p.client(addr)
+	if err != nil {
+		return nil, err
+	}
+	req := &nodepb.AckBatchRequest{Topic: topic, Entries: make([]*nodepb.AckEntry, len(entries))}
+	for i, en := range entries {
+		mode := nodepb.AckMode_ACK_MODE_ACK
+		switch en.Op {
+		case api.OpExtend:
+			mode = nodepb.AckMode_ACK_MODE_EXTEND
+		case api.OpNack:
+			mode = nodepb.AckMode_ACK_MODE_NACK
+		}
+		req.Entries[i] = &nodepb.AckEntry{Partition: int32(en.Partition), Offset: en.Offset, Nonce: en.Nonce, Mode: mode}
+	}
+	rep, err := c.AckBatch(ctx, req)
+	if err != nil {
+		return nil, transportError(addr, err)
+	}
+	if rep.Status != 200 {
+		return nil, dataError(rep.Status, rep.Error)
+	}
+	if len(rep.Results) != len(entries) {
+		return nil, fmt.Errorf("%w: peer %s answered %d results for %d entries", api.ErrUnavailable, addr, len(rep.Results), len(entries))
+	}
+	out := make([]error, len(entries))
+	for i, r := range rep.Results {
+		switch {
+		case r.Status == 204 || r.Status == 200:
+		case r.Status == 410:
+			out[i] = &remoteError{msg: r.Error, kind: api.ErrStale}
+		case r.Status == 421:
+			out[i] = &remoteError{msg: r.Error, kind: api.ErrUnavailable} // ownership moved: retry
+		default:
+			out[i] = dataError(r.Status, r.Error)
+		}
+	}
+	return out, nil
+}
+
+// PartitionStats implements engine.Peers (op 8, peek).
+func (p peers) PartitionStats(ctx context.Context, addr, topic string, partition int) (api.PartitionStats, error) {
+	c, err := p.client(addr)
+	if err != nil {
+		return api.PartitionStats{}, err
+	}
+	rep, err := c.TopicPartitionStats(ctx, &nodepb.TopicPartitionStatsRequest{Topic: topic, Partition: int32(partition),
+		Mode: nodepb.StatsMode_STATS_MODE_PEEK})
+	if err != nil {
+		return api.PartitionStats{}, transportError(addr, err)
+	}
+	if err := dataError(rep.Status, rep.Error); err != nil {
+		return api.PartitionStats{}, err
+	}
+	return api.PartitionStats{Index: partition, Available: rep.Available, Segments: int(rep.Segments),
+		OldestOffset: rep.OldestOffset, NextOffset: rep.NextOffset, HighWatermark: rep.Hwm, SizeBytes: rep.SizeBytes,
+		OldestSegmentAt: rep.OldestSegmentAtUnixMs / 1000}, nil
+}
+
+// CreateTopic implements engine.Peers (op 4).
+func (p peers) CreateTopic(ctx context.Context, addr string, req api.CreateTopicRequest) (meta.Topic, uint64, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return meta.Topic{}, 0, fmt.Errorf("%w: %v", api.ErrInvalid, err)
+	}
+	return p.topicWrite(ctx, addr, true, func(c nodepb.NodeClient) (*nodepb.TopicWriteReply, error) {
+		return c.CreateTopic(ctx, &nodepb.TopicWriteRequest{Name: req.Name, RequestJson: b})
+	})
+}
+
+// AlterTopic implements engine.Peers (op 5).
+func (p peers) AlterTopic(ctx context.Context, addr, name string, req api.AlterTopicRequest) (meta.Topic, uint64, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return meta.Topic{}, 0, fmt.Errorf("%w: %v", api.ErrInvalid, err)
+	}
+	return p.topicWrite(ctx, addr, false, func(c nodepb.NodeClient) (*nodepb.TopicWriteReply, error) {
+		return c.AlterTopic(ctx, &nodepb.TopicWriteRequest{Name: name, RequestJson: b})
+	})
+}
+
+// DeleteTopic implements engine.Peers (op 6).
+func (p peers) DeleteTopic(ctx context.Context, addr, name string) (uint64, error) {
+	_, idx, err := p.topicWrite(ctx, addr, false, func(c nodepb.NodeClient) (*nodepb.TopicWriteReply, error) {
+		return c.DeleteTopic(ctx, &nodepb.TopicWriteRequest{Name: name})
+	})
+	return idx, err
+}
+
+func (p peers) topicWrite(ctx context.Context, addr string, create bool, call func(nodepb.NodeClient) (*nodepb.TopicWriteReply, error)) (meta.Topic, uint64, error) {
+	c, err := p.client(addr)
+	if err != nil {
+		return meta.Topic{}, 0, err
+	}
+	rep, err := call(c)
+	if err != nil {
+		// Outcome unknown: the leader may have applied it (api.md: 503, retry).
+		return meta.Topic{}, 0, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, addr, err)
+	}
+	if err := leaderError(rep.Status, rep.Error, create); err != nil {
+		return meta.Topic{}, 0, err
+	}
+	var t meta.Topic
+	if len(rep.TopicJson) > 0 {
+		if err := json.Unmarshal(rep.TopicJson, &t); err != nil {
+			return meta.Topic{}, 0, fmt.Errorf("%w: undecodable topic from leader: %v", meta.ErrNoLeader, err)
+		}
+	}
+	return t, rep.AppliedIndex, nil
+}
+
+// CommitRemote implements engine.RemoteCommitter (op 11).
+func (p peers) CommitRemote(ctx context.Context, addr, topic, incarnation string, partition int, recs []wal.Record) error {
+	c, err := p.client(addr)
+	if err != nil {
+		return err
+	}
+	req := &nodepb.CommitProduceBatchRequest{Topic: topic, Incarnation: incarnation, Partition: int32(partition),
+		Entries: make([]*nodepb.ProduceEntry, len(recs))}
+	for i, r := range recs {
+		req.Entries[i] = &nodepb.ProduceEntry{Key: []byte(r.Key), Payload: r.Payload, AcceptedAtMs: r.AcceptedAtMs}
+	}
+	cctx, cancel := context.WithTimeout(ctx, commitRPCTimeout)
+	defer cancel()
+	rep, err := c.CommitProduceBatch(cctx, req)
+	if err != nil {
+		return transportError(addr, err)
+	}
+	return dataError(rep.Status, rep.Error)
+}
+
+// ConfirmTopic implements meta.LeaderReader (op 20 with leader_read).
+func (p peers) ConfirmTopic(ctx context.Context, leaderID, leaderAddr, name string) (meta.Topic, bool, error) {
+	c, err := p.client(leaderAddr)
+	if err != nil {
+		return meta.Topic{}, false, err
+	}
+	rep, err := c.GetTopic(ctx, &nodepb.GetTopicRequest{Name: name, LeaderRead: true})
+	if err != nil {
+		return meta.Topic{}, false, transportError(leaderAddr, err)
+	}
+	if !rep.LeaderRead {
+		return meta.Topic{}, false, fmt.Errorf("reply from %s not marked leader_read (status %d): %s", leaderID, rep.Status, rep.Error)
+	}
+	switch rep.Status {
+	case 404:
+		return meta.Topic{}, false, nil
+	case 200:
+		var t meta.Topic
+		if err := json.Unmarshal(rep.TopicJson, &t); err != nil {
+			return meta.Topic{}, false, fmt.Errorf("undecodable topic from %s: %w", leaderID, err)
+		}
+		return t, true, nil
+	}
+	return meta.Topic{}, false, leaderError(rep.Status, rep.Error, false)
+}
+
+// ConfirmAssignment implements meta.LeaderReader (op 28).
+func (p peers) ConfirmAssignment(ctx context.Context, leaderID, leaderAddr, topic string, partition int) (meta.Assignment, bool, error) {
+	c, err := p.client(leaderAddr)
+	if err != nil {
+		return meta.Assignment{}, false, err
+	}
+	rep, err := c.GetAssignment(ctx, &nodepb.GetAssignmentRequest{Topic: topic, Partition: int32(partition)})
+	if err != nil {
+		return meta.Assignment{}, false, transportError(leaderAddr, err)
+	}
+	if !rep.LeaderRead {
+		return meta.Assignment{}, false, fmt.Errorf("reply from %s not marked leader_read (status %d): %s", leaderID, rep.Status, rep.Error)
+	}
+	switch rep.Status {
+	case 404:
+		return meta.Assignment{}, false, nil
+	case 200:
+		var a meta.Assignment
+		if err := json.Unmarshal(rep.AssignmentJson, &a); err != nil {
+			return meta.Assignment{}, false, fmt.Errorf("undecodable assignment from %s: %w", leaderID, err)
+		}
+		return a, true, nil
+	}
+	return meta.Assignment{}, false, leaderError(rep.Status, rep.Error, false)
+}
+
+// NodeStatus asks a member about itself (op 29), for the controller's promotion check.
+func (p peers) NodeStatus(ctx context.Context, addr string) (*nodepb.NodeStatusReply, error) {
+	c, err := p.client(addr)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := c.NodeStatus(ctx, &nodepb.NodeStatusRequest{})
+	if err != nil {
+		return nil, transportError(addr, err)
+	}
+	if rep.Status != 200 {
+		return nil, dataError(rep.Status, rep.Error)
+	}
+	return rep, nil
+}
+
+// isNotLeader reports a 421 from a leader-only op.
+func isNotLeader(err error) bool { return errors.Is(err, meta.ErrNotLeader) }
+
+// Forward implements meta.Forwarder (op 32): a follower's proposal applied by the leader.
+func (p peers) Forward(ctx context.Context, leaderID, leaderAddr string, command []byte) (meta.Result, uint64, error) {
+	c, err := p.client(leaderAddr)
+	if err != nil {
+		return meta.Result{}, 0, fmt.Errorf("%w: %v", meta.ErrNoLeader, err)
+	}
+	rep, err := c.ForwardCommand(ctx, &nodepb.ForwardCommandRequest{Command: command})
+	if err != nil {
+		return meta.Result{}, 0, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderID, err)
+	}
+	if rep.Status != 200 {
+		return meta.Result{}, 0, leaderError(rep.Status, rep.Error, false)
+	}
+	var res meta.Result
+	if err := json.Unmarshal(rep.ResultJson, &res); err != nil {
+		return meta.Result{}, 0, fmt.Errorf("%w: undecodable result from %s: %v", meta.ErrNoLeader, leaderID, err)
+	}
+	return res, rep.AppliedIndex, nil
+}

@@ -1,0 +1,21 @@
+package server
+
+import (
+	"context"
+
+	"narad.dev/broker/internal/controller"
+	"narad.dev/broker/internal/meta"
+)
+
+// nodeProber implements controller.Prober over NodeStatus (op 29): what a member says about
+// itself, for the promotion check of spec/cluster.md §6.3.
+type nodeProber struct{ p peers }
+
+// NodeStatus implements controller.Prober.
+func (n nodeProber) NodeStatus(ctx context.Context, m meta.Member) (controller.Status, error) {
+	rep, err := n.p.NodeStatus(ctx, m.ClusterAddr)
+	if err != nil {
+		return controller.Status{}, err
+	}
+	return controller.Status{AppliedIndex: rep.AppliedIndex, CaughtUp: rep.CaughtUp}, nil
+}
