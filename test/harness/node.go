@@ -46,6 +46,21 @@ func NextHost() string {
 	return fmt.Sprintf("127.0.0.%d", 2+(n+uint32(os.Getpid()))%250)
 }
 
+// FreePorts returns n distinct TCP ports that were free on host a moment ago: every listener
+// stays open until all n are chosen, so the kernel cannot hand out one port twice.
+func FreePorts(host string, n int) ([]int, error) {
+	out := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
 // FreePort returns a TCP port that was free on host a moment ago.
 func FreePort(host string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
@@ -92,14 +107,11 @@ func NewNode(opts Options) (*Node, error) {
 		opts.ID = "n1"
 	}
 	host := NextHost()
-	hp, err := FreePort(host)
+	ports, err := FreePorts(host, 2)
 	if err != nil {
 		return nil, err
 	}
-	cp, err := FreePort(host)
-	if err != nil {
-		return nil, err
-	}
+	hp, cp := ports[0], ports[1]
 	dir := opts.DataDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "narad-node-"); err != nil {

@@ -23,7 +23,7 @@ func (s *server) ack(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, err)
 		return
 	}
-	t, ok := s.be.Topic(name)
+	t, ok := s.topic(r.Context(), name)
 	if !ok {
 		s.writeErr(w, r, op, s.topicMissing(name))
 		return
@@ -125,7 +125,7 @@ func (s *server) ackBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, err)
 		return
 	}
-	t, ok := s.be.Topic(name)
+	t, ok := s.topic(r.Context(), name)
 	if !ok {
 		s.writeErr(w, r, op, s.topicMissing(name))
 		return

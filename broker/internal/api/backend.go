@@ -184,6 +184,21 @@ type SchemaReader interface {
 // not deny a topic that exists.
 type ReplicaStatus interface {
 	ReplicaCurrent() bool
+	// AwaitTopic is asked for a topic the local replica does not have: a follower checks
+	// with the leader and, when the topic exists there, waits briefly for its own replica.
+	AwaitTopic(ctx context.Context, name string) (meta.Topic, bool)
+}
+
+// topic reads a topic from the local replica, or, when the replica lacks it, through
+// ReplicaStatus.AwaitTopic (a create applied on the leader moments ago).
+func (s *server) topic(ctx context.Context, name string) (meta.Topic, bool) {
+	if t, ok := s.be.Topic(name); ok {
+		return t, true
+	}
+	if rs, ok := s.be.(ReplicaStatus); ok {
+		return rs.AwaitTopic(ctx, name)
+	}
+	return meta.Topic{}, false
 }
 
 // topicMissing is the error for a topic the local replica does not have: 404, or 503 while

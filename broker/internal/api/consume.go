@@ -27,7 +27,7 @@ func (s *server) consume(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, err)
 		return
 	}
-	t, ok := s.be.Topic(name)
+	t, ok := s.topic(r.Context(), name)
 	if !ok {
 		s.writeErr(w, r, op, s.topicMissing(name))
 		return

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -31,7 +32,7 @@ func (s *server) produce(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, invalidf("empty message body"))
 		return
 	}
-	t, err := s.produceTarget(name)
+	t, err := s.produceTarget(r.Context(), name)
 	if err != nil {
 		s.produceFailed(w, r, op, name, err)
 		return
@@ -73,7 +74,7 @@ func (s *server) produceBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, err)
 		return
 	}
-	t, err := s.produceTarget(name)
+	t, err := s.produceTarget(r.Context(), name)
 	if err != nil {
 		s.produceFailed(w, r, op, name, err)
 		return
@@ -100,8 +101,8 @@ func (s *server) produceBatch(w http.ResponseWriter, r *http.Request) {
 
 // produceTarget looks up the topic and refuses delay children: their only source is the
 // parent (spec §2.7); non-delay children accept direct produce.
-func (s *server) produceTarget(name string) (meta.Topic, error) {
-	t, ok := s.be.Topic(name)
+func (s *server) produceTarget(ctx context.Context, name string) (meta.Topic, error) {
+	t, ok := s.topic(ctx, name)
 	if !ok {
 		return meta.Topic{}, s.topicMissing(name)
 	}

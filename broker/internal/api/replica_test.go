@@ -1,8 +1,11 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"testing"
+
+	"narad.dev/broker/internal/meta"
 )
 
 // laggingBackend is a backend whose metadata replica is not current (a node still catching up).
@@ -12,6 +15,10 @@ type laggingBackend struct {
 }
 
 func (b laggingBackend) ReplicaCurrent() bool { return b.current }
+
+func (b laggingBackend) AwaitTopic(context.Context, string) (meta.Topic, bool) {
+	return meta.Topic{}, false
+}
 
 func TestUnknownTopicOnALaggingReplicaAnswers503Not404(t *testing.T) {
 	for _, current := range []bool{false, true} {

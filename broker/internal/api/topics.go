@@ -79,7 +79,7 @@ func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("topic")
-	t, ok := s.be.Topic(name)
+	t, ok := s.topic(r.Context(), name)
 	if !ok {
 		s.writeErr(w, r, op, s.topicMissing(name))
 		return

@@ -19,6 +19,7 @@ const (
 	leaderWait           = 3 * time.Second  // how long a write waits for a leader to be known
 	statsRetryPause      = 200 * time.Millisecond
 	statsTimeout         = 2 * time.Second // a describe waits at most this for a frozen owner
+	awaitTopicTimeout    = 1 * time.Second // a follower's wait for a topic the leader already has
 )
 
 // Peers is the engine's view of the node-to-node RPC (spec/cluster.md §10.3); the server
@@ -38,6 +39,9 @@ type Peers interface {
 	CreateTopic(ctx context.Context, addr string, req api.CreateTopicRequest) (meta.Topic, uint64, error)
 	AlterTopic(ctx context.Context, addr, name string, req api.AlterTopicRequest) (meta.Topic, uint64, error)
 	DeleteTopic(ctx context.Context, addr, name string) (uint64, error)
+	// TopicKnown asks the node at addr whether its replica has the topic (op 20, a plain
+	// local read there, no barrier).
+	TopicKnown(ctx context.Context, addr, name string) (bool, error)
 }
 
 // SetPeers installs the node RPC client (before the HTTP listener starts). Without it the
@@ -136,4 +140,36 @@ func (e *Engine) forwardWrite(ctx context.Context, fn func(addr string) (uint64,
 		return true, nil
 	}
 	return true, fmt.Errorf("%w: leadership kept moving", meta.ErrNoLeader)
+}
+
+// AwaitTopic implements api.ReplicaStatus: for a topic this follower's replica does not have,
+// it asks the leader whether the topic exists (a create elsewhere that this replica has not
+// applied yet, milliseconds behind) and, if so, waits up to a second for the local replica to
+// apply it. A client behind a load balancer thus never sees 404 for a topic it just created
+// through another node. On the leader, or when the leader does not know the topic either, it
+// returns false at once.
+func (e *Engine) AwaitTopic(ctx context.Context, name string) (meta.Topic, bool) {
+	if e.peers == nil || e.meta.IsLeader() {
+		return meta.Topic{}, false
+	}
+	_, addr := e.meta.Leader()
+	if addr == "" {
+		return meta.Topic{}, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, awaitTopicTimeout)
+	defer cancel()
+	known, err := e.peers.TopicKnown(ctx, addr, name)
+	if err != nil || !known {
+		return meta.Topic{}, false
+	}
+	for {
+		if t, ok := e.view.Topic(name); ok {
+			return t, true
+		}
+		select {
+		case <-ctx.Done():
+			return meta.Topic{}, false
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }

@@ -66,6 +66,8 @@ func (f *fakePeers) DeleteTopic(context.Context, string, string) (uint64, error)
 	return 0, errors.New("unused")
 }
 
+func (f *fakePeers) TopicKnown(context.Context, string, string) (bool, error) { return false, nil }
+
 func (f *fakePeers) consumeCalls() []fakeConsume {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -107,6 +107,24 @@ func TestJoinedFollowersForwardWritesAndRouteDataToOwners(t *testing.T) {
 	if owners["n1"] != 2 || owners["n2"] != 2 || owners["n3"] != 2 {
 		t.Fatalf("placement %v; want two partitions on each live node", owners)
 	}
+	// A topic created through one node is never denied by another a moment later: a follower
+	// whose replica lags asks the leader before it answers 404.
+	for i := 0; i < 5; i++ {
+		name := fmt.Sprintf("instant-%d", i)
+		if _, err := nodes[i%3].c.CreateTopic(ctx, client.CreateTopicRequest{Name: name, Partitions: 3}); err != nil {
+			t.Fatal(err)
+		}
+		for j := 1; j <= 2; j++ {
+			other := nodes[(i+j)%3]
+			if err := other.c.Produce(ctx, name, []byte("x"), client.ProduceOptions{}); err != nil {
+				t.Fatalf("produce to %s on another node right after its create: %v", name, err)
+			}
+		}
+	}
+	if _, err := nodes[1].c.GetTopic(ctx, "never-created", nil); !client.IsStatus(err, 404) {
+		t.Fatalf("describe of a topic nobody created: %v, want 404", err)
+	}
+
 	// A user created on a follower is forwarded too (a plain metastore command).
 	if _, err := nodes[1].c.CreateUser(ctx, client.CreateUserRequest{Username: "alice", Password: "correct-horse-battery"}); err != nil {
 		t.Fatalf("create user on a follower: %v", err)

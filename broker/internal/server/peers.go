@@ -357,3 +357,22 @@ func (p peers) Forward(ctx context.Context, leaderID, leaderAddr string, command
 	}
 	return res, rep.AppliedIndex, nil
 }
+
+// TopicKnown implements engine.Peers (op 20 without leader_read: the peer's local replica).
+func (p peers) TopicKnown(ctx context.Context, addr, name string) (bool, error) {
+	c, err := p.client(addr)
+	if err != nil {
+		return false, err
+	}
+	rep, err := c.GetTopic(ctx, &nodepb.GetTopicRequest{Name: name})
+	if err != nil {
+		return false, transportError(addr, err)
+	}
+	switch rep.Status {
+	case 200:
+		return true, nil
+	case 404:
+		return false, nil
+	}
+	return false, leaderError(rep.Status, rep.Error, false)
+}
