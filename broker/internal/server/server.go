@@ -198,7 +198,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		e.SetUndispatched(in.Undispatched)
 		loops.Add(4)
 		go func() { defer loops.Done(); _ = e.Run(loopsCtx) }()
-		go func() { defer loops.Done(); heartbeat(loopsCtx, store, cfg.NodeID, cfg.HeartbeatInterval, logger) }()
+		go func() { defer loops.Done(); heartbeat(loopsCtx, store, self(cfg, advertise, hln.Addr().String()), cfg.HeartbeatInterval, logger) }()
 		go func() { defer loops.Done(); _ = ctrl.Run(loopsCtx) }()
 		go func() { defer loops.Done(); watchPeers(loopsCtx, store, e, nodes, cfg.NodeID, logger) }()
 		// The ingress (dispatcher) stops before the engine closes the partition logs.
@@ -273,12 +273,45 @@ func boot(ctx context.Context, cfg config.Serve, store *meta.Store, e *engine.En
 			logger.Info("startup sweep", "removed", res.Removed, "orphans", res.Orphans)
 		}
 	}
-	member := meta.Member{ID: cfg.NodeID, Addr: advertiseAddrString(cfg.AdvertiseAddr, httpAddr), ClusterAddr: clusterAddr,
-		Status: meta.MemberAlive, LastHeartbeat: time.Now().Unix()}
-	if err := store.MemberJoin(ctx, member); err != nil {
-		return fmt.Errorf("register member: %w", err)
+	// Register this member. Without a quorum (or while an election runs) this fails; the
+	// node still serves what it can and the heartbeat loop registers it once a leader exists.
+	rctx, cancel := context.WithTimeout(ctx, registerWait)
+	defer cancel()
+	for {
+		err := register(rctx, store, self(cfg, clusterAddr, httpAddr))
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if rctx.Err() != nil {
+			logger.Warn("could not register this member yet (no quorum?); the heartbeat loop keeps trying", "err", err)
+			return nil
+		}
+		select {
+		case <-rctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	return nil
+}
+
+// registerWait bounds boot's attempts to register this member.
+const registerWait = 10 * time.Second
+
+// self is this node's member record as it registers it.
+func self(cfg config.Serve, clusterAddr, httpAddr string) meta.Member {
+	return meta.Member{ID: cfg.NodeID, Addr: advertiseAddrString(cfg.AdvertiseAddr, httpAddr), ClusterAddr: clusterAddr,
+		Status: meta.MemberAlive, LastHeartbeat: time.Now().Unix()}
+}
+
+// register upserts m (op 6) unless the replica already shows it with the same addresses, in
+// which case a heartbeat (op 7) is enough.
+func register(ctx context.Context, store *meta.Store, m meta.Member) error {
+	if cur, ok := store.Member(m.ID); ok && cur.Addr == m.Addr && cur.ClusterAddr == m.ClusterAddr {
+		return store.MemberHeartbeat(ctx, m.ID, m.LastHeartbeat)
+	}
+	return store.MemberJoin(ctx, m)
 }
 
 // seedRoot creates the root admin once per cluster, with the configured password or a random
@@ -310,7 +343,7 @@ func seedRoot(ctx context.Context, cfg config.Serve, store *meta.Store, logger *
 
 // heartbeat upserts this member's record every interval (5 s by default, spec/cluster.md
 // §6.4); a follower's heartbeat is forwarded to the leader.
-func heartbeat(ctx context.Context, store *meta.Store, id string, interval time.Duration, logger *slog.Logger) {
+func heartbeat(ctx context.Context, store *meta.Store, me meta.Member, interval time.Duration, logger *slog.Logger) {
 	if interval <= 0 {
 		interval = heartbeatInterval
 	}
@@ -323,8 +356,9 @@ func heartbeat(ctx context.Context, store *meta.Store, id string, interval time.
 		case <-t.C:
 		}
 		hctx, cancel := context.WithTimeout(ctx, interval)
-		if err := store.MemberHeartbeat(hctx, id, time.Now().Unix()); err != nil && ctx.Err() == nil {
-			logger.Warn("heartbeat", "node", id, "err", err)
+		me.LastHeartbeat = time.Now().Unix()
+		if err := register(hctx, store, me); err != nil && ctx.Err() == nil {
+			logger.Warn("heartbeat", "node", me.ID, "err", err)
 		}
 		cancel()
 	}
