@@ -118,8 +118,9 @@ rate = (r1 - r0) / secs if secs else 0
 print(f"- Three-node / one-node full flow: single-message {f3['full_flow_msgs_per_sec'] / f1['full_flow_msgs_per_sec']:.2f}, "
       f"batched {b3['full_flow_msgs_per_sec'] / b1['full_flow_msgs_per_sec']:.2f}.")
 print(f"- Cross-node dispatch: {r1 - r0:.0f} records committed on another node during the produce-only run, "
-      f"{rate:.0f} records/s (\`narad_dispatched_records_total{{destination=\"remote\"}}\` on the accepting node).")
+      f"{rate:.0f} records/s (`narad_dispatched_records_total{{destination=\"remote\"}}` on the accepting node).")
 PY
+  echo
   echo "Reproduce: \`make bench\` (set BENCH_COUNT to change the message count, default 50000;"
   echo "the batched run uses ten times as many). Load generator and broker share the machine."
   echo
