@@ -120,3 +120,24 @@ func TestServerReportSumsHighWatermarksAndListsOwners(t *testing.T) {
 		t.Fatalf("report:\n%s%s", r.stdout, r.stderr)
 	}
 }
+
+func TestClusterMembersPrintsATableMarkingTheLeaderAndJSONOnRequest(t *testing.T) {
+	f := newFakeAPI(t)
+	f.fixed("GET /v1/cluster/members", 200, `{"members":[`+
+		`{"id":"n1","addr":"10.0.0.1:7942","status":"alive","raft_role":"voter","leader":true,"owned_partitions":4,"last_heartbeat":1795970000},`+
+		`{"id":"n2","addr":"10.0.0.2:7942","status":"dead","raft_role":"nonvoter","owned_partitions":2,"last_heartbeat":1795960000}],`+
+		`"leader_reachable":false,"leader":"n1"}`)
+	r := runCLI(context.Background(), testApp(envFor(t, f)), "", "cluster", "members")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"RAFT ROLE", "voter (leader)", "nonvoter", "dead", "2026-11-29T", "could not be reached"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("members table lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCLI(context.Background(), testApp(envFor(t, f)), "", "cluster", "members", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"leader": "n1"`) {
+		t.Fatalf("--json: exit %d: %s", r.code, r.stdout)
+	}
+}

@@ -2,19 +2,25 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"narad.dev/broker/client"
 )
 
 func (a *app) clusterCmd() *cobra.Command {
 	cmd := groupCmd("cluster", "Inspect members and moves; decommission nodes")
 
+	var membersJSON bool
 	members := &cobra.Command{
 		Use:   "members",
-		Short: "List cluster members",
+		Short: "List cluster members: status, Raft role, leader, owned partitions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.newClient(cmd, 2)
@@ -25,9 +31,13 @@ func (a *app) clusterCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), l)
+			if membersJSON {
+				return printJSON(cmd.OutOrStdout(), l)
+			}
+			return writeMembers(cmd.OutOrStdout(), l)
 		},
 	}
+	members.Flags().BoolVar(&membersJSON, "json", false, "print the response as JSON")
 
 	var detail bool
 	moves := &cobra.Command{
@@ -128,4 +138,29 @@ func (a *app) clusterCmd() *cobra.Command {
 
 	cmd.AddCommand(members, moves, decom)
 	return cmd
+}
+
+// writeMembers prints the member list as a table; the leader's role carries a "*".
+func writeMembers(w io.Writer, l *client.MemberList) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tADDR\tSTATUS\tRAFT ROLE\tPARTITIONS\tLAST HEARTBEAT")
+	for _, m := range l.Members {
+		role := m.RaftRole
+		if m.Leader {
+			role += " (leader)"
+		}
+		hb := "-"
+		if m.LastHeartbeat > 0 {
+			hb = time.Unix(m.LastHeartbeat, 0).UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", m.ID, m.Addr, m.Status, role, m.OwnedPartitions, hb)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !l.LeaderReachable {
+		_, err := fmt.Fprintln(w, "warning: the Raft leader could not be reached (no quorum?); roles and statuses are this node's view")
+		return err
+	}
+	return nil
 }
