@@ -198,7 +198,10 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		e.SetUndispatched(in.Undispatched)
 		loops.Add(4)
 		go func() { defer loops.Done(); _ = e.Run(loopsCtx) }()
-		go func() { defer loops.Done(); heartbeat(loopsCtx, store, self(cfg, advertise, hln.Addr().String()), cfg.HeartbeatInterval, logger) }()
+		go func() {
+			defer loops.Done()
+			heartbeat(loopsCtx, store, self(cfg, advertise, hln.Addr().String()), cfg.HeartbeatInterval, logger)
+		}()
 		go func() { defer loops.Done(); _ = ctrl.Run(loopsCtx) }()
 		go func() { defer loops.Done(); watchPeers(loopsCtx, store, e, nodes, cfg.NodeID, logger) }()
 		// The ingress (dispatcher) stops before the engine closes the partition logs.
