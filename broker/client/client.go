@@ -243,6 +243,20 @@ func (c *Client) doJSON(ctx context.Context, method, path string, query url.Valu
 	return resp.status, nil
 }
 
+// doEncoded is doJSON with a request body that is already encoded JSON.
+func (c *Client) doEncoded(ctx context.Context, method, path string, body []byte, out any) (int, error) {
+	resp, err := c.do(ctx, request{method: method, path: path, body: body, contentType: "application/json"})
+	if err != nil {
+		return 0, err
+	}
+	if out != nil && len(bytes.TrimSpace(resp.body)) > 0 {
+		if err := json.Unmarshal(resp.body, out); err != nil {
+			return resp.status, fmt.Errorf("%s %s: decoding response: %w", method, path, err)
+		}
+	}
+	return resp.status, nil
+}
+
 // marshalJSON encodes v without HTML escaping, so payload text is sent as written.
 func marshalJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer

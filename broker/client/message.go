@@ -92,13 +92,17 @@ type BatchRecord struct {
 	Partition       *int            `json:"partition,omitempty"`
 	Payload         json.RawMessage `json:"payload"`
 	PayloadEncoding string          `json:"payload_encoding,omitempty"`
+
+	// compact marks a Payload built by NewBatchRecord: known to be compact JSON, so the
+	// request encoder copies it instead of compacting it again.
+	compact bool
 }
 
 // NewBatchRecord returns a record whose stored bytes will be exactly b: compact JSON objects
 // and arrays are embedded as they are, other valid UTF-8 is sent as a JSON string, anything
 // else as base64.
 func NewBatchRecord(key string, b []byte) BatchRecord {
-	r := BatchRecord{Key: key}
+	r := BatchRecord{Key: key, compact: true}
 	switch {
 	case len(b) > 0 && (b[0] == '{' || b[0] == '[') && isCompactJSON(b):
 		r.Payload = bytes.Clone(b)

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"context"
 	"errors"
 	"net/http"
@@ -39,11 +40,6 @@ func (c *Client) Produce(ctx context.Context, topic string, body []byte, opts Pr
 	return err
 }
 
-// batchRequest is the body of POST .../produce/batch.
-type batchRequest struct {
-	Records []BatchRecord `json:"records"`
-}
-
 // batchResponse is the 202 body of a batch produce.
 type batchResponse struct {
 	Accepted int `json:"accepted"`
@@ -56,9 +52,12 @@ func (c *Client) ProduceBatch(ctx context.Context, topic string, records []Batch
 	if len(records) == 0 {
 		return 0, ErrEmptyBatch
 	}
+	body, err := encodeBatchRequest(records)
+	if err != nil {
+		return 0, fmt.Errorf("POST produce/batch: encoding request: %w", err)
+	}
 	var resp batchResponse
-	if _, err := c.doJSON(ctx, http.MethodPost, "/v1/topics/"+seg(topic)+"/produce/batch", nil,
-		batchRequest{Records: records}, &resp); err != nil {
+	if _, err := c.doEncoded(ctx, http.MethodPost, "/v1/topics/"+seg(topic)+"/produce/batch", body, &resp); err != nil {
 		return 0, err
 	}
 	return resp.Accepted, nil
