@@ -2,8 +2,8 @@ package client
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"strconv"
 )
 
