@@ -21,7 +21,7 @@ run: build ## Single-node broker on 127.0.0.1:7942, data in ./.narad/data, auth 
 
 test: build ## Everything: vet, unit tests with -race, short fuzz runs, black-box suites
 	./hack/test-deps.sh
-	$(GO) vet $(GO_PKGS)
+	$(MAKE) lint
 	$(MAKE) unit
 	$(MAKE) fuzz
 	$(MAKE) blackbox

@@ -37,20 +37,37 @@ func (l *Log) Read(offset int64) (Record, error) {
 // before a corrupt record; if from itself is corrupt it returns ErrCorruptRecord, and the
 // caller skips to from+1. Bounds errors are those of Read. Records alias the decode cache.
 func (l *Log) ReadRange(from int64, maxRecords int, maxBytes int) ([]Record, error) {
+	recs, _, err := l.readRange(from, maxRecords, maxBytes, NoDueLimit)
+	return recs, err
+}
+
+// NoDueLimit is the maxCommittedAt of ReadDue that admits every record.
+const NoDueLimit int64 = 1<<63 - 1
+
+// ReadDue is ReadRange for a delay gate (the fan-out slab read of a delay child): it also stops
+// at the first record committed after maxCommittedAt (unix ms) and returns that record's commit
+// time as notDueAt (0 when it stopped for any other reason). Commit times never decrease along
+// a partition, so nothing after that record is due either: a caller may sleep until notDueAt.
+// The records point into decoded frames, like ReadRange's: do not modify them.
+func (l *Log) ReadDue(from int64, maxRecords, maxBytes int, maxCommittedAt int64) (recs []Record, notDueAt int64, err error) {
+	return l.readRange(from, maxRecords, maxBytes, maxCommittedAt)
+}
+
+func (l *Log) readRange(from int64, maxRecords, maxBytes int, maxCommittedAt int64) ([]Record, int64, error) {
 	if l.closed.Load() {
-		return nil, ErrClosed
+		return nil, 0, ErrClosed
 	}
 	hwm := l.hwm.Load()
 	if from >= hwm {
-		return nil, ErrNotVisible
+		return nil, 0, ErrNotVisible
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed.Load() {
-		return nil, ErrClosed
+		return nil, 0, ErrClosed
 	}
 	if from < l.segs[0].base {
-		return nil, ErrOffsetOutOfRange
+		return nil, 0, ErrOffsetOutOfRange
 	}
 	want := hwm - from
 	if maxRecords > 0 {
@@ -62,24 +79,27 @@ func (l *Log) ReadRange(from int64, maxRecords int, maxBytes int) ([]Record, err
 		df, err := l.frameFor(off)
 		if err != nil {
 			if len(out) == 0 {
-				return nil, err
+				return nil, 0, err
 			}
-			return out, nil // the caller meets the error at the next call
+			return out, 0, nil // the caller meets the error at the next call
 		}
 		for _, r := range df.recs[off-df.base:] {
 			if off >= hwm || int64(len(out)) >= want {
-				return out, nil
+				return out, 0, nil
+			}
+			if r.CommittedAt > maxCommittedAt {
+				return out, r.CommittedAt, nil
 			}
 			sz := len(r.Key) + len(r.Payload)
 			if maxBytes > 0 && len(out) > 0 && bytes+sz > maxBytes {
-				return out, nil
+				return out, 0, nil
 			}
 			out = append(out, r)
 			bytes += sz
 			off++
 		}
 	}
-	return out, nil
+	return out, 0, nil
 }
 
 // frameFor returns the decoded frame containing off (oldest ≤ off < hwm). Lookup order
