@@ -291,3 +291,15 @@ func TestNodeDownDuringADeletePurgesTheTopicWhenItReturns(t *testing.T) {
 		return os.IsNotExist(err)
 	})
 }
+
+func TestMemberHTTPAddressUsesTheAdvertisedHostAndTheHTTPPort(t *testing.T) {
+	cases := []struct{ advertise, bound, want string }{
+		{"narad-0.narad.svc:7943", "[::]:7942", "narad-0.narad.svc:7942"},
+		{"", "127.0.0.5:8000", "127.0.0.5:8000"},
+	}
+	for _, tc := range cases {
+		if got := httpAdvertise(tc.advertise, tc.bound); got != tc.want {
+			t.Fatalf("httpAdvertise(%q, %q) = %q, want %q", tc.advertise, tc.bound, got, tc.want)
+		}
+	}
+}

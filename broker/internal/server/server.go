@@ -304,7 +304,7 @@ const registerWait = 10 * time.Second
 
 // self is this node's member record as it registers it.
 func self(cfg config.Serve, clusterAddr, httpAddr string) meta.Member {
-	return meta.Member{ID: cfg.NodeID, Addr: advertiseAddrString(cfg.AdvertiseAddr, httpAddr), ClusterAddr: clusterAddr,
+	return meta.Member{ID: cfg.NodeID, Addr: httpAdvertise(cfg.AdvertiseAddr, httpAddr), ClusterAddr: clusterAddr,
 		Status: meta.MemberAlive, LastHeartbeat: time.Now().Unix()}
 }
 
@@ -386,6 +386,20 @@ func advertiseAddr(configured string, bound net.Addr) string {
 		return configured
 	}
 	return advertiseAddrString("", bound.String())
+}
+
+// httpAdvertise is the HTTP address peers and clients are told for this node: the advertised
+// cluster host (when --advertise-addr is set) with the HTTP listener's port, else the bound
+// HTTP address with an unspecified host replaced by the host name.
+func httpAdvertise(clusterAdvertise, httpBound string) string {
+	if clusterAdvertise != "" {
+		host, _, herr := net.SplitHostPort(clusterAdvertise)
+		_, port, perr := net.SplitHostPort(httpBound)
+		if herr == nil && perr == nil {
+			return net.JoinHostPort(host, port)
+		}
+	}
+	return advertiseAddrString("", httpBound)
 }
 
 func advertiseAddrString(configured, bound string) string {
