@@ -69,6 +69,9 @@ r1="$(remote_records "${urls[0]}")"; r1="${r1:-0}"
 full3="$(run bench3-full --create --partitions 6 --count "$count" --size 1024 --workers 64 --consumers 64 --consume --servers "$servers")"
 batch3="$(run bench3-batch --create --partitions 6 --count "$((count * 10))" --size 1024 --workers 64 --consumers 64 --consume --batch 100 --servers "$servers")"
 
+# Fan-out copy rate (Go benchmarks on one node, 100,000 × 1 KiB parent records backlogged).
+fanout_bench="$(cd "$root/broker" && go test -run '^$' -bench 'BenchmarkFanout' -benchtime 1x ./internal/engine/ | grep '^Benchmark')"
+
 field() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d.get(sys.argv[2], ''))" "$1" "$2"; }
 row() {
   local flow; flow="$(field "$2" full_flow_msgs_per_sec)"
@@ -120,6 +123,24 @@ print(f"- Three-node / one-node full flow: single-message {f3['full_flow_msgs_pe
 print(f"- Cross-node dispatch: {r1 - r0:.0f} records committed on another node during the produce-only run, "
       f"{rate:.0f} records/s (`narad_dispatched_records_total{{destination=\"remote\"}}` on the accepting node).")
 PY
+  echo
+  echo "## Fan-out"
+  echo
+  echo "One node; a parent partition holds 100,000 committed 1 KiB records, then the fan-out runner"
+  echo "starts and the cursors copy the backlog into 3-partition children. \`commit-records/s\` is the"
+  echo "same node's raw single-partition commit rate (CommitLocal, batches of 1,000) for comparison."
+  echo "Measured with \`cd broker && go test -run '^\$' -bench BenchmarkFanout -benchtime 1x ./internal/engine/\`"
+  echo "(part of \`make bench\`)."
+  echo
+  echo "| benchmark | records/s per child | records/s total | MB/s total | raw commit records/s | copy / commit |"
+  echo "|---|---|---|---|---|---|"
+  echo "$fanout_bench" | python3 -c '
+import sys
+for line in sys.stdin:
+    f = line.split()
+    m = {f[i + 1]: f[i] for i in range(2, len(f) - 1, 2)}
+    print("| %s | %.0f | %.0f | %.1f | %.0f | %.2f |" % (f[0].split("-")[0], float(m["records/s/child"]), float(m["records/s"]), float(m["MB/s"]), float(m["commit-records/s"]), float(m["copy/commit"])))
+'
   echo
   echo "Reproduce: \`make bench\` (set BENCH_COUNT to change the message count, default 50000;"
   echo "the batched run uses ten times as many). Load generator and broker share the machine."

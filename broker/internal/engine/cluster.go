@@ -8,6 +8,7 @@ import (
 
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/wal"
 )
 
 // Cluster timeouts (spec/cluster.md §13).
@@ -42,6 +43,32 @@ type Peers interface {
 	// TopicKnown asks the node at addr whether its replica has the topic (op 20, a plain
 	// local read there, no barrier).
 	TopicKnown(ctx context.Context, addr, name string) (bool, error)
+	// ExactHighWatermark asks a partition's owner for its committed HWM (op 8, exact: the
+	// owner opens a closed log whose hwm file is not CLEAN).
+	ExactHighWatermark(ctx context.Context, addr, topic string, partition int) (int64, error)
+	// AttachChild and DetachChild run ops 15 and 16 on the leader.
+	AttachChild(ctx context.Context, addr, parent, child string, delayMs int64) (meta.Topic, uint64, error)
+	DetachChild(ctx context.Context, addr, parent, child string) (uint64, error)
+	// CommitRemote runs op 11 on a partition's owner (the dispatcher's and fan-out's commit).
+	CommitRemote(ctx context.Context, addr, topic, incarnation string, partition int, recs []wal.Record) error
+	// FanoutCursors runs op 17 on the owner of a parent partition.
+	FanoutCursors(ctx context.Context, addr, parent string, partition int) (PartitionCursors, error)
+}
+
+// PartitionCursors is what an owner reports about one parent partition's cursors (op 17).
+type PartitionCursors struct {
+	HighWatermark int64
+	HWMKnown      bool // false: a closed partition without a durable boundary
+	Cursors       []CursorReport
+}
+
+// CursorReport is one cursor's durable position as its file records it.
+type CursorReport struct {
+	Child         string
+	Epoch         string
+	NextOffset    int64
+	Stalled       bool
+	DueLagSeconds float64
 }
 
 // SetPeers installs the node RPC client (before the HTTP listener starts). Without it the

@@ -79,6 +79,7 @@ type Engine struct {
 	remote        remoteWake // wakes long-polls parked on remote owners' partitions
 	probeSuspects suspects   // peers benched after a failed queue probe
 	parked        sync.Map   // topic → *atomic.Int32: queue long-polls parked here
+	cursorStatus  CursorStatus
 }
 
 type partKey struct {

@@ -39,7 +39,7 @@ func fastRaft(c *raft.Config) {
 // testNode is one single-node broker runtime: a real metastore (in-memory Raft transport),
 // the ingress WAL with its dispatcher, and the engine, all on one data dir.
 type testNode struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	clock *testClock
 	m     *metrics.Metrics
@@ -54,7 +54,7 @@ type testNode struct {
 
 // startNode boots a node on dir (a fresh t.TempDir() or a stopped node's dir). mod adjusts the
 // engine config. The node is stopped in t.Cleanup (ingress before engine, then the store).
-func startNode(t *testing.T, dir string, mod func(*Config)) *testNode {
+func startNode(t testing.TB, dir string, mod func(*Config)) *testNode {
 	t.Helper()
 	n := &testNode{t: t, dir: dir, clock: &testClock{}, m: metrics.New()}
 	var eng atomic.Pointer[Engine]
@@ -224,7 +224,7 @@ func (n *testNode) partDir(name string, p int) string {
 }
 
 // eventually polls cond every 10 ms until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, cond func() bool, format string, args ...any) {
+func eventually(t testing.TB, d time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {

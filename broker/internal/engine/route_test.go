@@ -9,6 +9,7 @@ import (
 
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/wal"
 )
 
 // fakePeers records node-RPC calls and answers from canned functions.
@@ -67,6 +68,26 @@ func (f *fakePeers) DeleteTopic(context.Context, string, string) (uint64, error)
 }
 
 func (f *fakePeers) TopicKnown(context.Context, string, string) (bool, error) { return false, nil }
+
+func (f *fakePeers) ExactHighWatermark(context.Context, string, string, int) (int64, error) {
+	return 0, errors.New("unreachable")
+}
+
+func (f *fakePeers) AttachChild(context.Context, string, string, string, int64) (meta.Topic, uint64, error) {
+	return meta.Topic{}, 0, errors.New("unused")
+}
+
+func (f *fakePeers) DetachChild(context.Context, string, string, string) (uint64, error) {
+	return 0, errors.New("unused")
+}
+
+func (f *fakePeers) CommitRemote(context.Context, string, string, string, int, []wal.Record) error {
+	return errors.New("unreachable")
+}
+
+func (f *fakePeers) FanoutCursors(context.Context, string, string, int) (PartitionCursors, error) {
+	return PartitionCursors{}, errors.New("unreachable")
+}
 
 func (f *fakePeers) consumeCalls() []fakeConsume {
 	f.mu.Lock()

@@ -34,10 +34,6 @@ func (e *Engine) CreateTopic(ctx context.Context, req api.CreateTopicRequest) (m
 	case <-ctx.Done():
 		return meta.Topic{}, fmt.Errorf("%w: node is starting", api.ErrUnavailable)
 	}
-	if req.Parent != "" {
-		// Fan-out children arrive with the fan-out engine; refuse honestly until then.
-		return meta.Topic{}, fmt.Errorf("%w: parent: fan-out children are not supported by this build", api.ErrInvalid)
-	}
 	if _, ok := e.view.Topic(req.Name); ok {
 		return meta.Topic{}, fmt.Errorf("topic %q: %w", req.Name, api.ErrExists)
 	}
@@ -95,9 +91,26 @@ func (e *Engine) CreateTopicAsLeader(ctx context.Context, req api.CreateTopicReq
 	if req.RetentionMs != nil {
 		t.RetentionMs = *req.RetentionMs
 	}
+	create := meta.TopicCreate{Topic: t, Schema: req.Schema}
+	var parent *placement.Parent
+	if req.Parent != "" {
+		// One-call child create (spec/api.md §2.2.1): the attach point is read first; the
+		// link, the topic and placements away from the parent's owners land in one entry.
+		pt, ok := e.view.Topic(req.Parent)
+		if !ok {
+			return meta.Topic{}, fmt.Errorf("parent topic %q: %w", req.Parent, api.ErrNotFound)
+		}
+		offsets, err := e.attachPoint(ctx, pt)
+		if err != nil {
+			return meta.Topic{}, err
+		}
+		create.Attach = &meta.AttachSpec{Parent: pt.Name, Epoch: newID(), DelayMs: req.FanoutDelayMs, Offsets: offsets}
+		parent = placement.ParentOf(pt.Partitions, e.view.Assignments(pt.Name))
+	}
 	// One Raft entry: topic, placement and schema land together or not at all.
 	e.placementLock.Lock()
-	_, err := e.meta.CreateTopicWith(ctx, meta.TopicCreate{Topic: t, Assignments: e.place(t.Name, 0, t.Partitions), Schema: req.Schema})
+	create.Assignments = e.placeUnder(t.Name, 0, t.Partitions, parent)
+	_, err := e.meta.CreateTopicWith(ctx, create)
 	e.placementLock.Unlock()
 	if err != nil {
 		return meta.Topic{}, err
@@ -120,11 +133,17 @@ func orDefault(v, def int64) int64 {
 // §7.1, placement package): candidates are alive, non-draining members sorted by id; owner =
 // candidates[p mod n]. With no member records yet (first boot), this node takes them.
 func (e *Engine) place(topic string, from, to int) []meta.Assignment {
+	return e.placeUnder(topic, from, to, nil)
+}
+
+// placeUnder is place for a child of parent (nil = standalone): child partition p avoids the
+// owner of parent partition p; partitions deferred by the rule are left to the controller.
+func (e *Engine) placeUnder(topic string, from, to int, parent *placement.Parent) []meta.Assignment {
 	cand := placement.Candidates(e.meta.Members())
 	if len(cand) == 0 {
 		cand = []string{e.cfg.NodeID}
 	}
-	out, _ := placement.Place(cand, topic, placement.Range(from, to), nil)
+	out, _ := placement.Place(cand, topic, placement.Range(from, to), parent)
 	return out
 }
 

@@ -303,3 +303,93 @@ func TestMemberHTTPAddressUsesTheAdvertisedHostAndTheHTTPPort(t *testing.T) {
 		}
 	}
 }
+
+func TestFanoutAcrossNodesCopiesEveryParentRecordIntoEveryChild(t *testing.T) {
+	nodes := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := nodes[0].c.CreateTopic(ctx, client.CreateTopicRequest{Name: "src", Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ { // before the attach: never copied
+		if err := nodes[i%3].c.Produce(ctx, "src", []byte(fmt.Sprintf("old-%d", i)), client.ProduceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A 202 means accepted, not yet committed at the owner: the attach point is the committed
+	// tail, so wait until the old records are committed before attaching.
+	waitFor(t, 20*time.Second, "the old records to be committed", func() bool {
+		d, err := nodes[0].c.GetTopic(ctx, "src", nil)
+		if err != nil {
+			return false
+		}
+		var sum int64
+		for _, ps := range d.PartitionStats {
+			sum += ps.HighWatermark
+		}
+		return sum == 10
+	})
+	// One child attached through a follower, one created with parent (placed away from the
+	// parent's owners).
+	if _, err := nodes[1].c.CreateTopic(ctx, client.CreateTopicRequest{Name: "copy-a", Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[2].c.Attach(ctx, "src", "copy-a", 0); err != nil {
+		t.Fatalf("attach through a follower: %v", err)
+	}
+	if _, err := nodes[2].c.CreateTopic(ctx, client.CreateTopicRequest{Name: "copy-b", Partitions: 3, Parent: "src"}); err != nil {
+		t.Fatalf("create with parent: %v", err)
+	}
+	pd, _ := nodes[0].c.GetTopic(ctx, "src", nil)
+	cd, _ := nodes[0].c.GetTopic(ctx, "copy-b", nil)
+	for p := range 3 {
+		if pd.PartitionStats[p].OwnerNode == cd.PartitionStats[p].OwnerNode {
+			t.Fatalf("child partition %d placed with its parent partition on %s", p, cd.PartitionStats[p].OwnerNode)
+		}
+	}
+	want := map[string]bool{}
+	for i := 0; i < 30; i++ {
+		body := fmt.Sprintf("new-%02d", i)
+		want[body] = true
+		key := ""
+		if i%2 == 0 {
+			key = fmt.Sprintf("k%d", i)
+		}
+		if err := nodes[i%3].c.Produce(ctx, "src", []byte(body), client.ProduceOptions{Key: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, child := range []string{"copy-a", "copy-b"} {
+		got := map[string]bool{}
+		deadline := time.Now().Add(30 * time.Second)
+		for len(got) < len(want) && time.Now().Before(deadline) {
+			msgs, err := nodes[1].c.Consume(ctx, child, client.ConsumeOptions{Wait: 2 * time.Second, Max: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				b, _ := m.Bytes()
+				if !want[string(b)] {
+					t.Fatalf("%s received %q, which was produced before the attach or never", child, b)
+				}
+				got[string(b)] = true
+				_ = nodes[1].c.Ack(ctx, child, m.ReceiptHandle)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s received %d of %d parent records", child, len(got), len(want))
+		}
+	}
+	waitFor(t, 20*time.Second, "the children listing to show both children caught up", func() bool {
+		l, err := nodes[2].c.Children(ctx, "src")
+		if err != nil || len(l.Children) != 2 {
+			return false
+		}
+		for _, c := range l.Children {
+			if c.State != "active" || !c.LagComplete || c.LagMessages != 0 || len(c.Cursors) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -84,7 +84,19 @@ func (s *nodeService) TopicPartitionStats(ctx context.Context, req *nodepb.Topic
 	if req.Partition < 0 || int(req.Partition) >= t.Partitions {
 		return &nodepb.TopicPartitionStatsReply{Status: 400, Error: "partition out of range"}, nil
 	}
-	st := s.e.PartitionStats(ctx, t, int(req.Partition))
+	if a, ok := s.store.Assignment(t.Name, int(req.Partition)); !ok || a.Owner != s.store.NodeID() {
+		return &nodepb.TopicPartitionStatsReply{Status: 421, Error: "not the owner"}, nil
+	}
+	if req.Mode == nodepb.StatsMode_STATS_MODE_EXACT {
+		// The attach point: open the log if needed so the HWM is exact.
+		hwm, err := s.e.ExactHighWatermark(t, int(req.Partition))
+		if err != nil {
+			st, msg := statusOf(err)
+			return &nodepb.TopicPartitionStatsReply{Status: st, Error: msg}, nil
+		}
+		return &nodepb.TopicPartitionStatsReply{Status: 200, Hwm: hwm, Exact: true, Available: true}, nil
+	}
+	st := s.e.LocalPartitionStats(t, int(req.Partition))
 	if len(st) != 1 {
 		return &nodepb.TopicPartitionStatsReply{Status: 503, Error: "no stats"}, nil
 	}

@@ -26,6 +26,7 @@ import (
 	"narad.dev/broker/internal/dispatch"
 	"narad.dev/broker/internal/durable"
 	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/rpc"
@@ -140,6 +141,14 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		Tick: min(10*time.Second, cfg.HeartbeatTimeout/3),
 	})
 	e.SetPlacementLock(ctrl.PlacementLock())
+	fan, err := fanout.NewRunner(fanout.Config{Host: e.FanoutHost(), Observer: e.FanoutObserver(), Logger: logger})
+	if err != nil {
+		in.Close()
+		store.Close()
+		mux.Close()
+		return fmt.Errorf("fan-out: %w", err)
+	}
+	e.SetCursorStatus(fan.CursorStatus)
 	eng.Store(e)
 
 	grpcSrv := rpc.NewServer(secret, &nodeService{e: e, store: store, log: logger}, logger, rpcOpts...)
@@ -196,13 +205,14 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		close(ingressDone) // the ingress never ran
 	} else {
 		e.SetUndispatched(in.Undispatched)
-		loops.Add(4)
+		loops.Add(5)
 		go func() { defer loops.Done(); _ = e.Run(loopsCtx) }()
 		go func() {
 			defer loops.Done()
 			heartbeat(loopsCtx, store, self(cfg, advertise, hln.Addr().String()), cfg.HeartbeatInterval, logger)
 		}()
 		go func() { defer loops.Done(); _ = ctrl.Run(loopsCtx) }()
+		go func() { defer loops.Done(); _ = fan.Run(loopsCtx) }()
 		go func() { defer loops.Done(); watchPeers(loopsCtx, store, e, nodes, cfg.NodeID, logger) }()
 		// The ingress (dispatcher) stops before the engine closes the partition logs.
 		go func() { defer close(ingressDone); _ = in.Run(ingressCtx) }()

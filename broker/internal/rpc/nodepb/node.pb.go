@@ -1938,6 +1938,214 @@ func (x *CommitNotices) GetPartitions() []*PartitionRef {
 	return nil
 }
 
+type FanoutCursorsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Parent        string                 `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FanoutCursorsRequest) Reset() {
+	*x = FanoutCursorsRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FanoutCursorsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FanoutCursorsRequest) ProtoMessage() {}
+
+func (x *FanoutCursorsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FanoutCursorsRequest.ProtoReflect.Descriptor instead.
+func (*FanoutCursorsRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *FanoutCursorsRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *FanoutCursorsRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type FanoutCursor struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Child      string                 `protobuf:"bytes,1,opt,name=child,proto3" json:"child,omitempty"`
+	Epoch      string                 `protobuf:"bytes,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	NextOffset int64                  `protobuf:"varint,3,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	// The cursor is retrying a child partition whose owner does not answer.
+	Stalled bool `protobuf:"varint,4,opt,name=stalled,proto3" json:"stalled,omitempty"`
+	// Delay children: seconds behind the due frontier.
+	DueLagSeconds float64 `protobuf:"fixed64,5,opt,name=due_lag_seconds,json=dueLagSeconds,proto3" json:"due_lag_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FanoutCursor) Reset() {
+	*x = FanoutCursor{}
+	mi := &file_nodepb_node_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FanoutCursor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FanoutCursor) ProtoMessage() {}
+
+func (x *FanoutCursor) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FanoutCursor.ProtoReflect.Descriptor instead.
+func (*FanoutCursor) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *FanoutCursor) GetChild() string {
+	if x != nil {
+		return x.Child
+	}
+	return ""
+}
+
+func (x *FanoutCursor) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *FanoutCursor) GetNextOffset() int64 {
+	if x != nil {
+		return x.NextOffset
+	}
+	return 0
+}
+
+func (x *FanoutCursor) GetStalled() bool {
+	if x != nil {
+		return x.Stalled
+	}
+	return false
+}
+
+func (x *FanoutCursor) GetDueLagSeconds() float64 {
+	if x != nil {
+		return x.DueLagSeconds
+	}
+	return 0
+}
+
+type FanoutCursorsReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 200, 404 unknown topic, 421 not the owner, 503 else.
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The parent partition's high watermark; valid only when hwm_known.
+	HighWatermark int64           `protobuf:"varint,3,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
+	HwmKnown      bool            `protobuf:"varint,4,opt,name=hwm_known,json=hwmKnown,proto3" json:"hwm_known,omitempty"`
+	Cursors       []*FanoutCursor `protobuf:"bytes,5,rep,name=cursors,proto3" json:"cursors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FanoutCursorsReply) Reset() {
+	*x = FanoutCursorsReply{}
+	mi := &file_nodepb_node_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FanoutCursorsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FanoutCursorsReply) ProtoMessage() {}
+
+func (x *FanoutCursorsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FanoutCursorsReply.ProtoReflect.Descriptor instead.
+func (*FanoutCursorsReply) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *FanoutCursorsReply) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *FanoutCursorsReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *FanoutCursorsReply) GetHighWatermark() int64 {
+	if x != nil {
+		return x.HighWatermark
+	}
+	return 0
+}
+
+func (x *FanoutCursorsReply) GetHwmKnown() bool {
+	if x != nil {
+		return x.HwmKnown
+	}
+	return false
+}
+
+func (x *FanoutCursorsReply) GetCursors() []*FanoutCursor {
+	if x != nil {
+		return x.Cursors
+	}
+	return nil
+}
+
 var File_nodepb_node_proto protoreflect.FileDescriptor
 
 const file_nodepb_node_proto_rawDesc = "" +
@@ -2083,7 +2291,23 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\rCommitNotices\x12;\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\x1b.narad.node.v1.PartitionRefR\n" +
-	"partitions*]\n" +
+	"partitions\"L\n" +
+	"\x14FanoutCursorsRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\x9d\x01\n" +
+	"\fFanoutCursor\x12\x14\n" +
+	"\x05child\x18\x01 \x01(\tR\x05child\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\tR\x05epoch\x12\x1f\n" +
+	"\vnext_offset\x18\x03 \x01(\x03R\n" +
+	"nextOffset\x12\x18\n" +
+	"\astalled\x18\x04 \x01(\bR\astalled\x12&\n" +
+	"\x0fdue_lag_seconds\x18\x05 \x01(\x01R\rdueLagSeconds\"\xbd\x01\n" +
+	"\x12FanoutCursorsReply\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12%\n" +
+	"\x0ehigh_watermark\x18\x03 \x01(\x03R\rhighWatermark\x12\x1b\n" +
+	"\thwm_known\x18\x04 \x01(\bR\bhwmKnown\x125\n" +
+	"\acursors\x18\x05 \x03(\v2\x1b.narad.node.v1.FanoutCursorR\acursors*]\n" +
 	"\aAckMode\x12\x18\n" +
 	"\x14ACK_MODE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fACK_MODE_ACK\x10\x01\x12\x13\n" +
@@ -2092,7 +2316,8 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\tStatsMode\x12\x1a\n" +
 	"\x16STATS_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fSTATS_MODE_PEEK\x10\x01\x12\x14\n" +
-	"\x10STATS_MODE_EXACT\x10\x022\xd2\b\n" +
+	"\x10STATS_MODE_EXACT\x10\x022\xcd\n" +
+	"\n" +
 	"\x04Node\x12E\n" +
 	"\aConsume\x12\x1d.narad.node.v1.ConsumeRequest\x1a\x1b.narad.node.v1.ConsumeReply\x12i\n" +
 	"\x13TopicPartitionStats\x12).narad.node.v1.TopicPartitionStatsRequest\x1a'.narad.node.v1.TopicPartitionStatsReply\x12f\n" +
@@ -2108,7 +2333,10 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\vDeleteTopic\x12 .narad.node.v1.TopicWriteRequest\x1a\x1e.narad.node.v1.TopicWriteReply\x12W\n" +
 	"\rGetAssignment\x12#.narad.node.v1.GetAssignmentRequest\x1a!.narad.node.v1.GetAssignmentReply\x12Z\n" +
 	"\x0eForwardCommand\x12$.narad.node.v1.ForwardCommandRequest\x1a\".narad.node.v1.ForwardCommandReply\x12R\n" +
-	"\fWatchCommits\x12\".narad.node.v1.WatchCommitsRequest\x1a\x1c.narad.node.v1.CommitNotices0\x01B&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
+	"\fWatchCommits\x12\".narad.node.v1.WatchCommitsRequest\x1a\x1c.narad.node.v1.CommitNotices0\x01\x12O\n" +
+	"\vAttachChild\x12 .narad.node.v1.TopicWriteRequest\x1a\x1e.narad.node.v1.TopicWriteReply\x12O\n" +
+	"\vDetachChild\x12 .narad.node.v1.TopicWriteRequest\x1a\x1e.narad.node.v1.TopicWriteReply\x12W\n" +
+	"\rFanoutCursors\x12#.narad.node.v1.FanoutCursorsRequest\x1a!.narad.node.v1.FanoutCursorsReplyB&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
 
 var (
 	file_nodepb_node_proto_rawDescOnce sync.Once
@@ -2123,7 +2351,7 @@ func file_nodepb_node_proto_rawDescGZIP() []byte {
 }
 
 var file_nodepb_node_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_nodepb_node_proto_goTypes = []any{
 	(AckMode)(0),                       // 0: narad.node.v1.AckMode
 	(StatsMode)(0),                     // 1: narad.node.v1.StatsMode
@@ -2154,6 +2382,9 @@ var file_nodepb_node_proto_goTypes = []any{
 	(*WatchCommitsRequest)(nil),        // 26: narad.node.v1.WatchCommitsRequest
 	(*PartitionRef)(nil),               // 27: narad.node.v1.PartitionRef
 	(*CommitNotices)(nil),              // 28: narad.node.v1.CommitNotices
+	(*FanoutCursorsRequest)(nil),       // 29: narad.node.v1.FanoutCursorsRequest
+	(*FanoutCursor)(nil),               // 30: narad.node.v1.FanoutCursor
+	(*FanoutCursorsReply)(nil),         // 31: narad.node.v1.FanoutCursorsReply
 }
 var file_nodepb_node_proto_depIdxs = []int32{
 	3,  // 0: narad.node.v1.ConsumeReply.messages:type_name -> narad.node.v1.Message
@@ -2163,37 +2394,44 @@ var file_nodepb_node_proto_depIdxs = []int32{
 	1,  // 4: narad.node.v1.TopicPartitionStatsRequest.mode:type_name -> narad.node.v1.StatsMode
 	11, // 5: narad.node.v1.CommitProduceBatchRequest.entries:type_name -> narad.node.v1.ProduceEntry
 	27, // 6: narad.node.v1.CommitNotices.partitions:type_name -> narad.node.v1.PartitionRef
-	2,  // 7: narad.node.v1.Node.Consume:input_type -> narad.node.v1.ConsumeRequest
-	9,  // 8: narad.node.v1.Node.TopicPartitionStats:input_type -> narad.node.v1.TopicPartitionStatsRequest
-	12, // 9: narad.node.v1.Node.CommitProduceBatch:input_type -> narad.node.v1.CommitProduceBatchRequest
-	14, // 10: narad.node.v1.Node.GetTopic:input_type -> narad.node.v1.GetTopicRequest
-	16, // 11: narad.node.v1.Node.JoinCluster:input_type -> narad.node.v1.JoinClusterRequest
-	18, // 12: narad.node.v1.Node.NodeStatus:input_type -> narad.node.v1.NodeStatusRequest
-	6,  // 13: narad.node.v1.Node.AckBatch:input_type -> narad.node.v1.AckBatchRequest
-	20, // 14: narad.node.v1.Node.CreateTopic:input_type -> narad.node.v1.TopicWriteRequest
-	20, // 15: narad.node.v1.Node.AlterTopic:input_type -> narad.node.v1.TopicWriteRequest
-	20, // 16: narad.node.v1.Node.DeleteTopic:input_type -> narad.node.v1.TopicWriteRequest
-	22, // 17: narad.node.v1.Node.GetAssignment:input_type -> narad.node.v1.GetAssignmentRequest
-	24, // 18: narad.node.v1.Node.ForwardCommand:input_type -> narad.node.v1.ForwardCommandRequest
-	26, // 19: narad.node.v1.Node.WatchCommits:input_type -> narad.node.v1.WatchCommitsRequest
-	4,  // 20: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
-	10, // 21: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
-	13, // 22: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
-	15, // 23: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
-	17, // 24: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
-	19, // 25: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
-	8,  // 26: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
-	21, // 27: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 28: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 29: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
-	23, // 30: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
-	25, // 31: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
-	28, // 32: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
-	20, // [20:33] is the sub-list for method output_type
-	7,  // [7:20] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	30, // 7: narad.node.v1.FanoutCursorsReply.cursors:type_name -> narad.node.v1.FanoutCursor
+	2,  // 8: narad.node.v1.Node.Consume:input_type -> narad.node.v1.ConsumeRequest
+	9,  // 9: narad.node.v1.Node.TopicPartitionStats:input_type -> narad.node.v1.TopicPartitionStatsRequest
+	12, // 10: narad.node.v1.Node.CommitProduceBatch:input_type -> narad.node.v1.CommitProduceBatchRequest
+	14, // 11: narad.node.v1.Node.GetTopic:input_type -> narad.node.v1.GetTopicRequest
+	16, // 12: narad.node.v1.Node.JoinCluster:input_type -> narad.node.v1.JoinClusterRequest
+	18, // 13: narad.node.v1.Node.NodeStatus:input_type -> narad.node.v1.NodeStatusRequest
+	6,  // 14: narad.node.v1.Node.AckBatch:input_type -> narad.node.v1.AckBatchRequest
+	20, // 15: narad.node.v1.Node.CreateTopic:input_type -> narad.node.v1.TopicWriteRequest
+	20, // 16: narad.node.v1.Node.AlterTopic:input_type -> narad.node.v1.TopicWriteRequest
+	20, // 17: narad.node.v1.Node.DeleteTopic:input_type -> narad.node.v1.TopicWriteRequest
+	22, // 18: narad.node.v1.Node.GetAssignment:input_type -> narad.node.v1.GetAssignmentRequest
+	24, // 19: narad.node.v1.Node.ForwardCommand:input_type -> narad.node.v1.ForwardCommandRequest
+	26, // 20: narad.node.v1.Node.WatchCommits:input_type -> narad.node.v1.WatchCommitsRequest
+	20, // 21: narad.node.v1.Node.AttachChild:input_type -> narad.node.v1.TopicWriteRequest
+	20, // 22: narad.node.v1.Node.DetachChild:input_type -> narad.node.v1.TopicWriteRequest
+	29, // 23: narad.node.v1.Node.FanoutCursors:input_type -> narad.node.v1.FanoutCursorsRequest
+	4,  // 24: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
+	10, // 25: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
+	13, // 26: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
+	15, // 27: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
+	17, // 28: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
+	19, // 29: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
+	8,  // 30: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
+	21, // 31: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 32: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 33: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
+	23, // 34: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
+	25, // 35: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
+	28, // 36: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
+	21, // 37: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
+	21, // 38: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
+	31, // 39: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
+	24, // [24:40] is the sub-list for method output_type
+	8,  // [8:24] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_nodepb_node_proto_init() }
@@ -2207,7 +2445,7 @@ func file_nodepb_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nodepb_node_proto_rawDesc), len(file_nodepb_node_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   27,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

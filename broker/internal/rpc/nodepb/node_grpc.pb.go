@@ -43,6 +43,9 @@ const (
 	Node_GetAssignment_FullMethodName       = "/narad.node.v1.Node/GetAssignment"
 	Node_ForwardCommand_FullMethodName      = "/narad.node.v1.Node/ForwardCommand"
 	Node_WatchCommits_FullMethodName        = "/narad.node.v1.Node/WatchCommits"
+	Node_AttachChild_FullMethodName         = "/narad.node.v1.Node/AttachChild"
+	Node_DetachChild_FullMethodName         = "/narad.node.v1.Node/DetachChild"
+	Node_FanoutCursors_FullMethodName       = "/narad.node.v1.Node/FanoutCursors"
 )
 
 // NodeClient is the client API for Node service.
@@ -84,6 +87,14 @@ type NodeClient interface {
 	// this node owns (commits, lease expiries, nacks), so a long-poll parked on another node
 	// wakes within milliseconds. Notices are coalesced; a lost stream is simply re-opened.
 	WatchCommits(ctx context.Context, in *WatchCommitsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CommitNotices], error)
+	// Ops 15, 16. Raft leader only (421 + hint elsewhere): attach reads every parent partition's
+	// high watermark (op 8 exact, 16 in flight) and proposes the link; detach dissolves it.
+	// name = the parent; request_json = {"child": …, "delay_ms": …}.
+	AttachChild(ctx context.Context, in *TopicWriteRequest, opts ...grpc.CallOption) (*TopicWriteReply, error)
+	DetachChild(ctx context.Context, in *TopicWriteRequest, opts ...grpc.CallOption) (*TopicWriteReply, error)
+	// Op 17. Served by the owner of parent partitions: cursor positions read from the cursor
+	// files (never opens a log).
+	FanoutCursors(ctx context.Context, in *FanoutCursorsRequest, opts ...grpc.CallOption) (*FanoutCursorsReply, error)
 }
 
 type nodeClient struct {
@@ -233,6 +244,36 @@ func (c *nodeClient) WatchCommits(ctx context.Context, in *WatchCommitsRequest, 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Node_WatchCommitsClient = grpc.ServerStreamingClient[CommitNotices]
 
+func (c *nodeClient) AttachChild(ctx context.Context, in *TopicWriteRequest, opts ...grpc.CallOption) (*TopicWriteReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopicWriteReply)
+	err := c.cc.Invoke(ctx, Node_AttachChild_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeClient) DetachChild(ctx context.Context, in *TopicWriteRequest, opts ...grpc.CallOption) (*TopicWriteReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopicWriteReply)
+	err := c.cc.Invoke(ctx, Node_DetachChild_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeClient) FanoutCursors(ctx context.Context, in *FanoutCursorsRequest, opts ...grpc.CallOption) (*FanoutCursorsReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FanoutCursorsReply)
+	err := c.cc.Invoke(ctx, Node_FanoutCursors_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NodeServer is the server API for Node service.
 // All implementations must embed UnimplementedNodeServer
 // for forward compatibility.
@@ -272,6 +313,14 @@ type NodeServer interface {
 	// this node owns (commits, lease expiries, nacks), so a long-poll parked on another node
 	// wakes within milliseconds. Notices are coalesced; a lost stream is simply re-opened.
 	WatchCommits(*WatchCommitsRequest, grpc.ServerStreamingServer[CommitNotices]) error
+	// Ops 15, 16. Raft leader only (421 + hint elsewhere): attach reads every parent partition's
+	// high watermark (op 8 exact, 16 in flight) and proposes the link; detach dissolves it.
+	// name = the parent; request_json = {"child": …, "delay_ms": …}.
+	AttachChild(context.Context, *TopicWriteRequest) (*TopicWriteReply, error)
+	DetachChild(context.Context, *TopicWriteRequest) (*TopicWriteReply, error)
+	// Op 17. Served by the owner of parent partitions: cursor positions read from the cursor
+	// files (never opens a log).
+	FanoutCursors(context.Context, *FanoutCursorsRequest) (*FanoutCursorsReply, error)
 	mustEmbedUnimplementedNodeServer()
 }
 
@@ -320,6 +369,15 @@ func (UnimplementedNodeServer) ForwardCommand(context.Context, *ForwardCommandRe
 }
 func (UnimplementedNodeServer) WatchCommits(*WatchCommitsRequest, grpc.ServerStreamingServer[CommitNotices]) error {
 	return status.Error(codes.Unimplemented, "method WatchCommits not implemented")
+}
+func (UnimplementedNodeServer) AttachChild(context.Context, *TopicWriteRequest) (*TopicWriteReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method AttachChild not implemented")
+}
+func (UnimplementedNodeServer) DetachChild(context.Context, *TopicWriteRequest) (*TopicWriteReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method DetachChild not implemented")
+}
+func (UnimplementedNodeServer) FanoutCursors(context.Context, *FanoutCursorsRequest) (*FanoutCursorsReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method FanoutCursors not implemented")
 }
 func (UnimplementedNodeServer) mustEmbedUnimplementedNodeServer() {}
 func (UnimplementedNodeServer) testEmbeddedByValue()              {}
@@ -569,6 +627,60 @@ func _Node_WatchCommits_Handler(srv interface{}, stream grpc.ServerStream) error
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Node_WatchCommitsServer = grpc.ServerStreamingServer[CommitNotices]
 
+func _Node_AttachChild_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopicWriteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).AttachChild(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_AttachChild_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).AttachChild(ctx, req.(*TopicWriteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Node_DetachChild_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopicWriteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).DetachChild(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_DetachChild_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).DetachChild(ctx, req.(*TopicWriteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Node_FanoutCursors_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FanoutCursorsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).FanoutCursors(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_FanoutCursors_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).FanoutCursors(ctx, req.(*FanoutCursorsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Node_ServiceDesc is the grpc.ServiceDesc for Node service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -623,6 +735,18 @@ var Node_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ForwardCommand",
 			Handler:    _Node_ForwardCommand_Handler,
+		},
+		{
+			MethodName: "AttachChild",
+			Handler:    _Node_AttachChild_Handler,
+		},
+		{
+			MethodName: "DetachChild",
+			Handler:    _Node_DetachChild_Handler,
+		},
+		{
+			MethodName: "FanoutCursors",
+			Handler:    _Node_FanoutCursors_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

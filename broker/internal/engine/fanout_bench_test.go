@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/fanout"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/wal"
+)
+
+// benchRecords is the parent backlog each fan-out benchmark copies.
+const benchRecords = 100_000
+
+// fillPartition commits n 1 KiB records to partition 0 of t in batches of 1,000 and returns the
+// commit rate (records/s): the single-partition produce commit rate fan-out is compared with.
+func fillPartition(b *testing.B, n *testNode, t meta.Topic, count int) float64 {
+	payload := bytes.Repeat([]byte("x"), 1024)
+	batch := make([]wal.Record, 1000)
+	for i := range batch {
+		batch[i] = wal.Record{Topic: t.Name, Incarnation: t.Incarnation, Payload: payload}
+	}
+	start := time.Now()
+	for done := 0; done < count; done += len(batch) {
+		if _, err := n.e.CommitLocal(context.Background(), t.Name, t.Incarnation, 0, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return float64(count) / time.Since(start).Seconds()
+}
+
+// benchFanout attaches children to a parent whose partition 0 then receives benchRecords,
+// starts the fan-out runner and measures how fast the cursors copy the backlog into every child.
+func benchFanout(b *testing.B, children int) {
+	for range b.N {
+		n := startNode(b, b.TempDir(), nil)
+		ctx := context.Background()
+		parent, err := n.e.CreateTopic(ctx, api.CreateTopicRequest{Name: "bp", Partitions: 3})
+		if err != nil {
+			b.Fatal(err)
+		}
+		names := make([]string, children)
+		for i := range names {
+			names[i] = fmt.Sprintf("bc%d", i)
+			if _, err := n.e.CreateTopic(ctx, api.CreateTopicRequest{Name: names[i], Partitions: 3}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := n.e.AttachChild(ctx, "bp", names[i], 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		parent, _ = n.e.Topic("bp")
+		commitRate := fillPartition(b, n, parent, benchRecords)
+
+		r, err := fanout.NewRunner(fanout.Config{Host: n.e.FanoutHost(), Tick: 10 * time.Millisecond})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		start := time.Now()
+		go func() { defer close(done); _ = r.Run(rctx) }()
+		for _, c := range names {
+			ct, _ := n.e.Topic(c)
+			for {
+				var sum int64
+				for _, st := range n.e.LocalPartitionStats(ct, -1) {
+					sum += st.HighWatermark
+				}
+				if sum >= benchRecords {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		elapsed := time.Since(start)
+		stop()
+		<-done
+		perChild := float64(benchRecords) / elapsed.Seconds()
+		b.ReportMetric(perChild, "records/s/child")
+		b.ReportMetric(perChild*float64(children), "records/s")
+		b.ReportMetric(perChild*float64(children)*1024/1e6, "MB/s")
+		b.ReportMetric(commitRate, "commit-records/s")
+		b.ReportMetric(perChild/commitRate, "copy/commit")
+	}
+}
+
+// BenchmarkFanoutOneCursor: one child, one busy parent partition (issue 4: one cursor copies at
+// least 50 % of the single-partition produce commit rate).
+func BenchmarkFanoutOneCursor(b *testing.B) { benchFanout(b, 1) }
+
+// BenchmarkFanoutTenChildren: ten children of one parent partition copying concurrently.
+func BenchmarkFanoutTenChildren(b *testing.B) { benchFanout(b, 10) }

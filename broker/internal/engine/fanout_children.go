@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"sync"
+
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/fanout/cursorfile"
+	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/meta"
+)
+
+// CursorStatus reports the live state of a running cursor (stalled on a child partition whose
+// owner does not answer; due lag of a delay child). The fan-out runner installs it.
+type CursorStatus func(parent string, partition int, child string) (stalled bool, dueLagSeconds float64)
+
+// SetCursorStatus installs the fan-out runner's live cursor status.
+func (e *Engine) SetCursorStatus(f CursorStatus) { e.cursorStatus = f }
+
+// Children implements api.FanoutBackend (spec §2.13): every parent partition reports its high
+// watermark and cursor positions, locally or from its owner (op 17, 16 in flight); a partition
+// that cannot report makes its children's listing incomplete. Nothing opens a partition log.
+func (e *Engine) Children(ctx context.Context, parent meta.Topic) []api.ChildStatus {
+	n := parent.Partitions
+	reports := make([]*PartitionCursors, n)
+	owners := make([]string, n)
+	sem := make(chan struct{}, statsFanout)
+	var wg sync.WaitGroup
+	for p := range n {
+		o := e.ownerOf(parent.Name, p)
+		owners[p] = o.id
+		switch {
+		case o.local:
+			r := e.LocalFanoutCursors(parent, p)
+			reports[p] = &r
+		case o.known && !o.dead && o.addr != "" && e.peers != nil:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				sctx, cancel := context.WithTimeout(ctx, statsTimeout)
+				defer cancel()
+				if r, err := e.peers.FanoutCursors(sctx, o.addr, parent.Name, p); err == nil {
+					reports[p] = &r
+				}
+			}()
+		}
+	}
+	wg.Wait()
+
+	out := make([]api.ChildStatus, 0, len(parent.Children))
+	for _, name := range parent.Children {
+		ct, ok := e.view.Topic(name)
+		if !ok || ct.Parent != parent.Name {
+			continue
+		}
+		cs := api.ChildStatus{Name: name, Link: "local", DelayMs: ct.FanoutDelayMs, AttachEpoch: ct.AttachEpoch,
+			Cursors: []api.ChildCursor{}}
+		complete, stalled := true, false
+		var dueLag float64
+		for p := range n {
+			r := reports[p]
+			if r == nil || !r.HWMKnown {
+				complete = false
+				continue
+			}
+			c, found := findCursor(r.Cursors, name, ct.AttachEpoch)
+			if !found {
+				complete = false // not yet positioned
+				continue
+			}
+			cs.Cursors = append(cs.Cursors, api.ChildCursor{ParentPartition: p, OwnerNode: owners[p],
+				NextOffset: c.NextOffset, HighWatermark: r.HighWatermark})
+			cs.LagMessages += max(0, r.HighWatermark-c.NextOffset)
+			stalled = stalled || c.Stalled
+			dueLag = max(dueLag, c.DueLagSeconds)
+		}
+		cs.LagComplete = complete
+		switch {
+		case !complete:
+			cs.State = api.ChildIncomplete
+		case stalled:
+			cs.State = api.ChildStalled
+		default:
+			cs.State = api.ChildActive
+		}
+		if ct.FanoutDelayMs > 0 {
+			cs.DueLagSeconds = &dueLag
+		}
+		out = append(out, cs)
+	}
+	return out
+}
+
+func findCursor(cs []CursorReport, child, epoch string) (CursorReport, bool) {
+	for _, c := range cs {
+		if c.Child == child && c.Epoch == epoch {
+			return c, true
+		}
+	}
+	return CursorReport{}, false
+}
+
+// LocalFanoutCursors reports a parent partition this node owns (op 17's owner side): its
+// high watermark without opening the log (an open log from memory, a closed one from its
+// directory, unknown when the hwm file holds no boundary) and every cursor file beside it.
+func (e *Engine) LocalFanoutCursors(parent meta.Topic, p int) PartitionCursors {
+	var r PartitionCursors
+	dir := e.parts.partitionDir(parent.Name, p)
+	switch pt := e.parts.peek(parent.Name, p); {
+	case pt != nil && pt.incarnation == parent.Incarnation:
+		r.HighWatermark, r.HWMKnown = pt.log.HighWatermark(), true
+	case !dirExists(dir):
+		r.HWMKnown = true // nothing was ever committed here: the directory does not exist
+	case e.parts.markerMatches(parent):
+		if st, err := plog.PeekDir(dir); err == nil && st.Exact {
+			r.HighWatermark, r.HWMKnown = st.HighWatermark, true
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return r
+	}
+	for _, ent := range entries {
+		child, ok := cursorfile.ChildFromFileName(ent.Name())
+		if !ok {
+			continue
+		}
+		st, err := cursorfile.Read(context.Background(), cursorfile.Path(dir, child))
+		if err != nil {
+			continue
+		}
+		c := CursorReport{Child: child, Epoch: st.Epoch, NextOffset: st.NextOffset}
+		if e.cursorStatus != nil {
+			c.Stalled, c.DueLagSeconds = e.cursorStatus(parent.Name, p, child)
+		}
+		r.Cursors = append(r.Cursors, c)
+	}
+	return r
+}

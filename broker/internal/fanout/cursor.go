@@ -1,0 +1,115 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"sync/atomic"
+
+	"narad.dev/broker/internal/fanout/cursorfile"
+	"narad.dev/broker/internal/faults"
+)
+
+// cursor tails one parent partition for one child (one goroutine, owned by the Runner).
+//
+// Invariant: the durable next_offset in the cursor file never passes a record the child has not
+// committed (seed: commit before advance). The file advances only after every bucket of the
+// slab below the new position was acknowledged, and drop-behind is counted only after that
+// advance, so a retry never counts it twice.
+type cursor struct {
+	cfg  Config
+	host Host
+	obs  Observer
+	log  *slog.Logger
+	d    Desired
+	rr   *atomic.Uint32 // the child topic's keyless round-robin counter (shared per child)
+
+	w      *cursorfile.Writer // set by start
+	plog   ParentLog          // nil until opened, and again after the log was closed
+	hadLog bool               // plog was opened once: a closed directory may be peeked
+
+	stalled atomic.Bool   // retrying buckets past their quick tries (listing state "stalled")
+	dueLag  atomic.Uint64 // float64 bits of the last due lag (delay children)
+}
+
+// run is the cursor loop (spec/fanout.md §6). It returns nil when ctx ends, and an error when the
+// cursor must stop: anchor unconfirmed (ErrUnconfirmed), link gone, parent log unavailable,
+// cursor file unwritable, or an injected fault. Either way the cursor's series are forgotten.
+func (c *cursor) run(ctx context.Context) error {
+	defer c.obs.Forget(c.d.Parent, c.d.Child, c.d.Partition)
+	defer func() {
+		if c.w != nil {
+			c.w.Close()
+		}
+	}()
+	pos, err := c.start(ctx)
+	if err != nil {
+		return quiet(ctx, err)
+	}
+	for ctx.Err() == nil {
+		s, err := c.readSlab(ctx, pos)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, errParentLog) {
+				return quiet(ctx, err)
+			}
+			c.log.Warn("fanout slab read failed; backing off", "offset", pos, "err", err)
+			if sleepCtx(ctx, c.cfg.RetryBackoff) != nil {
+				return nil
+			}
+			continue
+		}
+		if len(s.recs) > 0 {
+			if err := c.commitAll(ctx, entriesOf(s.recs)); err != nil {
+				return quiet(ctx, err) // never advance past a partially committed slab
+			}
+			if err := faults.Check(FaultAfterChildCommit); err != nil {
+				return err
+			}
+		}
+		if s.progressed(pos) {
+			if err := c.w.Advance(s.next); err != nil {
+				c.log.Error("fanout cursor advance failed; stopping the cursor", "offset", s.next, "err", err)
+				return err
+			}
+			pos = s.next
+			if lost := s.dropped + s.corrupt; lost > 0 {
+				c.log.Warn("fanout child lost parent records", "dropped_behind", s.dropped,
+					"skipped_corrupt", s.corrupt, "next_offset", pos)
+				c.obs.Dropped(c.d.Parent, c.d.Child, lost)
+			}
+		}
+		c.report(s, pos)
+		if c.d.DelayMs > 0 && len(s.recs) == 0 && s.notDueAt != 0 {
+			if sleepCtx(ctx, dueSleep(c.cfg.Now(), s.notDueAt, c.d.DelayMs, c.cfg.DueWakeCap)) != nil {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// report sets the cursor's lag series (R-LAG): offset lag always, due lag for a delay child.
+func (c *cursor) report(s slab, pos int64) {
+	if c.plog != nil {
+		c.obs.Lag(c.d.Parent, c.d.Child, c.d.Partition, max(0, c.plog.HighWatermark()-pos))
+	} else {
+		c.obs.Lag(c.d.Parent, c.d.Child, c.d.Partition, 0) // closed log, caught up (acquire peeked)
+	}
+	if c.d.DelayMs > 0 {
+		lag := 0.0
+		if len(s.recs) > 0 {
+			lag = dueLag(c.cfg.Now(), s.recs[0].CommittedAt, c.d.DelayMs)
+		}
+		c.obs.DueLag(c.d.Parent, c.d.Child, c.d.Partition, lag)
+		c.dueLag.Store(math.Float64bits(lag))
+	}
+}
+
+// quiet turns an error caused by ctx ending into a clean stop.
+func quiet(ctx context.Context, err error) error {
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return nil
+	}
+	return err
+}
