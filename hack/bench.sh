@@ -71,6 +71,7 @@ batch3="$(run bench3-batch --create --partitions 6 --count "$((count * 10))" --s
 
 # Fan-out copy rate (Go benchmarks on one node, 100,000 × 1 KiB parent records backlogged).
 fanout_bench="$(cd "$root/broker" && go test -run '^$' -bench 'BenchmarkFanout' -benchtime 1x ./internal/engine/ | grep '^Benchmark')"
+idle_bench="$(cd "$root/broker" && go test -run '^$' -bench 'BenchmarkIdleDelayCursor' -benchtime 1x ./internal/fanout/ | grep '^Benchmark')"
 
 field() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d.get(sys.argv[2], ''))" "$1" "$2"; }
 row() {
@@ -140,6 +141,20 @@ for line in sys.stdin:
     f = line.split()
     m = {f[i + 1]: f[i] for i in range(2, len(f) - 1, 2)}
     print("| %s | %.0f | %.0f | %.1f | %.0f | %.2f |" % (f[0].split("-")[0], float(m["records/s/child"]), float(m["records/s"]), float(m["MB/s"]), float(m["commit-records/s"]), float(m["copy/commit"])))
+'
+  echo
+  echo "An idle delay child costs the same with 1 or 1,000,000 pending (not yet due) records: one delay"
+  echo "cursor (1 h delay, wake cap shortened to 500 ms so the 2 s window holds wakes) over a real parent"
+  echo "log (\`go test -run '^\$' -bench IdleDelayCursor -benchtime 1x ./internal/fanout/\`):"
+  echo
+  echo "| pending records | CPU ms per 2 s | allocated KiB per 2 s | live heap growth KiB | reads per 2 s |"
+  echo "|---|---|---|---|---|"
+  echo "$idle_bench" | python3 -c '
+import sys
+for line in sys.stdin:
+    f = line.split()
+    m = {f[i + 1]: f[i] for i in range(2, len(f) - 1, 2)}
+    print("| %s | %.2f | %.2f | %.2f | %.0f |" % (f[0].split("=")[1].split("-")[0], float(m["cpu-ms/window"]), float(m["alloc-KiB/window"]), float(m["heap-KiB"]), float(m["reads/window"])))
 '
   echo
   echo "Reproduce: \`make bench\` (set BENCH_COUNT to change the message count, default 50000;"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/meta"
@@ -60,18 +59,7 @@ func (e *Engine) AttachChildAsLeader(ctx context.Context, parent, child string, 
 func (e *Engine) attachPoint(ctx context.Context, parent meta.Topic) ([]int64, error) {
 	out := make([]int64, parent.Partitions)
 	errs := make([]error, parent.Partitions)
-	sem := make(chan struct{}, statsFanout)
-	var wg sync.WaitGroup
-	for p := range parent.Partitions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			out[p], errs[p] = e.partitionHWM(ctx, parent, p)
-		}()
-	}
-	wg.Wait()
+	fanIn(parent.Partitions, func(p int) { out[p], errs[p] = e.partitionHWM(ctx, parent, p) })
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: the attach point of %q could not be read on every partition: %v", api.ErrUnavailable, parent.Name, err)
 	}

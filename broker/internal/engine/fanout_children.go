@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"os"
-	"sync"
 
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/fanout/cursorfile"
@@ -25,9 +24,7 @@ func (e *Engine) Children(ctx context.Context, parent meta.Topic) []api.ChildSta
 	n := parent.Partitions
 	reports := make([]*PartitionCursors, n)
 	owners := make([]string, n)
-	sem := make(chan struct{}, statsFanout)
-	var wg sync.WaitGroup
-	for p := range n {
+	fanIn(n, func(p int) {
 		o := e.ownerOf(parent.Name, p)
 		owners[p] = o.id
 		switch {
@@ -35,20 +32,13 @@ func (e *Engine) Children(ctx context.Context, parent meta.Topic) []api.ChildSta
 			r := e.LocalFanoutCursors(parent, p)
 			reports[p] = &r
 		case o.known && !o.dead && o.addr != "" && e.peers != nil:
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				sctx, cancel := context.WithTimeout(ctx, statsTimeout)
-				defer cancel()
-				if r, err := e.peers.FanoutCursors(sctx, o.addr, parent.Name, p); err == nil {
-					reports[p] = &r
-				}
-			}()
+			sctx, cancel := context.WithTimeout(ctx, statsTimeout)
+			defer cancel()
+			if r, err := e.peers.FanoutCursors(sctx, o.addr, parent.Name, p); err == nil {
+				reports[p] = &r
+			}
 		}
-	}
-	wg.Wait()
+	})
 
 	out := make([]api.ChildStatus, 0, len(parent.Children))
 	for _, name := range parent.Children {

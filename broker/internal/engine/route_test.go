@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -362,4 +363,48 @@ func TestCommitWithALocalQueueWaiterParkedDoesNotNotifyPeers(t *testing.T) {
 	if refs := sub.Next(ctx2); len(refs) != 1 || refs[0].Partition != 0 {
 		t.Fatalf("notices with no local waiter = %+v", refs)
 	}
+}
+
+func TestAttachFailsWith503AndLeavesNoLinkWhenAParentOwnerCannotBeAsked(t *testing.T) {
+	fp := &fakePeers{} // ExactHighWatermark: "unreachable"
+	n, top := twoNodeTopic(t, fp)
+	child := n.createTopic(api.CreateTopicRequest{Name: "routed-child", Partitions: 3})
+	_, err := n.e.AttachChild(n.ctx(), top.Name, child.Name, 0)
+	if !errors.Is(err, api.ErrUnavailable) {
+		t.Fatalf("attach with n2 unreachable: %v, want ErrUnavailable (503)", err)
+	}
+	if c, _ := n.e.Topic(child.Name); c.Parent != "" {
+		t.Fatalf("a failed attach left a link: %+v", c)
+	}
+	if p, _ := n.e.Topic(top.Name); len(p.Children) != 0 {
+		t.Fatalf("a failed attach left the parent with children %v", p.Children)
+	}
+}
+
+func TestAttachRecordsEveryParentPartitionsCommittedHighWatermark(t *testing.T) {
+	fp := &fakePeers{}
+	n, top := twoNodeTopic(t, fp)
+	n.mustCommit(top, 0, "a", "b")
+	n.mustCommit(top, 2, "c")
+	fpHWM := int64(7)
+	fp2 := &hwmPeers{fakePeers: fp, hwm: fpHWM}
+	n.e.SetPeers(fp2)
+	child := n.createTopic(api.CreateTopicRequest{Name: "routed-child", Partitions: 3})
+	if _, err := n.e.AttachChild(n.ctx(), top.Name, child.Name, 0); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := n.e.Topic(child.Name)
+	if want := []int64{2, fpHWM, 1}; !slices.Equal(c.AttachOffsets, want) || c.AttachEpoch == "" || c.Parent != top.Name {
+		t.Fatalf("attach recorded offsets %v epoch %q parent %q; want %v, an epoch, %s", c.AttachOffsets, c.AttachEpoch, c.Parent, want, top.Name)
+	}
+}
+
+// hwmPeers answers exact HWM reads of remote partitions with a fixed value.
+type hwmPeers struct {
+	*fakePeers
+	hwm int64
+}
+
+func (h *hwmPeers) ExactHighWatermark(context.Context, string, string, int) (int64, error) {
+	return h.hwm, nil
 }

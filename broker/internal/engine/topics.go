@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"narad.dev/broker/internal/api"
@@ -181,40 +180,31 @@ func (e *Engine) PartitionStats(ctx context.Context, t meta.Topic, partition int
 	if e.peers == nil {
 		return out
 	}
-	sem := make(chan struct{}, statsFanout)
-	var wg sync.WaitGroup
-	for i := range out {
+	fanIn(len(out), func(i int) {
 		st := &out[i]
 		if st.OwnerNode == "" || st.OwnerNode == e.cfg.NodeID {
-			continue
+			return
 		}
 		o := e.ownerOf(t.Name, st.Index)
 		if o.dead || o.addr == "" {
-			continue
+			return
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			sctx, cancel := context.WithTimeout(ctx, statsTimeout)
-			defer cancel()
-			got, err := e.peers.PartitionStats(sctx, o.addr, t.Name, st.Index)
-			if errors.Is(err, api.ErrNotFound) {
-				// The owner's replica has not applied the create yet (milliseconds behind
-				// ours): ask once more before calling the partition unavailable.
-				time.Sleep(statsRetryPause)
-				got, err = e.peers.PartitionStats(sctx, o.addr, t.Name, st.Index)
-			}
-			if err != nil {
-				e.log.Debug("remote partition stats", "topic", t.Name, "partition", st.Index, "owner", o.id, "err", err)
-				return
-			}
-			got.Index, got.OwnerNode, got.TargetNode = st.Index, st.OwnerNode, st.TargetNode
-			*st = got
-		}()
-	}
-	wg.Wait()
+		sctx, cancel := context.WithTimeout(ctx, statsTimeout)
+		defer cancel()
+		got, err := e.peers.PartitionStats(sctx, o.addr, t.Name, st.Index)
+		if errors.Is(err, api.ErrNotFound) {
+			// The owner's replica has not applied the create yet (milliseconds behind ours):
+			// ask once more before calling the partition unavailable.
+			time.Sleep(statsRetryPause)
+			got, err = e.peers.PartitionStats(sctx, o.addr, t.Name, st.Index)
+		}
+		if err != nil {
+			e.log.Debug("remote partition stats", "topic", t.Name, "partition", st.Index, "owner", o.id, "err", err)
+			return
+		}
+		got.Index, got.OwnerNode, got.TargetNode = st.Index, st.OwnerNode, st.TargetNode
+		*st = got
+	})
 	return out
 }
 

@@ -73,7 +73,7 @@ func (l *Log) readRange(from int64, maxRecords, maxBytes int, maxCommittedAt int
 	if maxRecords > 0 {
 		want = min(want, int64(maxRecords))
 	}
-	out := make([]Record, 0, min(want, 1024))
+	var out []Record // allocated at the first record: an idle delay read returns none
 	bytes := 0
 	for off := from; off < hwm; {
 		df, err := l.frameFor(off)
@@ -93,6 +93,9 @@ func (l *Log) readRange(from int64, maxRecords, maxBytes int, maxCommittedAt int
 			sz := len(r.Key) + len(r.Payload)
 			if maxBytes > 0 && len(out) > 0 && bytes+sz > maxBytes {
 				return out, 0, nil
+			}
+			if out == nil {
+				out = make([]Record, 0, min(want, 1024))
 			}
 			out = append(out, r)
 			bytes += sz

@@ -277,20 +277,7 @@ func (p peers) ConfirmTopic(ctx context.Context, leaderID, leaderAddr, name stri
 	if err != nil {
 		return meta.Topic{}, false, transportError(leaderAddr, err)
 	}
-	if !rep.LeaderRead {
-		return meta.Topic{}, false, fmt.Errorf("reply from %s not marked leader_read (status %d): %s", leaderID, rep.Status, rep.Error)
-	}
-	switch rep.Status {
-	case 404:
-		return meta.Topic{}, false, nil
-	case 200:
-		var t meta.Topic
-		if err := json.Unmarshal(rep.TopicJson, &t); err != nil {
-			return meta.Topic{}, false, fmt.Errorf("undecodable topic from %s: %w", leaderID, err)
-		}
-		return t, true, nil
-	}
-	return meta.Topic{}, false, leaderError(rep.Status, rep.Error, false)
+	return decodeLeaderRead[meta.Topic](leaderID, rep.Status, rep.Error, rep.LeaderRead, rep.TopicJson)
 }
 
 // ConfirmAssignment implements meta.LeaderReader (op 28).
@@ -303,20 +290,28 @@ func (p peers) ConfirmAssignment(ctx context.Context, leaderID, leaderAddr, topi
 	if err != nil {
 		return meta.Assignment{}, false, transportError(leaderAddr, err)
 	}
-	if !rep.LeaderRead {
-		return meta.Assignment{}, false, fmt.Errorf("reply from %s not marked leader_read (status %d): %s", leaderID, rep.Status, rep.Error)
+	return decodeLeaderRead[meta.Assignment](leaderID, rep.Status, rep.Error, rep.LeaderRead, rep.AssignmentJson)
+}
+
+// decodeLeaderRead applies the caller rules of spec/cluster.md §5.3 to a leader-read reply:
+// only a reply marked leader_read confirms anything; 404 is authoritatively absent, 200 carries
+// the JSON record; everything else is unconfirmed.
+func decodeLeaderRead[T any](leaderID string, status int32, msg string, marked bool, body []byte) (T, bool, error) {
+	var zero T
+	if !marked {
+		return zero, false, fmt.Errorf("reply from %s not marked leader_read (status %d): %s", leaderID, status, msg)
 	}
-	switch rep.Status {
+	switch status {
 	case 404:
-		return meta.Assignment{}, false, nil
+		return zero, false, nil
 	case 200:
-		var a meta.Assignment
-		if err := json.Unmarshal(rep.AssignmentJson, &a); err != nil {
-			return meta.Assignment{}, false, fmt.Errorf("undecodable assignment from %s: %w", leaderID, err)
+		var v T
+		if err := json.Unmarshal(body, &v); err != nil {
+			return zero, false, fmt.Errorf("undecodable record from %s: %w", leaderID, err)
 		}
-		return a, true, nil
+		return v, true, nil
 	}
-	return meta.Assignment{}, false, leaderError(rep.Status, rep.Error, false)
+	return zero, false, leaderError(status, msg, false)
 }
 
 // NodeStatus asks a member about itself (op 29), for the controller's promotion check.
