@@ -200,3 +200,23 @@ func (e *Engine) AwaitTopic(ctx context.Context, name string) (meta.Topic, bool)
 		}
 	}
 }
+
+// peerTopicWait bounds how long the owner side of a node RPC waits for its replica to learn a
+// topic the caller already knows (a create applied on the leader milliseconds ago).
+const peerTopicWait = time.Second
+
+// TopicForPeer reads a topic for the owner side of a node RPC: a peer only names topics its
+// own replica has, so a miss here usually means this replica is milliseconds behind; wait
+// briefly for it (bounded by peerTopicWait and ctx) before answering "unknown".
+func (e *Engine) TopicForPeer(ctx context.Context, name string) (meta.Topic, bool) {
+	deadline := time.Now().Add(peerTopicWait)
+	for {
+		if t, ok := e.view.Topic(name); ok {
+			return t, true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return meta.Topic{}, false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -47,12 +47,19 @@ func (e *Engine) AttachChildAsLeader(ctx context.Context, parent, child string, 
 	if err != nil {
 		return meta.Topic{}, err
 	}
+	if afterAttachPoint != nil {
+		afterAttachPoint()
+	}
 	if err := e.meta.AttachChild(ctx, parent, child, newID(), delayMs, offsets); err != nil {
 		return meta.Topic{}, err
 	}
 	t, _ := e.view.Topic(parent)
 	return t, nil
 }
+
+// afterAttachPoint, when set by a test, runs between the attach-point reads and the Raft
+// proposal: records committed there must still reach the child.
+var afterAttachPoint func()
 
 // attachPoint reads the committed high watermark of every partition of parent: a local read
 // (opening the log: exact) or one exact stats call per remote partition, 16 in flight.

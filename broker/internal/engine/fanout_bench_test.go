@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +34,40 @@ func fillPartition(b *testing.B, n *testNode, t meta.Topic, count int) float64 {
 	return float64(count) / time.Since(start).Seconds()
 }
 
+// produceRate produces count 1 KiB records through the node's produce path (ingress WAL group
+// commit → dispatcher → partition commit), all pinned to partition 0 of t, from 16 concurrent
+// producers sending 100 records per call, and returns records/s until the last is committed:
+// the node's single-partition produce commit rate.
+func produceRate(b *testing.B, n *testNode, t meta.Topic, count int) float64 {
+	payload := bytes.Repeat([]byte("p"), 1024)
+	recs := make([]api.ProduceRecord, 100)
+	for i := range recs {
+		recs[i] = api.ProduceRecord{Partition: 0, Payload: payload}
+	}
+	hwm0 := n.e.LocalPartitionStats(t, 0)[0].HighWatermark
+	start := time.Now()
+	var wg sync.WaitGroup
+	per := count / 16 / len(recs)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				if err := n.e.Produce(context.Background(), t, recs); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	want := hwm0 + int64(16*per*len(recs))
+	for n.e.LocalPartitionStats(t, 0)[0].HighWatermark < want {
+		time.Sleep(time.Millisecond)
+	}
+	return float64(16*per*len(recs)) / time.Since(start).Seconds()
+}
+
 // benchFanout attaches children to a parent whose partition 0 then receives benchRecords,
 // starts the fan-out runner and measures how fast the cursors copy the backlog into every child.
 func benchFanout(b *testing.B, children int) {
@@ -54,6 +89,8 @@ func benchFanout(b *testing.B, children int) {
 			}
 		}
 		parent, _ = n.e.Topic("bp")
+		sink := n.createTopic(api.CreateTopicRequest{Name: "bsink", Partitions: 3})
+		produced := produceRate(b, n, sink, benchRecords)
 		commitRate := fillPartition(b, n, parent, benchRecords)
 
 		r, err := fanout.NewRunner(fanout.Config{Host: n.e.FanoutHost(), Tick: 10 * time.Millisecond})
@@ -86,6 +123,8 @@ func benchFanout(b *testing.B, children int) {
 		b.ReportMetric(perChild*float64(children)*1024/1e6, "MB/s")
 		b.ReportMetric(commitRate, "commit-records/s")
 		b.ReportMetric(perChild/commitRate, "copy/commit")
+		b.ReportMetric(produced, "produce-records/s")
+		b.ReportMetric(perChild/produced, "copy/produce")
 	}
 }
 

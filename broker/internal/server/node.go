@@ -45,7 +45,7 @@ func statusOf(err error) (int32, string) {
 
 // Consume (op 2) serves a consume for partitions this node owns.
 func (s *nodeService) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (*nodepb.ConsumeReply, error) {
-	t, ok := s.e.Topic(req.Topic)
+	t, ok := s.e.TopicForPeer(ctx, req.Topic)
 	if !ok {
 		return &nodepb.ConsumeReply{Status: 404, Error: "unknown topic"}, nil
 	}
@@ -77,7 +77,7 @@ func (s *nodeService) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (
 
 // TopicPartitionStats (op 8): peek never opens a log.
 func (s *nodeService) TopicPartitionStats(ctx context.Context, req *nodepb.TopicPartitionStatsRequest) (*nodepb.TopicPartitionStatsReply, error) {
-	t, ok := s.e.Topic(req.Topic)
+	t, ok := s.e.TopicForPeer(ctx, req.Topic)
 	if !ok {
 		return &nodepb.TopicPartitionStatsReply{Status: 404, Error: "unknown topic"}, nil
 	}
@@ -108,6 +108,7 @@ func (s *nodeService) TopicPartitionStats(ctx context.Context, req *nodepb.Topic
 
 // CommitProduceBatch (op 11): the owner-side commit of a dispatched batch.
 func (s *nodeService) CommitProduceBatch(ctx context.Context, req *nodepb.CommitProduceBatchRequest) (*nodepb.CommitProduceBatchReply, error) {
+	s.e.TopicForPeer(ctx, req.Topic) // a brand-new topic: let this replica catch up first
 	recs := make([]wal.Record, len(req.Entries))
 	for i, en := range req.Entries {
 		recs[i] = wal.Record{Topic: req.Topic, Incarnation: req.Incarnation, Key: string(en.Key),
@@ -185,7 +186,7 @@ func (s *nodeService) NodeStatus(ctx context.Context, _ *nodepb.NodeStatusReques
 
 // AckBatch (op 31): entries applied one by one on the owner, results in request order.
 func (s *nodeService) AckBatch(ctx context.Context, req *nodepb.AckBatchRequest) (*nodepb.AckBatchReply, error) {
-	t, ok := s.e.Topic(req.Topic)
+	t, ok := s.e.TopicForPeer(ctx, req.Topic)
 	if !ok {
 		return &nodepb.AckBatchReply{Status: 404, Error: "unknown topic"}, nil
 	}

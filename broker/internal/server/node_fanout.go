@@ -38,7 +38,7 @@ func (s *nodeService) DetachChild(ctx context.Context, req *nodepb.TopicWriteReq
 // FanoutCursors (op 17): cursor positions of a parent partition this node owns, from the
 // cursor files; never opens a log.
 func (s *nodeService) FanoutCursors(ctx context.Context, req *nodepb.FanoutCursorsRequest) (*nodepb.FanoutCursorsReply, error) {
-	t, ok := s.e.Topic(req.Parent)
+	t, ok := s.e.TopicForPeer(ctx, req.Parent)
 	if !ok {
 		return &nodepb.FanoutCursorsReply{Status: 404, Error: "unknown topic"}, nil
 	}
