@@ -54,3 +54,34 @@ func TestRecordsCommittedWhileTheAttachIsInFlightAreDelivered(t *testing.T) {
 		}
 	}
 }
+
+// spec/fanout.md R-DESC: the children listing never opens a partition log; a closed log is
+// described from its directory (exact after a clean close).
+func TestChildrenListingNeverOpensAClosedParentLog(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	parent := n.createTopic(api.CreateTopicRequest{Name: "quiet", Partitions: 3})
+	n.createTopic(api.CreateTopicRequest{Name: "quiet-child", Partitions: 3})
+	if _, err := n.e.AttachChild(n.ctx(), parent.Name, "quiet-child", 0); err != nil {
+		t.Fatal(err)
+	}
+	n.mustCommit(parent, 1, "x", "y")
+	if pt := n.e.parts.peek(parent.Name, 1); pt != nil {
+		n.e.parts.closePartition(pt)
+	}
+	parent, _ = n.e.Topic(parent.Name)
+	ls := n.e.Children(n.ctx(), parent)
+	if n.e.parts.peek(parent.Name, 1) != nil {
+		t.Fatal("the children listing opened a closed parent partition log")
+	}
+	if len(ls) != 1 || ls[0].Name != "quiet-child" {
+		t.Fatalf("listing = %+v", ls)
+	}
+	// No cursor has run yet: every partition reports, but none has a position: incomplete.
+	if ls[0].State != api.ChildIncomplete || ls[0].LagComplete {
+		t.Fatalf("listing before any cursor ran = %+v, want incomplete", ls[0])
+	}
+	r := n.e.LocalFanoutCursors(parent, 1)
+	if !r.HWMKnown || r.HighWatermark != 2 {
+		t.Fatalf("closed partition reported hwm %d known=%v, want 2 from its clean hwm file", r.HighWatermark, r.HWMKnown)
+	}
+}
