@@ -115,8 +115,19 @@ func fuzzMux(f *testing.F, n *testNode, hello func(net.Conn) (net.Conn, error)) 
 				t.Fatal("valid raft connection not accepted after fuzz input")
 			}
 		}
-		if err := <-closed; err != nil {
-			t.Fatalf("fuzz connection: %v", err)
+		// A fuzz input carrying a valid proof is itself a Raft connection: it may reach Accept
+		// after the hello one (the two handshakes race), so keep closing whatever Accept
+		// hands out until the fuzz connection has been closed by its peer.
+		for {
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Fatalf("fuzz connection: %v", err)
+				}
+				return
+			case got := <-accepted:
+				got.Close()
+			}
 		}
 	})
 }
