@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"narad.dev/broker/internal/meta"
@@ -46,6 +47,15 @@ type FanoutBackend interface {
 	Children(ctx context.Context, parent meta.Topic) []ChildStatus
 }
 
+// fanout returns the Backend's fan-out half, or answers 503 when the Backend has none.
+func (s *server) fanout(w http.ResponseWriter, r *http.Request, op string) (FanoutBackend, bool) {
+	fb, ok := s.be.(FanoutBackend)
+	if !ok {
+		s.writeErr(w, r, op, fmt.Errorf("%w: fan-out is not available on this node", ErrUnavailable))
+	}
+	return fb, ok
+}
+
 type attachBody struct {
 	Child   string `json:"child"`
 	DelayMs *int64 `json:"delay_ms"`
@@ -55,9 +65,8 @@ type attachBody struct {
 // parent existence and manage right (404/403) → child existence and manage right → Backend.
 func (s *server) attachChild(w http.ResponseWriter, r *http.Request) {
 	const op = "attach child"
-	fb, ok := s.be.(FanoutBackend)
+	fb, ok := s.fanout(w, r, op)
 	if !ok {
-		s.writeErr(w, r, op, ErrUnavailable)
 		return
 	}
 	var b attachBody
@@ -114,9 +123,8 @@ func (s *server) attachChild(w http.ResponseWriter, r *http.Request) {
 // listChildren is GET /v1/topics/{parent}/children (spec §2.13).
 func (s *server) listChildren(w http.ResponseWriter, r *http.Request) {
 	const op = "list children"
-	fb, ok := s.be.(FanoutBackend)
+	fb, ok := s.fanout(w, r, op)
 	if !ok {
-		s.writeErr(w, r, op, ErrUnavailable)
 		return
 	}
 	name := r.PathValue("topic")
@@ -139,9 +147,8 @@ func (s *server) listChildren(w http.ResponseWriter, r *http.Request) {
 // the parent or on the child.
 func (s *server) detachChild(w http.ResponseWriter, r *http.Request) {
 	const op = "detach child"
-	fb, ok := s.be.(FanoutBackend)
+	fb, ok := s.fanout(w, r, op)
 	if !ok {
-		s.writeErr(w, r, op, ErrUnavailable)
 		return
 	}
 	parentName, childName := r.PathValue("topic"), r.PathValue("child")

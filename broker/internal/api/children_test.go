@@ -113,3 +113,11 @@ func TestChildrenListingAndDetach(t *testing.T) {
 		t.Fatalf("detach calls = %v", ff.detached)
 	}
 }
+
+func TestChildrenRoutesAnswer503WhenTheBackendHasNoFanout(t *testing.T) {
+	env := newEnv(t) // the plain fake backend implements no FanoutBackend
+	env.be.topics["orders-p"] = meta.Topic{Name: "orders-p", Partitions: 3, Owner: "alice"}
+	expectStatus(t, env.do("GET", "/v1/topics/orders-p/children", "alice", nil), http.StatusServiceUnavailable)
+	expectStatus(t, env.do("POST", "/v1/topics/orders-p/children", "alice", []byte(`{"child":"orders-c"}`)), http.StatusServiceUnavailable)
+	expectStatus(t, env.do("DELETE", "/v1/topics/orders-p/children/orders-c", "alice", nil), http.StatusServiceUnavailable)
+}
