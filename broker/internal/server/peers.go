@@ -42,58 +42,54 @@ type remoteError struct {
 func (r *remoteError) Error() string { return r.msg }
 func (r *remoteError) Unwrap() error { return r.kind }
 
-// dataError maps the status of a data-plane reply (ops 2, 8, 11, 31).
-func dataError(status int32, msg string) error {
-	var kind error
-	switch status {
-	case 200, 201, 204:
+// statusKinds says which sentinel a reply status stands for on one plane; statuses not listed
+// take fallback.
+type statusKinds struct {
+	byStatus map[int32]error
+	fallback error
+	who      string // "peer" or "leader", for a reply without a message
+}
+
+// Data plane (ops 2, 8, 11, 17, 31) and leader plane (ops 4–6, 15, 16, 20, 28, 32).
+var (
+	dataKinds = statusKinds{who: "peer", fallback: api.ErrUnavailable, byStatus: map[int32]error{
+		400: api.ErrInvalid, 404: api.ErrNotFound, 409: api.ErrConflict, 410: api.ErrGone, 421: engine.ErrNotOwner}}
+	leaderKinds = statusKinds{who: "leader", fallback: meta.ErrNoLeader, byStatus: map[int32]error{
+		400: api.ErrInvalid, 404: api.ErrNotFound, 409: api.ErrConflict, 421: meta.ErrNotLeader}}
+)
+
+// errorOf turns a reply status into nil (2xx) or a remoteError classified by k.
+func (k statusKinds) errorOf(status int32, msg string) error {
+	if status >= 200 && status < 300 {
 		return nil
-	case 400:
-		kind = api.ErrInvalid
-	case 404:
-		kind = api.ErrNotFound
-	case 409:
-		kind = api.ErrConflict
-	case 410:
-		kind = api.ErrGone
-	case 421:
-		kind = engine.ErrNotOwner
-	default:
-		kind = api.ErrUnavailable
-		if strings.Contains(msg, api.ErrAckedAheadFull.Error()) {
-			kind = api.ErrAckedAheadFull
-		}
+	}
+	kind, ok := k.byStatus[status]
+	if !ok {
+		kind = k.fallback
 	}
 	if msg == "" {
-		msg = fmt.Sprintf("peer answered %d", status)
+		msg = fmt.Sprintf("%s answered %d", k.who, status)
 	}
 	return &remoteError{msg: msg, kind: kind}
 }
 
-// leaderError maps the status of a leader-plane reply (ops 4–6, 20, 28, 32).
+// dataError maps the status of a data-plane reply; a 503 naming the acked-ahead cap keeps
+// that meaning.
+func dataError(status int32, msg string) error {
+	err := dataKinds.errorOf(status, msg)
+	if re, ok := err.(*remoteError); ok && re.kind == api.ErrUnavailable && strings.Contains(msg, api.ErrAckedAheadFull.Error()) {
+		re.kind = api.ErrAckedAheadFull
+	}
+	return err
+}
+
+// leaderError maps the status of a leader-plane reply; a create's 409 means "exists".
 func leaderError(status int32, msg string, create bool) error {
-	var kind error
-	switch status {
-	case 200, 201, 204:
-		return nil
-	case 400:
-		kind = api.ErrInvalid
-	case 404:
-		kind = api.ErrNotFound
-	case 409:
-		kind = api.ErrConflict
-		if create {
-			kind = api.ErrExists
-		}
-	case 421:
-		kind = meta.ErrNotLeader
-	default:
-		kind = meta.ErrNoLeader
+	err := leaderKinds.errorOf(status, msg)
+	if re, ok := err.(*remoteError); ok && create && re.kind == api.ErrConflict {
+		re.kind = api.ErrExists
 	}
-	if msg == "" {
-		msg = fmt.Sprintf("leader answered %d", status)
-	}
-	return &remoteError{msg: msg, kind: kind}
+	return err
 }
 
 // transportError wraps a gRPC failure: the peer could not be asked (or did not answer).

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/engine"
 	"narad.dev/broker/internal/meta"
 )
 
@@ -40,5 +42,38 @@ func TestLeaderReadRepliesConfirmOnlyWhenMarked(t *testing.T) {
 				t.Fatalf("421 gave %v, want ErrNotLeader", err)
 			}
 		})
+	}
+}
+
+func TestReplyStatusesMapToTheSentinelsOfTheirPlane(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"data 200", dataError(200, ""), nil},
+		{"data 204", dataError(204, ""), nil},
+		{"data 410", dataError(410, "gone"), api.ErrGone},
+		{"data 421", dataError(421, ""), engine.ErrNotOwner},
+		{"data 503", dataError(503, "x"), api.ErrUnavailable},
+		{"data 503 acked-ahead", dataError(503, api.ErrAckedAheadFull.Error()), api.ErrAckedAheadFull},
+		{"leader 421", leaderError(421, "", false), meta.ErrNotLeader},
+		{"leader 409 create", leaderError(409, "", true), api.ErrExists},
+		{"leader 409 alter", leaderError(409, "", false), api.ErrConflict},
+		{"leader 500", leaderError(500, "", false), meta.ErrNoLeader},
+	}
+	for _, tc := range cases {
+		if tc.want == nil {
+			if tc.err != nil {
+				t.Fatalf("%s: %v, want nil", tc.name, tc.err)
+			}
+			continue
+		}
+		if !errors.Is(tc.err, tc.want) {
+			t.Fatalf("%s: %v does not wrap %v", tc.name, tc.err, tc.want)
+		}
+	}
+	if got := dataError(503, "").Error(); got != "peer answered 503" {
+		t.Fatalf("empty message: %q", got)
 	}
 }
