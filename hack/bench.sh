@@ -93,6 +93,12 @@ PY
 full3="$(run bench3-full --create --partitions 6 --count "$count" --size 1024 --workers 64 --consumers 64 --consume --servers "$servers")"
 batch3="$(run bench3-batch --create --partitions 6 --count "$((count * 10))" --size 1024 --workers 64 --consumers 64 --consume --batch 100 --servers "$servers")"
 
+# Partition moves on four fresh nodes (the three-node cluster is stopped first).
+kill "${pids[@]}" 2>/dev/null || true
+wait "${pids[@]}" 2>/dev/null || true
+pids=()
+moves_md="$("$root/hack/bench-moves.sh" "$narad")"
+
 # Fan-out copy rate (Go benchmarks on one node, 100,000 × 1 KiB parent records backlogged).
 fanout_bench="$(cd "$root/broker" && go test -run '^$' -bench 'BenchmarkFanout' -benchtime 1x ./internal/engine/ | grep '^Benchmark')"
 idle_bench="$(cd "$root/broker" && go test -run '^$' -bench 'BenchmarkIdleDelayCursor' -benchtime 1x ./internal/fanout/ | grep '^Benchmark')"
@@ -184,6 +190,8 @@ for line in sys.stdin:
     m = {f[i + 1]: f[i] for i in range(2, len(f) - 1, 2)}
     print("| %s | %.2f | %.2f | %.2f | %.0f |" % (f[0].split("=")[1].split("-")[0], float(m["cpu-ms/window"]), float(m["alloc-KiB/window"]), float(m["heap-KiB"]), float(m["reads/window"])))
 '
+  echo
+  echo "$moves_md"
   echo
   echo "Reproduce: \`make bench\` (set BENCH_COUNT to change the message count, default 50000;"
   echo "the batched run uses ten times as many). Load generator and broker share the machine."

@@ -37,6 +37,8 @@ type benchConfig struct {
 	Partitions int           // partition count for Create (0 = server default)
 	JSON       bool          // print one JSON result object
 	Timeout    time.Duration // bound on the whole run
+	Partition  int           // ≥ 0: pin every message to this partition; -1: the server picks
+	Rate       float64       // > 0: produce at most this many messages per second in total
 }
 
 func (c *benchConfig) validate() error {
@@ -55,6 +57,10 @@ func (c *benchConfig) validate() error {
 		return errors.New("--timeout must be positive")
 	case c.Partitions < 0:
 		return errors.New("--partitions must not be negative")
+	case c.Partition < -1:
+		return errors.New("--partition must be a partition index (or -1 for none)")
+	case c.Rate < 0:
+		return errors.New("--rate must not be negative")
 	}
 	return nil
 }
@@ -149,6 +155,8 @@ func (a *app) benchCmd() *cobra.Command {
 	f.BoolVar(&cfg.Create, "create", false, "create the topic if it is missing")
 	f.IntVar(&cfg.Partitions, "partitions", 0, "partitions for --create (0 = server default)")
 	f.BoolVar(&cfg.JSON, "json", false, "print the results as one JSON object")
+	f.IntVar(&cfg.Partition, "partition", -1, "pin every message to this partition (-1: the server picks)")
+	f.Float64Var(&cfg.Rate, "rate", 0, "produce at most this many messages per second in total (0: as fast as possible)")
 	f.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "give up after this long")
 	f.StringSliceVar(&servers, "servers", nil, "spread producers and consumers round-robin over these server URLs (the nodes of a cluster); default: --server")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator to this file")

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"narad.dev/broker/client"
 )
 
@@ -41,14 +43,25 @@ type benchRun struct {
 
 	done     chan struct{}
 	doneOnce sync.Once
+
+	limit *rate.Limiter // --rate; nil: unlimited
+	pin   *int          // --partition; nil: the server picks
 }
 
 // newBenchRun prepares a run; producers and consumers are spread round-robin over cs (one
 // client per server with --servers, so the load reaches every node of a cluster).
 func newBenchRun(cfg benchConfig, cs ...*client.Client) *benchRun {
 	body, tag := benchPayload(cfg.Size)
-	return &benchRun{cfg: cfg, cs: cs, body: body, tag: tag, lat: make([][]time.Duration, cfg.Workers),
+	r := &benchRun{cfg: cfg, cs: cs, body: body, tag: tag, lat: make([][]time.Duration, cfg.Workers),
 		done: make(chan struct{})}
+	if cfg.Rate > 0 {
+		r.limit = rate.NewLimiter(rate.Limit(cfg.Rate), max(1, cfg.Batch))
+	}
+	if cfg.Partition >= 0 {
+		p := cfg.Partition
+		r.pin = &p
+	}
+	return r
 }
 
 // clientFor returns the client worker i uses.
@@ -155,6 +168,7 @@ func (r *benchRun) producer(ctx context.Context, id int) {
 	var recs []client.BatchRecord
 	if r.cfg.Batch > 0 {
 		rec := client.NewBatchRecord("", r.body)
+		rec.Partition = r.pin
 		recs = make([]client.BatchRecord, chunk)
 		for i := range recs {
 			recs[i] = rec
@@ -166,12 +180,15 @@ func (r *benchRun) producer(ctx context.Context, id int) {
 			return
 		}
 		n := min(int64(chunk), int64(r.cfg.Count)-first)
+		if r.limit != nil && r.limit.WaitN(ctx, int(n)) != nil {
+			return // cancelled
+		}
 		t0 := time.Now()
 		var err error
 		if r.cfg.Batch > 0 {
 			_, err = c.ProduceBatch(ctx, r.cfg.Topic, recs[:n])
 		} else {
-			err = c.Produce(ctx, r.cfg.Topic, r.body, client.ProduceOptions{})
+			err = c.Produce(ctx, r.cfg.Topic, r.body, client.ProduceOptions{Partition: r.pin})
 		}
 		d := time.Since(t0)
 		if err != nil && ctx.Err() != nil {

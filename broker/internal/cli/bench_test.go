@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func runBench(t *testing.T, srv string, args ...string) (benchResult, result) {
@@ -120,5 +121,32 @@ func TestBenchRejectsBadFlagsBeforeAnyCall(t *testing.T) {
 	}
 	if len(f.allCalls()) != 0 {
 		t.Fatal("a call was made")
+	}
+}
+
+func TestBenchPinsThePartitionAndHoldsTheRate(t *testing.T) {
+	for _, batch := range []string{"0", "4"} {
+		f := newFakeAPI(t)
+		f.fixed("POST /v1/topics/bench/produce", 202, "")
+		f.fixed("POST /v1/topics/bench/produce/batch", 202, `{"accepted":4}`)
+		began := time.Now()
+		res, r := runBench(t, f.srv.URL, "--count", "40", "--workers", "4", "--batch", batch, "--partition", "2", "--rate", "100", "--json")
+		if r.code != 0 {
+			t.Fatalf("batch %s: exit %d: %s", batch, r.code, r.stderr)
+		}
+		if res.Produced != 40 {
+			t.Fatalf("batch %s: produced %d, want 40", batch, res.Produced)
+		}
+		// 40 messages at 100/s with a burst of one request: at least ~0.35 s however fast the
+		// machine (a lower bound only; a slow machine just takes longer).
+		if took := time.Since(began); took < 350*time.Millisecond {
+			t.Fatalf("batch %s: 40 messages at --rate 100 took %s", batch, took)
+		}
+		for _, c := range f.allCalls() {
+			pinned := c.Query.Get("partition") == "2" || strings.Count(c.Body, `"partition":2`) == 4
+			if c.Method == "POST" && strings.HasPrefix(c.Path, "/v1/topics/bench/produce") && !pinned {
+				t.Fatalf("batch %s: produce not pinned to partition 2: %+v", batch, c)
+			}
+		}
 	}
 }

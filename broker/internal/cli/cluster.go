@@ -39,10 +39,10 @@ func (a *app) clusterCmd() *cobra.Command {
 	}
 	members.Flags().BoolVar(&membersJSON, "json", false, "print the response as JSON")
 
-	var detail bool
+	var detail, movesJSON bool
 	moves := &cobra.Command{
 		Use:   "moves",
-		Short: "List in-flight partition moves",
+		Short: "List in-flight partition moves: source, destination, their status, why blocked",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.newClient(cmd, 2)
@@ -53,10 +53,14 @@ func (a *app) clusterCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), map[string]any{"moves": mv})
+			if movesJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"moves": mv})
+			}
+			return writeMoves(cmd.OutOrStdout(), mv, detail)
 		},
 	}
-	moves.Flags().BoolVar(&detail, "detail", false, "ask each destination for its report of the move")
+	moves.Flags().BoolVar(&detail, "detail", false, "ask each destination for its report of the move (phase, passes, bytes copied)")
+	moves.Flags().BoolVar(&movesJSON, "json", false, "print the response as JSON")
 
 	var target string
 	abort := &cobra.Command{
@@ -140,10 +144,12 @@ func (a *app) clusterCmd() *cobra.Command {
 	return cmd
 }
 
-// writeMembers prints the member list as a table; the leader's role carries a "*".
+// writeMembers prints the member list as a table; the leader's role is marked "(leader)".
+// DECOMMISSION BLOCKED is the leader's evaluation: "-" when nothing blocks, "?" when the
+// leader could not be asked.
 func writeMembers(w io.Writer, l *client.MemberList) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tADDR\tSTATUS\tRAFT ROLE\tPARTITIONS\tLAST HEARTBEAT")
+	fmt.Fprintln(tw, "ID\tADDR\tSTATUS\tRAFT ROLE\tPARTITIONS\tLAST HEARTBEAT\tDECOMMISSION BLOCKED")
 	for _, m := range l.Members {
 		role := m.RaftRole
 		if m.Leader {
@@ -153,7 +159,11 @@ func writeMembers(w io.Writer, l *client.MemberList) error {
 		if m.LastHeartbeat > 0 {
 			hb = time.Unix(m.LastHeartbeat, 0).UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", m.ID, m.Addr, m.Status, role, m.OwnedPartitions, hb)
+		blocked := "?"
+		if m.DecommissionBlocked != nil {
+			blocked = listOrDash(m.DecommissionBlocked)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.ID, m.Addr, m.Status, role, m.OwnedPartitions, hb, blocked)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -163,4 +173,57 @@ func writeMembers(w io.Writer, l *client.MemberList) error {
 		return err
 	}
 	return nil
+}
+
+// writeMoves prints the in-flight moves as a table; with detail, the destination's phase,
+// passes and copied bytes too, and one note per destination that could not be asked.
+func writeMoves(w io.Writer, moves []client.Move, detail bool) error {
+	if len(moves) == 0 {
+		_, err := fmt.Fprintln(w, "no moves in flight")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	head := "TOPIC\tPARTITION\tFROM\tTO\tFROM_STATUS\tTO_STATUS\tBLOCKED"
+	if detail {
+		head += "\tPHASE\tPASSES\tCOPIED"
+	}
+	fmt.Fprintln(tw, head)
+	var notes []string
+	for _, m := range moves {
+		row := fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\t%s", m.Topic, m.Partition, m.From, m.To, m.FromStatus, m.ToStatus,
+			listOrDash(m.Blocked))
+		if detail {
+			switch d := m.Detail; {
+			case d != nil:
+				phase := d.Phase
+				if d.BlockedReason != "" {
+					phase += " (" + d.BlockedReason + ")"
+				}
+				row += fmt.Sprintf("\t%s\t%d\t%s", phase, d.Passes, humanBytes(d.CopiedBytes))
+			default:
+				row += "\t?\t-\t-"
+			}
+			if m.DetailError != "" {
+				notes = append(notes, fmt.Sprintf("note: %s/%d: %s", m.Topic, m.Partition, m.DetailError))
+			}
+		}
+		fmt.Fprintln(tw, row)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		if _, err := fmt.Fprintln(w, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listOrDash joins a reason list with commas, "-" when it is empty.
+func listOrDash(s []string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	return strings.Join(s, ",")
 }

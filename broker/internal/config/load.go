@@ -84,6 +84,8 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.InitialMembers = b.list(optInitialMembers)
 	s.HeartbeatInterval = b.duration(optHeartbeatInterval)
 	s.HeartbeatTimeout = b.duration(optHeartbeatTimeout)
+	s.ForcePromoteAfter = b.duration(optForcePromoteAfter)
+	s.DeadTargetAbortAfter = b.duration(optDeadTargetAbort)
 	if b.err != nil {
 		return Serve{}, b.err
 	}

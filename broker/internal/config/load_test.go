@@ -57,6 +57,7 @@ func TestDefaultsApplyWhenNothingIsSet(t *testing.T) {
 		ShutdownGrace: 10 * time.Second, HTTPReadTimeout: 10 * time.Second,
 		HTTPWriteTimeout: 30 * time.Second, HTTPIdleTimeout: 60 * time.Second,
 		HeartbeatInterval: 5 * time.Second, HeartbeatTimeout: 30 * time.Second,
+		ForcePromoteAfter: 2 * time.Minute, DeadTargetAbortAfter: 2 * time.Minute,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
@@ -367,6 +368,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"dev": "false", "bootstrap": "false", "join": "[]",
 		"tls-cert": "", "tls-key": "", "cluster-tls-ca": "", "initial-members": "[]",
 		"heartbeat-interval": "5s", "heartbeat-timeout": "30s",
+		"move-force-promote-after": "2m0s", "move-dead-target-abort-after": "2m0s",
 	}
 	names := []string{"dev", "data-dir", "http-addr", "cluster-addr", "advertise-addr", "node-id", "join",
 		"bootstrap", "config", "log-level", "log-format", "pprof-addr", "security-enabled", "admin-user",
@@ -374,7 +376,8 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"storage-compression-level", "max-consume-wait", "topic-default-partitions", "topic-max-partitions",
 		"topic-default-retention-ms", "idle-log-eviction", "shutdown-grace", "http-read-timeout",
 		"http-write-timeout", "http-idle-timeout", "tls-cert", "tls-key", "cluster-tls-ca",
-		"initial-members", "heartbeat-interval", "heartbeat-timeout"}
+		"initial-members", "heartbeat-interval", "heartbeat-timeout", "move-force-promote-after",
+		"move-dead-target-abort-after"}
 	for _, n := range names {
 		f := fs.Lookup(n)
 		if f == nil {

@@ -67,6 +67,8 @@ const (
 	optInitialMembers     = "initial-members"
 	optHeartbeatInterval  = "heartbeat-interval"
 	optHeartbeatTimeout   = "heartbeat-timeout"
+	optForcePromoteAfter  = "move-force-promote-after"
+	optDeadTargetAbort    = "move-dead-target-abort-after"
 )
 
 // Defaults that do not depend on other settings.
@@ -89,6 +91,13 @@ const (
 	// DefaultHeartbeatTimeout is the heartbeat age past which the controller marks a member
 	// dead (spec/cluster.md §6.4); it must exceed the interval.
 	DefaultHeartbeatTimeout = 30 * time.Second
+	// DefaultForcePromoteAfter is how long a move's source must be dead (by the leader's stamp
+	// and the destination's own clock) before the destination promotes a complete copy
+	// (spec/moves.md §8).
+	DefaultForcePromoteAfter = 2 * time.Minute
+	// DefaultDeadTargetAbortAfter is how long a move's destination may be dead, on the leader's
+	// clock, before the controller clears the move (spec/moves.md §10).
+	DefaultDeadTargetAbortAfter = 2 * time.Minute
 )
 
 // options lists every setting in the order errors are reported.
@@ -127,6 +136,8 @@ var options = []option{
 	{name: optClusterTLSCA, kind: kString, aliases: []string{"NARAD_CLUSTER_TLS_CA_FILE"}, help: "PEM file of the CA that signs every node certificate; turns on mutual TLS between nodes (needs tls-cert and tls-key)"},
 	{name: optInitialMembers, kind: kList, aliases: []string{"NARAD_CLUSTER_INITIAL_MEMBERS"}, help: "comma-separated node IDs that bootstrap the cluster on an empty disk (empty: every node may bootstrap)"},
 	{name: optHeartbeatInterval, kind: kDuration, def: DefaultHeartbeatInterval.String(), help: "member heartbeat period; change only for tests and unusual networks"},
+	{name: optForcePromoteAfter, kind: kDuration, def: DefaultForcePromoteAfter.String(), help: "how long a move's source must be dead before the destination promotes its complete copy; change only for tests"},
+	{name: optDeadTargetAbort, kind: kDuration, def: DefaultDeadTargetAbortAfter.String(), help: "how long a move's destination may be dead before the controller clears the move; change only for tests"},
 	{name: optHeartbeatTimeout, kind: kDuration, def: DefaultHeartbeatTimeout.String(), help: "heartbeat age after which a member is marked dead, above heartbeat-interval; change only for tests and unusual networks"},
 }
 

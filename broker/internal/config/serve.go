@@ -59,6 +59,10 @@ type Serve struct {
 	// heartbeat age after which a member is dead (> HeartbeatInterval, default 30 s).
 	HeartbeatInterval time.Duration
 	HeartbeatTimeout  time.Duration
+	// ForcePromoteAfter and DeadTargetAbortAfter are the move failure timers (> 0, default
+	// 2 min each, spec/moves.md §8, §10).
+	ForcePromoteAfter    time.Duration
+	DeadTargetAbortAfter time.Duration
 
 	ConfigFile string // the file read, "" = none
 }
@@ -104,6 +108,8 @@ func (s Serve) LogValue() slog.Value {
 		slog.Any("initial_members", s.InitialMembers),
 		slog.Duration("heartbeat_interval", s.HeartbeatInterval),
 		slog.Duration("heartbeat_timeout", s.HeartbeatTimeout),
+		slog.Duration("move_force_promote_after", s.ForcePromoteAfter),
+		slog.Duration("move_dead_target_abort_after", s.DeadTargetAbortAfter),
 		slog.String("config_file", s.ConfigFile),
 	)
 }

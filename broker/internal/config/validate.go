@@ -129,6 +129,8 @@ func validate(s *Serve, origin func(string) string) error {
 		},
 		func() error { return positive(optHeartbeatInterval, s.HeartbeatInterval, origin) },
 		func() error { return positive(optHeartbeatTimeout, s.HeartbeatTimeout, origin) },
+		func() error { return positive(optForcePromoteAfter, s.ForcePromoteAfter, origin) },
+		func() error { return positive(optDeadTargetAbort, s.DeadTargetAbortAfter, origin) },
 		func() error {
 			if s.HeartbeatTimeout <= s.HeartbeatInterval {
 				return fieldErr(optHeartbeatTimeout, "must exceed heartbeat-interval (%s)%s", s.HeartbeatInterval, origin(optHeartbeatTimeout))

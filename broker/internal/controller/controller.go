@@ -1,7 +1,10 @@
 // Package controller runs the Raft leader's cluster duties (spec/cluster.md §7): liveness
-// (C1), placement of unassigned partitions (C2), voter promotion and demotion (C3), seeding
-// the root admin (C8) and garbage collection of member records (C9). Moves, the rebalance
-// planner and decommission (C4–C7) join the duty list later (duties.go).
+// (C1), placement of unassigned partitions (C2), voter promotion and demotion (C3), clearing
+// the targets of moves aimed at gone or dead destinations (C4), the rebalance planner (C5),
+// decommission (C6), the blocked-move and blocked-decommission metrics (C7), seeding the
+// root admin (C8) and garbage collection of member records (C9). The API's decommission
+// calls (Decommission, CancelDecommission, EvaluateDecommission, DecommissionBlocked) are
+// answered by the controller on the leader.
 //
 // Every node runs a Controller; only the one on the Raft leader acts. Its proposals use
 // meta.LeaderOnly, so a deposed leader's last decisions fail instead of being forwarded to
@@ -17,6 +20,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/metrics"
 )
 
 // Controller timing and policy constants (spec/cluster.md §13).
@@ -28,13 +32,39 @@ const (
 	DefaultProbeTimeout    = 5 * time.Second  // one NodeStatus call (default peer RPC timeout)
 	DefaultCatchUpWait     = time.Second      // how long a non-voter may take to reach the commit index
 	MinVoters              = 3                // voter target once three eligible servers exist
+
+	// DeadTargetAbortAfter: a move's target dead this long on the leader's own clock has its
+	// target cleared (C4, spec/moves.md §10).
+	DeadTargetAbortAfter = 2 * time.Minute
+	// MaxInFlightMoves bounds the moves with a target set at once (C5, spec/moves.md §11).
+	MaxInFlightMoves = 8
 )
 
 // Status is what a node reports about itself (NodeStatus, node RPC op 29, spec/cluster.md
-// §8.1) as far as the controller's current duties need it.
+// §8.1) as far as the controller's duties need it.
 type Status struct {
-	AppliedIndex uint64 // the node's applied Raft index
-	CaughtUp     bool   // the node's own AppliedCaughtUp
+	AppliedIndex        uint64 // the node's applied Raft index
+	CaughtUp            bool   // the node's own AppliedCaughtUp
+	DrainingSeen        bool   // the node's own replica shows it draining
+	RefusingProduce     bool   // its accept path answers client produce with 503
+	AdmittedInflight    int64  // produce requests admitted and not yet answered
+	IngressUndispatched int64  // ingress WAL records not yet committed at their owners
+}
+
+// ZeroBacklog reports spec/cluster.md §8.2: the node has seen its drain, refuses produce, and
+// holds neither an unanswered admitted produce nor an undispatched WAL record.
+func (s Status) ZeroBacklog() bool {
+	return s.DrainingSeen && s.RefusingProduce && s.AdmittedInflight == 0 && s.IngressUndispatched == 0
+}
+
+// Membership is the Raft configuration surface that target clearing and decommission use
+// (C4, C6). *meta.Store implements it; tests put fakes behind it for multi-node behaviour
+// (voter removal, leader transfer). Calls come from the controller goroutine and from the
+// decommission API calls, and honour ctx.
+type Membership interface {
+	Configuration() ([]meta.RaftServer, error)
+	RemoveServer(ctx context.Context, id string) error
+	TransferLeadership(ctx context.Context, id, addr string) error
 }
 
 // Prober asks a node about itself. It is implemented over node RPC by the server; calls come
@@ -53,26 +83,38 @@ type Config struct {
 	// no seeded root user; nil → C8 is skipped. It must propose with the ctx it is given.
 	SeedRoot func(ctx context.Context) error
 	Logger   *slog.Logger // nil → discard
+	// Membership reads and changes the Raft configuration for C4 and C6; nil → Store.
+	Membership Membership
+	// Metrics receives C7's gauges (narad_moves_blocked source_dead/target_dead,
+	// narad_decommission_blocked); nil → none.
+	Metrics *metrics.Metrics
 
-	Tick            time.Duration    // between passes while leader (10 s)
-	Resync          time.Duration    // leadership re-check (5 s)
-	DeadAfter       time.Duration    // heartbeat silence → dead (30 s)
-	RemoveDeadAfter time.Duration    // C9 (1 h)
-	ProbeTimeout    time.Duration    // one NodeStatus call (5 s)
-	CatchUpWait     time.Duration    // a non-voter's time to reach the commit index (1 s)
-	Now             func() time.Time // the leader's clock; nil → time.Now (monotonic)
+	Tick            time.Duration // between passes while leader (10 s)
+	Resync          time.Duration // leadership re-check (5 s)
+	DeadAfter       time.Duration // heartbeat silence → dead (30 s)
+	RemoveDeadAfter time.Duration // C9 (1 h)
+	ProbeTimeout    time.Duration // one NodeStatus call (5 s)
+	CatchUpWait     time.Duration // a non-voter's time to reach the commit index (1 s)
+	// DeadTargetAbortAfter: C4 clears a move whose target has been dead this long (2 min).
+	DeadTargetAbortAfter time.Duration
+	MaxInFlightMoves     int              // C5's budget of moves in flight (8)
+	Now                  func() time.Time // the leader's clock; nil → time.Now (monotonic)
 }
 
 // Controller is the leader-only reconcile loop.
 //
 // Invariant: it proposes only while this node is the Raft leader, after a barrier in the
 // same pass; dead_since entries are observations made on this node's clock during its
-// current leadership and are dropped when leadership is lost.
+// current leadership and are dropped when leadership is lost, as are the decommission
+// findings and the leader's move gauges (zeroed, series deleted). Configuration changes
+// (voter removal, leadership transfer) go through Membership, and C6 makes them under the
+// placement lock.
 type Controller struct {
-	cfg    Config
-	store  *meta.Store
-	logger *slog.Logger
-	duties []duty
+	cfg        Config
+	store      *meta.Store
+	membership Membership
+	logger     *slog.Logger
+	duties     []duty
 
 	placement sync.Mutex // spec/cluster.md §7.2; see PlacementLock
 
@@ -82,6 +124,14 @@ type Controller struct {
 	leaderSince time.Time            // when this leadership started (Config.Now)
 	deadSince   map[string]time.Time // member → first observed dead during this leadership
 	noted       map[string]bool      // once-per-leadership log keys
+	// decomBlocked is C6's latest finding: draining node → reasons its decommission cannot
+	// progress ([] when none); only draining nodes have entries. Cleared with leadership.
+	decomBlocked map[string][]string
+
+	// exported is the narad_decommission_blocked series C7 has set (node → reasons), so the
+	// ones that cleared can be deleted.
+	expMu    sync.Mutex
+	exported map[string]map[string]bool
 
 	passes atomic.Uint64 // completed passes (tests, diagnostics)
 }
@@ -96,11 +146,14 @@ func New(cfg Config) *Controller {
 		def time.Duration
 	}{{&cfg.Tick, DefaultTick}, {&cfg.Resync, DefaultResync}, {&cfg.DeadAfter, DefaultDeadAfter},
 		{&cfg.RemoveDeadAfter, DefaultRemoveDeadAfter}, {&cfg.ProbeTimeout, DefaultProbeTimeout},
-		{&cfg.CatchUpWait, DefaultCatchUpWait}}
+		{&cfg.CatchUpWait, DefaultCatchUpWait}, {&cfg.DeadTargetAbortAfter, DeadTargetAbortAfter}}
 	for _, x := range defaults {
 		if *x.d <= 0 {
 			*x.d = x.def
 		}
+	}
+	if cfg.MaxInFlightMoves <= 0 {
+		cfg.MaxInFlightMoves = MaxInFlightMoves
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -109,8 +162,13 @@ func New(cfg Config) *Controller {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Controller{cfg: cfg, store: cfg.Store, logger: logger.With("component", "controller"),
-		deadSince: map[string]time.Time{}, noted: map[string]bool{}}
+	c := &Controller{cfg: cfg, store: cfg.Store, membership: cfg.Membership,
+		logger:    logger.With("component", "controller"),
+		deadSince: map[string]time.Time{}, noted: map[string]bool{},
+		decomBlocked: map[string][]string{}, exported: map[string]map[string]bool{}}
+	if c.membership == nil && cfg.Store != nil {
+		c.membership = cfg.Store
+	}
 	c.duties = c.dutyList()
 	return c
 }
@@ -171,6 +229,14 @@ func (c *Controller) Run(ctx context.Context) error {
 // setLeading records the leadership state and reports whether leadership was just gained
 // (including a new term noticed while leading: LeaderCh may have coalesced a loss).
 func (c *Controller) setLeading(v bool) (gained bool) {
+	gained, lost := c.switchLeading(v)
+	if gained || lost {
+		c.resetLeaderMetrics() // C7's gauges belong to one leadership
+	}
+	return gained
+}
+
+func (c *Controller) switchLeading(v bool) (gained, lost bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	term := uint64(0)
@@ -182,15 +248,18 @@ func (c *Controller) setLeading(v bool) (gained bool) {
 		c.leading, c.term, c.leaderSince = true, term, c.cfg.Now()
 		clear(c.deadSince)
 		clear(c.noted)
+		clear(c.decomBlocked)
 		c.logger.Info("controller leading", "term", term)
-		return true
+		return true, false
 	case !v && c.leading:
 		c.leading = false
 		clear(c.deadSince)
 		clear(c.noted)
+		clear(c.decomBlocked)
 		c.logger.Info("controller standing by")
+		return false, true
 	}
-	return false
+	return false, false
 }
 
 func (c *Controller) isLeading() bool {

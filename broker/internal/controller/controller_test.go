@@ -134,7 +134,9 @@ func TestMemberGCRemovesOnlyRecordsMeetingEveryCondition(t *testing.T) {
 	c.advance(DefaultRemoveDeadAfter-30*time.Minute, "a", "alive") // the four: dead ≥ 1 h; recent: ~30 min
 	waitFor(t, "gone collected", func() bool { return status(t, st, "gone") == "missing" })
 	settle(t, ctl, 2)
-	for id, want := range map[string]string{"owner": meta.MemberDead, "target": meta.MemberDead,
+	// "target" is collected too: C4 clears a move aimed at a dead member outside the Raft
+	// configuration at once, after which nothing keeps its record.
+	for id, want := range map[string]string{"owner": meta.MemberDead, "target": "missing",
 		"inraft": meta.MemberDead, "recent": meta.MemberDead, "alive": meta.MemberAlive, "a": meta.MemberAlive} {
 		if got := status(t, st, id); got != want {
 			t.Errorf("%s is %s, want %s", id, got, want)

@@ -19,14 +19,20 @@ type duty struct {
 // dutyList is the pass, in order. Liveness comes first so every later duty sees fresh
 // statuses and dead_since; GC comes last.
 //
-// Extension point: C4 (clear targets aimed at gone/dead destinations), C5 (rebalance
-// planner), C6 (decommission) and C7 (blocked-move metrics) go between C3 and C8; C5 and C6
-// read placement, so they set placement.
+// Moves: C4 clears the targets of moves aimed at gone or dead destinations and C6's first
+// step clears those aimed at draining nodes, both before the planner (C5), so the budget they
+// free is used in the same pass; C6 then removes drained nodes from Raft, and C7 exports what
+// is blocked. Every duty that reads placement sets placement.
 func (c *Controller) dutyList() []duty {
 	return []duty{
 		{name: "C1 liveness", run: c.liveness},
 		{name: "C2 assign", placement: true, run: c.assignUnassigned},
 		{name: "C3 voters", run: c.reconcileVoters},
+		{name: "C4 dead targets", placement: true, run: c.clearDeadTargets},
+		{name: "C6 draining targets", placement: true, run: c.clearDrainingTargets},
+		{name: "C5 planner", placement: true, run: c.planMoves},
+		{name: "C6 decommission", placement: true, run: c.decommission},
+		{name: "C7 blocked", run: c.exportBlocked},
 		{name: "C8 seed root", run: c.seedRoot},
 		{name: "C9 member gc", placement: true, run: c.collectMembers},
 	}

@@ -19,6 +19,9 @@ import (
 // before probing it (spec/cluster.md §6.3). Target = MinVoters when the alive voters plus the
 // eligible non-voters number at least MinVoters, else 1.
 //
+// A live voter marked draining (being decommissioned) counts neither as alive nor as dead:
+// it keeps its vote until C6 removes it, and rule 1 promotes its replacement first.
+//
 // Policy, in order:
 //  1. promote eligible non-voters (by ID) while alive voters < target;
 //  2. for each dead voter: with an odd voter count, promote an eligible non-voter first and
@@ -48,6 +51,11 @@ func (c *Controller) reconcileVoters(ctx context.Context) error {
 		v.total++
 		m, ok := members[srv.ID]
 		switch {
+		case ok && m.Draining && m.Status != meta.MemberDead:
+			// A live voter being decommissioned still votes but no longer counts towards the
+			// target, so an eligible non-voter is promoted to take its place before C6
+			// removes it (otherwise three voters plus non-voters could never shed a voter).
+			v.draining++
 		case srv.ID == c.cfg.NodeID:
 			v.alive++
 		case !ok:
@@ -120,7 +128,8 @@ func (c *Controller) reconcileVoters(ctx context.Context) error {
 // voterSet is C3's running count of the Raft configuration's voters.
 type voterSet struct {
 	total     int      // voters in the configuration
-	alive     int      // voters not known dead (leader and record-less voters included)
+	alive     int      // voters not known dead and not draining (leader and record-less voters included)
+	draining  int      // live voters marked draining: still voting, about to be removed
 	dead      []string // voters whose record is dead, by ID (never the leader)
 	demotable []string // alive non-leader voters with a record, by ID
 }

@@ -6,13 +6,15 @@ import (
 	"fmt"
 
 	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/faults"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/wal"
 )
 
 // CommitLocal is the owner-side commit of one batch for one partition
-// (spec/produce-consume.md §5.1): gates, commit time stamped before the produce lock and
+// (spec/produce-consume.md §5.1): gates (owner, handoff freeze: checked before the produce
+// lock and again under it, so a refused commit appends nothing), commit time stamped before the produce lock and
 // raised under it to the newest time committed, then the log's append → fsync → verify →
 // hwm persist → advance. It returns the first assigned offset.
 //
@@ -35,6 +37,12 @@ func (e *Engine) CommitLocal(ctx context.Context, topic, incarnation string, p i
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
 	}
+	if pt.frozen() { // fast gate (spec/moves.md §3.2): a handoff freeze refuses commits
+		return 0, frozenErr(topic, p)
+	}
+	if err := faults.Check(FaultCommitAfterGate); err != nil {
+		return 0, fmt.Errorf("commit %s/%d: %w: %v", topic, p, api.ErrUnavailable, err)
+	}
 	t0 := e.now().UnixMilli() // seed: stamped before the produce lock
 
 	pt.commitMu.Lock()
@@ -44,6 +52,9 @@ func (e *Engine) CommitLocal(ctx context.Context, topic, incarnation string, p i
 	}
 	if e.parts.peek(topic, p) != pt {
 		return 0, fmt.Errorf("%s/%d closed during commit: %w", topic, p, api.ErrUnavailable)
+	}
+	if pt.frozen() { // seed: a freeze armed since the fast gate refuses with nothing appended
+		return 0, frozenErr(topic, p)
 	}
 	ts := e.raiseFloor(partKey{topic, p}, t0)
 
@@ -67,6 +78,11 @@ func (e *Engine) CommitLocal(ctx context.Context, topic, incarnation string, p i
 	e.m.MessagesProduced.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(len(recs)))
 	e.m.BytesProduced.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(bytes))
 	return first, nil
+}
+
+// frozenErr is the 503 of a commit refused by a handoff freeze.
+func frozenErr(topic string, p int) error {
+	return fmt.Errorf("%s/%d: %w: %w", topic, p, ErrFrozen, api.ErrUnavailable)
 }
 
 // raiseFloor returns max(t0, newest commit time of k) and records it (§5.2 step 7).

@@ -134,7 +134,12 @@ func New(cfg Config, store *meta.Store, w appender) *Engine {
 func (e *Engine) OpenCreateGate() { e.gateOnce.Do(func() { close(e.createGate) }) }
 
 // SetReady marks the node ready (or not) for /readyz.
-func (e *Engine) SetReady(ok bool) { e.ready.Store(ok) }
+func (e *Engine) SetReady(ok bool) {
+	if ok {
+		e.refreshDraining() // the replica is current: a draining node refuses produce from the start
+	}
+	e.ready.Store(ok)
+}
 
 // SetShuttingDown flips /healthz to 503.
 func (e *Engine) SetShuttingDown() { e.shuttingDown.Store(true) }
@@ -144,6 +149,20 @@ func (e *Engine) SetUndispatched(f func() uint64) { e.undispatched = f }
 
 // SetDraining sets the local draining flag (decommission).
 func (e *Engine) SetDraining(on bool) { e.draining.Store(on) }
+
+// refreshDraining copies this node's drain flag from its own replica into the accept path:
+// a node marked for decommission refuses client produce with 503 (spec/moves.md §12.2), also
+// after a restart, since the flag survives re-registration. Called on member events for this
+// node, at start and every second.
+func (e *Engine) refreshDraining() {
+	if e.meta == nil {
+		return
+	}
+	on := e.DrainingSeen()
+	if e.draining.Swap(on) != on {
+		e.log.Info("drain flag changed: client produce is "+map[bool]string{true: "refused", false: "accepted"}[on], "draining", on)
+	}
+}
 
 // AdmittedInflight is the number of produces admitted and not yet answered.
 func (e *Engine) AdmittedInflight() int64 { return e.admitted.Load() }
@@ -193,6 +212,7 @@ func (e *Engine) ShuttingDown() bool { return e.shuttingDown.Load() }
 // Run starts the engine's background loops and blocks until ctx ends, then closes every
 // open partition log cleanly (CLEAN hwm) and flushes consumer offsets.
 func (e *Engine) Run(ctx context.Context) error {
+	e.refreshDraining()
 	var wg sync.WaitGroup
 	loops := []func(context.Context){
 		func(ctx context.Context) { _ = e.offsets.Run(ctx) },
@@ -215,8 +235,16 @@ func (e *Engine) Run(ctx context.Context) error {
 // OnMetaEvent is installed as the metastore's OnApply hook. It runs on the FSM goroutine and
 // must not block: topic deletions are handed to a goroutine that purges local data.
 func (e *Engine) OnMetaEvent(ev meta.Event) {
-	if ev.Op == meta.OpDeleteTopic {
+	switch {
+	case ev.Op == meta.OpDeleteTopic:
 		go e.purgeTopic(ev.Topic, ev.Incarnation)
+	case ev.Op == meta.OpRestore || (ev.Member == e.cfg.NodeID &&
+		(ev.Op == meta.OpSetMemberDraining || ev.Op == meta.OpMemberJoin || ev.Op == meta.OpRemoveMember)):
+		go e.refreshDraining()
+	case ev.Op == meta.OpCompleteMove && ev.Partition >= 0 && ev.Member != e.cfg.NodeID:
+		// The flip applied: stop serving the partition now (ending its freeze), not on the
+		// next 1 s ownership scan.
+		go e.parts.closeIfLost(ev.Topic, ev.Partition)
 	}
 }
 

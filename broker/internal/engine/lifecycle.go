@@ -10,9 +10,13 @@ import (
 )
 
 // purgeLoop releases expired leases every second so redelivery after a consumer death takes
-// the visibility timeout, not "until someone polls" (spec/produce-consume.md §6.5).
+// the visibility timeout, not "until someone polls" (spec/produce-consume.md §6.5). It also
+// closes the partitions this node no longer owns (closeLost) and re-reads this node's drain
+// flag.
 func (r *registry) purgeLoop(ctx context.Context) {
 	every(ctx, expiryPurgeInterval, func() {
+		r.e.refreshDraining()
+		r.closeLost()
 		for _, pt := range r.snapshot() {
 			pt.shardMu.Lock()
 			s := pt.shard
@@ -22,6 +26,26 @@ func (r *registry) purgeLoop(ctx context.Context) {
 			}
 		}
 	})
+}
+
+// closeLost closes every open partition whose assignment in the local replica no longer
+// names this node (a move's flip applied, or the topic is gone): its log and shard close, so
+// leases answer 410, its handoff freeze ends, and long-poll waiters wake and re-route
+// (spec/produce-consume.md §6.6, spec/moves.md §3.3 rule 4).
+func (r *registry) closeLost() {
+	for _, pt := range r.snapshot() {
+		r.closeIfLost(pt.key.topic, pt.key.p)
+	}
+}
+
+// closeIfLost closes (topic, p) if it is open here and this node does not own it.
+func (r *registry) closeIfLost(topic string, p int) {
+	pt := r.peek(topic, p)
+	if pt == nil || r.e.owns(topic, p) {
+		return
+	}
+	r.e.log.Info("partition closed: ownership moved away", "topic", topic, "partition", p)
+	r.closePartition(pt)
 }
 
 // every calls f once per interval d until ctx ends (first call after d).
@@ -60,6 +84,7 @@ func (r *registry) evictIdle() {
 		}
 		pt.shardMu.Lock()
 		busy := pt.shard != nil && pt.shard.State().InFlight > 0
+		busy = busy || pt.frz.active(time.Now()) // closing would end a move's handoff freeze
 		pt.shardMu.Unlock()
 		if busy {
 			continue

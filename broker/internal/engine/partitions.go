@@ -41,10 +41,15 @@ type partition struct {
 
 	commitMu sync.Mutex
 
+	// shardMu guards shard, closed and frz. Lock order: commitMu → shardMu → the shard's own.
 	shardMu sync.Mutex
 	shard   *consume.Shard
 	closed  bool // set (under shardMu) when the partition is closed; no shard may attach after
-	labels  [2]string
+	// frz is the move handoff freeze (handoff.go); while it is active the shard, whenever
+	// one exists, is frozen. It ends when the partition closes (ownership lost, topic
+	// deleted, log failed or shut down).
+	frz    *freeze
+	labels [2]string
 }
 
 // registry owns the open partition logs of this node (spec/storage.md §10). Get opens lazily
@@ -56,6 +61,8 @@ type registry struct {
 	// guards is the topic open guard (spec/storage.md §17.3): Get holds it shared while it
 	// opens; purge holds it exclusively while it closes logs and removes directories.
 	guards sync.Map // topic → *sync.RWMutex
+	// closedLister lists closed partitions for a move's source without opening them.
+	closedLister plog.ClosedLister
 }
 
 func newRegistry(e *Engine) *registry {
@@ -223,6 +230,9 @@ func (r *registry) shardOf(t meta.Topic, pt *partition) (*consume.Shard, error) 
 	if err != nil {
 		return nil, err
 	}
+	if pt.frz.active(time.Now()) {
+		s.SetFrozen(true) // a shard created during a handoff freeze starts frozen
+	}
 	pt.shard = s
 	r.e.offsets.Add(s)
 	return s, nil
@@ -257,6 +267,7 @@ func (r *registry) closePartition(pt *partition) {
 	defer pt.commitMu.Unlock()
 	pt.shardMu.Lock()
 	pt.closed = true
+	r.e.endFreezeLocked(pt, "partition closed")
 	if pt.shard != nil {
 		r.e.offsets.Remove(pt.shard)
 		if err := pt.shard.Close(); err != nil && !errors.Is(err, durable.ErrDirMissing) {

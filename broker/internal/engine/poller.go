@@ -16,7 +16,7 @@ const (
 )
 
 // pollLoop refreshes the gauges from in-memory state every 5 s (never opening a log) and the
-// data-dir sizes every 30 s.
+// data-dir sizes and quarantine gauges every 30 s (the first pass lists quarantined copies).
 func (e *Engine) pollLoop(ctx context.Context) {
 	t := time.NewTicker(gaugePollInterval)
 	defer t.Stop()
@@ -24,8 +24,10 @@ func (e *Engine) pollLoop(ctx context.Context) {
 	for {
 		e.pollGauges()
 		if time.Since(lastDisk) >= dataDirPollInterval {
+			startup := lastDisk.IsZero()
 			lastDisk = time.Now()
 			e.pollDataDir()
+			e.pollQuarantine(startup)
 		}
 		select {
 		case <-ctx.Done():

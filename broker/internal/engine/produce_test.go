@@ -216,3 +216,33 @@ type failingWAL struct{}
 func (failingWAL) Append(context.Context, ...wal.Record) (uint64, error) {
 	return 0, wal.ErrFailed
 }
+
+// spec/moves.md §12.2, MV-49: the decommission flag in this node's own replica turns client
+// produce into 503 within a moment, the flag survives a restart, and a cancel accepts again.
+func TestDrainFlagInTheReplicaRefusesProduceAcrossARestart(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, nil)
+	top := n.createTopic(api.CreateTopicRequest{Name: "drain"})
+	produce := func(n *testNode) error {
+		return n.e.Produce(n.ctx(), top, []api.ProduceRecord{{Partition: 0, Payload: []byte("x")}})
+	}
+	if err := produce(n); err != nil {
+		t.Fatalf("produce before the decommission: %v", err)
+	}
+	if err := n.store.SetMemberDraining(n.ctx(), "n1", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, func() bool { return errors.Is(produce(n), api.ErrDraining) }, "produce refused while draining")
+	if !n.e.RefusingProduce() {
+		t.Fatal("RefusingProduce is false while produce is refused")
+	}
+	n.stop()
+	n = startNode(t, dir, nil)
+	if err := produce(n); !errors.Is(err, api.ErrDraining) {
+		t.Fatalf("produce after a restart of a draining node: %v, want ErrDraining", err)
+	}
+	if err := n.store.SetMemberDraining(n.ctx(), "n1", false); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, func() bool { return produce(n) == nil }, "produce accepted after the cancel")
+}

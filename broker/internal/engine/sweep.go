@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"narad.dev/broker/internal/durable"
@@ -19,7 +18,8 @@ const sweepInterval = 5 * time.Minute
 type SweepResult struct {
 	Removed     int   // topic dirs and .stale dirs deleted after the leader confirmed them gone
 	Orphans     int   // topic dirs left in place: unknown topic, deletion not confirmed
-	Quarantined int   // .stale dirs still set aside
+	Markerless  int   // of those, dirs without an incarnation marker (narad_orphan_topic_dirs)
+	Quarantined int   // quarantined copies left for an operator (p*.quarantine, .moves/*.quarantine, .stale/*)
 	QuarBytes   int64 // their size
 }
 
@@ -30,8 +30,9 @@ type SweepResult struct {
 //     marker while the leader confirms the topic absent (S1);
 //   - .stale/<t>@<inc> once the leader confirms that incarnation gone (spec/storage.md §14).
 //
-// It needs a caught-up replica; otherwise it does nothing (deferring is free). It updates the
-// narad_orphan_topic_dirs and narad_quarantined_* gauges.
+// Quarantined copies are never removed by it, only counted. It needs a caught-up replica;
+// otherwise it does nothing (deferring is free). It updates the narad_orphan_topic_dirs
+// (marker-less dirs left in place) and narad_quarantined_* gauges.
 func (e *Engine) SweepOrphans(ctx context.Context) SweepResult {
 	var res SweepResult
 	if !e.meta.AppliedCaughtUp() {
@@ -48,40 +49,39 @@ func (e *Engine) SweepOrphans(ctx context.Context) SweepResult {
 			if t, ok := e.view.Topic(name); ok && (!hasMarker || t.Incarnation == marker) {
 				continue // the live topic's data (or a pre-incarnation dir of a live topic)
 			}
-			if gone, err := e.confirmGone(ctx, name, marker); err != nil || !gone {
-				res.Orphans++
-				continue
-			}
-			if e.removeUnderGuard(name, filepath.Join(topicsDir, name), marker, hasMarker) {
-				res.Removed++
-			} else {
-				res.Orphans++
-			}
-		}
-	}
-	staleDir := filepath.Join(e.cfg.DataDir, ".stale")
-	if entries, err := os.ReadDir(staleDir); err == nil {
-		for _, ent := range entries {
-			topic, inc, ok := strings.Cut(ent.Name(), "@")
-			if !ent.IsDir() || !ok {
-				continue
-			}
-			path := filepath.Join(staleDir, ent.Name())
-			if gone, err := e.confirmGone(ctx, topic, inc); err == nil && gone {
-				if err := os.RemoveAll(path); err == nil {
-					_ = durable.SyncDir(staleDir)
+			if gone, err := e.confirmGone(ctx, name, marker); err == nil && gone {
+				if ok, _ := e.removeUnderGuard(name, filepath.Join(topicsDir, name), marker, hasMarker); ok {
 					res.Removed++
-					e.log.Info("removed a deleted incarnation's data", "topic", topic, "incarnation", inc)
 					continue
 				}
 			}
-			res.Quarantined++
-			res.QuarBytes += dirSize(path)
+			res.Orphans++
+			if !hasMarker {
+				res.Markerless++
+			}
 		}
 	}
-	e.m.OrphanTopicDirs.Set(float64(res.Orphans))
-	e.m.QuarantinedCopies.Set(float64(res.Quarantined))
-	e.m.QuarantinedBytes.Set(float64(res.QuarBytes))
+	staleDir := filepath.Join(e.cfg.DataDir, staleDirName)
+	if entries, err := os.ReadDir(staleDir); err == nil {
+		for _, ent := range entries {
+			topic, inc, ok := parseStaleName(ent.Name())
+			if !ent.IsDir() || !ok {
+				continue
+			}
+			if gone, err := e.confirmGone(ctx, topic, inc); err == nil && gone {
+				if ok, _ := e.RemoveStaleDir(topic, inc); ok {
+					res.Removed++
+				}
+			}
+		}
+	}
+	// Quarantined copies (p*.quarantine, .moves/*.quarantine, what .stale still holds) are
+	// only counted: they wait for an operator (spec/storage.md §16).
+	for _, q := range e.refreshQuarantine() {
+		res.Quarantined++
+		res.QuarBytes += q.Bytes
+	}
+	e.m.OrphanTopicDirs.Set(float64(res.Markerless))
 	return res
 }
 
@@ -97,33 +97,43 @@ func (e *Engine) confirmGone(ctx context.Context, topic, inc string) (bool, erro
 }
 
 // removeUnderGuard deletes a topic dir under the topic open guard after re-checking that no
-// live incarnation claims it and its marker did not change meanwhile.
-func (e *Engine) removeUnderGuard(topic, dir, marker string, hadMarker bool) bool {
+// live incarnation claims it and its marker did not change meanwhile; logs of the topic still
+// registered for another incarnation are closed first. removed=false, nil: the re-check refused.
+func (e *Engine) removeUnderGuard(topic, dir, marker string, hadMarker bool) (removed bool, err error) {
 	g := e.parts.guard(topic)
 	g.Lock()
 	defer g.Unlock()
-	now, has := readMarker(dir)
-	if has != hadMarker || now != marker {
-		return false
+	now, has, err := readIncarnation(dir)
+	if err != nil {
+		return false, err
 	}
-	if t, ok := e.view.Topic(topic); ok && (!has || t.Incarnation == now) {
-		return false
+	if has != hadMarker || now != marker {
+		return false, nil
+	}
+	t, ok := e.meta.Topic(topic)
+	if ok && (!has || t.Incarnation == now) {
+		return false, nil
+	}
+	for _, pt := range e.parts.snapshot() {
+		if pt.key.topic == topic && (!ok || pt.incarnation != t.Incarnation) {
+			e.parts.closePartition(pt)
+		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		e.log.Error("remove orphan topic dir", "topic", topic, "err", err)
-		return false
+		return false, err
 	}
-	_ = durable.SyncDir(filepath.Dir(dir))
+	if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
+		return true, err
+	}
+	e.refreshQuarantine()
 	e.log.Info("removed orphan topic dir", "topic", topic, "incarnation", marker)
-	return true
+	return true, nil
 }
 
 func readMarker(topicDir string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(topicDir, incarnationFile))
-	if err != nil {
-		return "", false
-	}
-	return strings.TrimSpace(string(b)), true
+	v, ok, err := readIncarnation(topicDir)
+	return v, ok && err == nil
 }
 
 func dirSize(dir string) int64 {

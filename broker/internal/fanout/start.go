@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"narad.dev/broker/internal/fanout/cursorfile"
 	"narad.dev/broker/internal/faults"
+	"narad.dev/broker/internal/transfer"
 )
 
 // Fault points.
@@ -30,10 +32,10 @@ var (
 	errParentLog = errors.New("fanout: parent log unavailable")
 )
 
-// startOffset is where a cursor with no usable file starts (R-START rows 2, 3, 5; row 4, the
-// move marker, is treated as row 5 until moves exist): attach_offsets[p] exactly; 0 for a
-// partition added after the attach; tail = true for a legacy link (the live HWM at first read).
-func startOffset(attachOffsets []int64, p int) (off int64, tail bool) {
+// startOffset is where a cursor with no usable file starts (R-START rows 2, 3; rows 4–5 are
+// decided by legacyStart): attach_offsets[p] exactly; 0 for a partition added after the
+// attach; legacy = true for a link without attach offsets.
+func startOffset(attachOffsets []int64, p int) (off int64, legacy bool) {
 	switch {
 	case attachOffsets == nil:
 		return 0, true
@@ -76,13 +78,13 @@ func (c *cursor) anchor(ctx context.Context, path string) (int64, error) {
 	if !attached || epoch != c.d.Epoch {
 		return 0, fmt.Errorf("%w: leader has attached=%t epoch %q", ErrUnconfirmed, attached, epoch)
 	}
-	pos, tail := startOffset(c.d.AttachOffsets, c.d.Partition)
-	if tail {
-		lg, err := c.openLog()
-		if err != nil {
+	pos, legacy := startOffset(c.d.AttachOffsets, c.d.Partition)
+	tail := false
+	if legacy {
+		var err error
+		if pos, tail, err = c.legacyStart(); err != nil {
 			return 0, err
 		}
-		pos = lg.HighWatermark()
 	}
 	if err := faults.Check(FaultBeforeAnchor); err != nil {
 		return 0, fmt.Errorf("fanout: before anchor: %w", err)
@@ -94,4 +96,27 @@ func (c *cursor) anchor(ctx context.Context, path string) (int64, error) {
 	c.w = w
 	c.log.Info("fanout cursor anchored", "offset", pos, "legacy_tail", tail)
 	return pos, nil
+}
+
+// legacyStart is where a link without attach offsets starts (R-START rows 4–5): the parent
+// partition's oldest retained offset when its move.marker lists this (child, epoch) — the
+// link existed when a move installed the copy, so its records must not be skipped — else the
+// live tail (HWM). A marker that cannot be decoded vouches for nothing either way; the
+// cursor then starts at the oldest offset, erring towards duplicates (R-START rule 4).
+func (c *cursor) legacyStart() (pos int64, tail bool, err error) {
+	lg, err := c.openLog()
+	if err != nil {
+		return 0, false, err
+	}
+	m, found, err := transfer.ReadMarker(c.d.Dir)
+	switch {
+	case errors.Is(err, transfer.ErrBadMarker):
+		c.log.Error("fanout move marker unreadable; starting at the oldest retained offset", "dir", c.d.Dir, "err", err)
+		return lg.OldestOffset(), false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("fanout: read move marker: %w", err)
+	case found && slices.Contains(m.Links, transfer.Link{Child: c.d.Child, Epoch: c.d.Epoch}):
+		return lg.OldestOffset(), false, nil
+	}
+	return lg.HighWatermark(), true, nil
 }

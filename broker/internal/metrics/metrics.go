@@ -65,6 +65,7 @@ type Metrics struct {
 	MovesInflight       prometheus.Gauge
 	MovesTotal          *prometheus.CounterVec
 	MovesDuration       prometheus.Histogram
+	MovesFreeze         prometheus.Histogram
 	MovesBytes          prometheus.Counter
 	MovesBlocked        *prometheus.GaugeVec
 	DecommissionBlocked *prometheus.GaugeVec
@@ -139,6 +140,7 @@ func New() *Metrics {
 	m.MovesInflight = f.gauge("narad_moves_inflight", "Move workers running on this destination.")
 	m.MovesTotal = f.counterVec("narad_moves_total", "Moves finished on this destination.", []string{"outcome"})
 	m.MovesDuration = f.hist("narad_moves_duration_seconds", "Move worker start to flip.", prometheus.ExponentialBuckets(0.25, 2, 14))
+	m.MovesFreeze = f.hist("narad_moves_freeze_seconds", "Source freeze length per move, arm to flip.", prometheus.ExponentialBuckets(0.001, 2, 16))
 	m.MovesBytes = f.counter("narad_moves_bytes_total", "Bytes copied by completed moves.")
 	m.MovesBlocked = f.gaugeVec("narad_moves_blocked", "Moves currently blocked, by reason.", []string{"reason"})
 	m.DecommissionBlocked = f.gaugeVec("narad_decommission_blocked", "1 while a node's decommission is blocked by reason.", []string{"node", "reason"})

@@ -2,7 +2,8 @@ package server
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"time"
@@ -10,8 +11,16 @@ import (
 	"narad.dev/broker/internal/meta"
 )
 
-// leaderProbeTimeout bounds the members endpoint's check that the leader answers.
+// leaderProbeTimeout bounds the members endpoint's questions to the leader.
 const leaderProbeTimeout = 2 * time.Second
+
+// Member statuses of the cluster endpoints (spec/api.md §2.16, §2.18).
+const (
+	statusAlive     = "alive"
+	statusDead      = "dead"
+	statusDraining  = "draining"
+	statusNotMember = "not_a_member"
+)
 
 // memberJSON is one entry of GET /v1/cluster/members (spec/api.md §2.16).
 type memberJSON struct {
@@ -34,51 +43,143 @@ type memberListJSON struct {
 	Leader          string       `json:"leader,omitempty"`
 }
 
-// membersHandler serves GET /v1/cluster/members from this node's replica. Raft roles come from
-// the Raft configuration this node knows; leader_reachable is a live NodeStatus call to the
-// leader (true on the leader itself). Decommission evaluations arrive with decommission
-// support; until then a reachable leader reports no blocking reasons.
-func membersHandler(store *meta.Store, p peers) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		leaderID, leaderAddr := store.Leader()
-		reachable := false
-		switch {
-		case leaderID == "":
-		case store.IsLeader():
-			reachable = true
-		default:
-			ctx, cancel := context.WithTimeout(r.Context(), leaderProbeTimeout)
-			_, err := p.NodeStatus(ctx, leaderAddr)
-			cancel()
-			reachable = err == nil
+// memberStatus is a member's status as the cluster endpoints show it: dead when its
+// heartbeats stopped (even if draining), else draining when flagged, else alive.
+func memberStatus(m meta.Member) string {
+	switch {
+	case m.Status == meta.MemberDead:
+		return statusDead
+	case m.Draining:
+		return statusDraining
+	}
+	return statusAlive
+}
+
+// members serves GET /v1/cluster/members from this node's replica. Raft roles come from the
+// Raft configuration this node knows; decommission_blocked is the leader's current evaluation
+// (the decommissioner on the leader itself, op 25 blocked_only elsewhere). When the leader
+// cannot be reached, leader_reachable is false and decommission_blocked is omitted.
+func (c *clusterHTTP) members(w http.ResponseWriter, r *http.Request) {
+	reachable, blocked := c.leaderBlocked(r.Context())
+	leaderID, _ := c.store.Leader()
+	owned := map[string]int{}
+	outbound := map[string]int{}
+	for _, a := range c.store.AllAssignments() {
+		owned[a.Owner]++
+		if a.Target != "" {
+			outbound[a.Owner]++
 		}
-		owned := map[string]int{}
-		outbound := map[string]int{}
-		for _, a := range store.AllAssignments() {
-			owned[a.Owner]++
-			if a.Target != "" {
-				outbound[a.Owner]++
-			}
+	}
+	out := memberListJSON{Members: []memberJSON{}, LeaderReachable: reachable, Leader: leaderID}
+	for _, m := range c.store.Members() {
+		mj := memberJSON{ID: m.ID, Addr: m.Addr, ClusterAddr: m.ClusterAddr, Status: memberStatus(m), Draining: m.Draining,
+			RaftRole: c.store.RaftRole(m.ID), Leader: m.ID == leaderID, OwnedPartitions: owned[m.ID],
+			OutboundMoves: outbound[m.ID], LastHeartbeat: m.LastHeartbeat}
+		if reachable {
+			mj.DecommissionBlocked = append([]string{}, blocked[m.ID]...)
 		}
-		out := memberListJSON{Members: []memberJSON{}, LeaderReachable: reachable, Leader: leaderID}
-		for _, m := range store.Members() {
-			status := "alive"
-			switch {
-			case m.Status == meta.MemberDead:
-				status = "dead"
-			case m.Draining:
-				status = "draining"
-			}
-			mj := memberJSON{ID: m.ID, Addr: m.Addr, ClusterAddr: m.ClusterAddr, Status: status, Draining: m.Draining,
-				RaftRole: store.RaftRole(m.ID), Leader: m.ID == leaderID, OwnedPartitions: owned[m.ID],
-				OutboundMoves: outbound[m.ID], LastHeartbeat: m.LastHeartbeat}
-			if reachable {
-				mj.DecommissionBlocked = []string{}
-			}
-			out.Members = append(out.Members, mj)
+		out.Members = append(out.Members, mj)
+	}
+	sort.Slice(out.Members, func(i, j int) bool { return out.Members[i].ID < out.Members[j].ID })
+	writeJSON(w, http.StatusOK, out)
+}
+
+// leaderBlocked asks the leader for its decommission evaluation. reachable is false when no
+// leader is known or it could not be asked; a leader that answers but has no evaluation (an
+// older release, or none wired) is probed with NodeStatus and reports no reasons.
+func (c *clusterHTTP) leaderBlocked(ctx context.Context) (reachable bool, blocked map[string][]string) {
+	leaderID, leaderAddr := c.store.Leader()
+	switch {
+	case leaderID == "":
+		return false, nil
+	case c.store.IsLeader():
+		if c.mv.decom != nil {
+			blocked = c.mv.decom.DecommissionBlocked()
 		}
-		sort.Slice(out.Members, func(i, j int) bool { return out.Members[i].ID < out.Members[j].ID })
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(out)
-	})
+		return true, blocked
+	}
+	ctx, cancel := context.WithTimeout(ctx, leaderProbeTimeout)
+	defer cancel()
+	res, err := c.peers.DecommissionMember(ctx, leaderAddr, decomCall{BlockedOnly: true})
+	switch {
+	case err == nil && res.Status == http.StatusOK:
+		return true, res.Blocked
+	case err == nil && res.Status == http.StatusMisdirectedRequest: // leadership moved
+		return false, nil
+	case err != nil && !errors.Is(err, errPeerTooOld):
+		return false, nil
+	}
+	_, err = c.peers.NodeStatus(ctx, leaderAddr)
+	return err == nil, nil
+}
+
+// decommission serves POST (start, ?dry_run=true) and DELETE (cancel)
+// /v1/cluster/members/{id}/decommission (spec/api.md §2.17), on the leader directly or
+// through op 25 elsewhere.
+func (c *clusterHTTP) decommission(w http.ResponseWriter, r *http.Request) {
+	u, ok := c.requireAdmin(w, r)
+	if !ok {
+		return
+	}
+	call := decomCall{ID: r.PathValue("id"), Cancel: r.Method == http.MethodDelete}
+	if !call.Cancel {
+		dry, err := flagParam(r.URL.Query(), "dry_run")
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error(), nil)
+			return
+		}
+		call.DryRun = dry
+	}
+	event := "cluster.decommission"
+	if call.Cancel {
+		event = "cluster.decommission.cancel"
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), clusterWriteWait)
+	defer cancel()
+	res := c.decommissionOnLeader(ctx, call)
+	switch res.Status {
+	case http.StatusOK:
+		if call.DryRun {
+			writeJSON(w, http.StatusOK, map[string]any{"node": res.Verdict.Node, "dry_run": true,
+				"allowed": res.Verdict.Allowed, "reasons": nonNil(res.Verdict.Reasons)})
+			return
+		}
+		fallthrough // a leader answering 200 to a real decommission: done
+	case http.StatusNoContent:
+		c.audit(event, u, "ok", "member", call.ID)
+		w.WriteHeader(http.StatusNoContent)
+	case http.StatusBadRequest, http.StatusNotFound:
+		writeError(w, int(res.Status), res.Error, nil)
+	case http.StatusConflict:
+		if call.Cancel {
+			writeError(w, http.StatusConflict, res.Error, nil)
+			return
+		}
+		writeError(w, http.StatusConflict, res.Error, map[string]any{"node": call.ID, "reasons": nonNil(res.Verdict.Reasons)})
+	default: // 421 (leadership moved), 503, anything unexpected: retryable
+		if !call.DryRun {
+			c.audit(event, u, "unknown", "member", call.ID, "err", res.Error)
+		}
+		writeError(w, http.StatusServiceUnavailable, res.Error, nil)
+	}
+}
+
+// decommissionOnLeader runs call with the decommissioner when this node leads, else asks
+// the leader with op 25. Failures to reach a leader come back as 503.
+func (c *clusterHTTP) decommissionOnLeader(ctx context.Context, call decomCall) decomResult {
+	if c.store.IsLeader() {
+		return runDecommission(ctx, c.mv, call)
+	}
+	id, addr := c.store.Leader()
+	if id == "" {
+		return decomResult{Status: http.StatusServiceUnavailable, Error: meta.ErrNoLeader.Error()}
+	}
+	res, err := c.peers.DecommissionMember(ctx, addr, call)
+	if err != nil {
+		return decomResult{Status: http.StatusServiceUnavailable, Error: err.Error()}
+	}
+	if res.Error == "" && res.Status >= 400 {
+		res.Error = fmt.Sprintf("leader answered %d", res.Status)
+	}
+	return res
 }

@@ -21,6 +21,7 @@ type nodeService struct {
 	e     *engine.Engine
 	store *meta.Store
 	log   *slog.Logger
+	mv    moveDeps // ops 22–25 and 30 (node_move.go)
 }
 
 // statusOf maps engine/API errors onto the node plane's status codes.

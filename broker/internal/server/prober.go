@@ -8,7 +8,8 @@ import (
 )
 
 // nodeProber implements controller.Prober over NodeStatus (op 29): what a member says about
-// itself, for the promotion check of spec/cluster.md §6.3.
+// itself, for the promotion check of spec/cluster.md §6.3 and the decommission backlog guard
+// of §8.2.
 type nodeProber struct{ p peers }
 
 // NodeStatus implements controller.Prober.
@@ -17,5 +18,12 @@ func (n nodeProber) NodeStatus(ctx context.Context, m meta.Member) (controller.S
 	if err != nil {
 		return controller.Status{}, err
 	}
-	return controller.Status{AppliedIndex: rep.AppliedIndex, CaughtUp: rep.CaughtUp}, nil
+	return controller.Status{
+		AppliedIndex:        rep.AppliedIndex,
+		CaughtUp:            rep.CaughtUp,
+		DrainingSeen:        rep.DrainingSeen,
+		RefusingProduce:     rep.RefusingProduce,
+		AdmittedInflight:    rep.AdmittedInflight,
+		IngressUndispatched: rep.IngressUndispatched,
+	}, nil
 }

@@ -29,6 +29,8 @@ import (
 	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
+	"narad.dev/broker/internal/move"
+	"narad.dev/broker/internal/move/sweep"
 	"narad.dev/broker/internal/rpc"
 	"narad.dev/broker/internal/wal"
 )
@@ -137,6 +139,9 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		SeedRoot:  func(ctx context.Context) error { return seedRoot(ctx, cfg, store, logger) },
 		Logger:    logger,
 		DeadAfter: cfg.HeartbeatTimeout,
+		Metrics:   m,
+
+		DeadTargetAbortAfter: cfg.DeadTargetAbortAfter,
 		// 10 s with the default 30 s heartbeat timeout; shorter timeouts (tests) tick faster.
 		Tick: min(10*time.Second, cfg.HeartbeatTimeout/3),
 	})
@@ -151,7 +156,23 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	e.SetCursorStatus(fan.CursorStatus)
 	eng.Store(e)
 
-	grpcSrv := rpc.NewServer(secret, &nodeService{e: e, store: store, log: logger}, logger, rpcOpts...)
+	// Partition moves (spec/moves.md): this node's destination runner, its stale-copy sweep,
+	// and the source, report and decommission endpoints.
+	tsrc := newTransferSource(nodes)
+	runner := move.NewRunner(move.RunnerConfig{
+		NodeID: cfg.NodeID,
+		Store:  store,
+		Source: tsrc,
+		Local:  e,
+		Sweeper: sweep.New(sweep.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Store: store, Source: tsrc,
+			Engine: e, Metrics: m, Logger: logger}),
+		Metrics:           m,
+		Logger:            logger,
+		ForcePromoteAfter: cfg.ForcePromoteAfter,
+	})
+	mv := moveDeps{source: e, reporter: runner, decom: ctrl}
+
+	grpcSrv := rpc.NewServer(secret, &nodeService{e: e, store: store, log: logger, mv: mv}, logger, rpcOpts...)
 	go func() { _ = grpcSrv.Serve(mux.GRPCListener()) }()
 	go func() { _ = mux.Run(muxCtx) }()
 
@@ -165,7 +186,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		Observer:        httpObserver{m},
 		APIObserver:     apiObserver{m},
 		Metrics:         promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
-		Routes:          map[string]http.Handler{"GET /v1/cluster/members": membersHandler(store, nodes)},
+		Routes:          clusterRoutes(&clusterHTTP{store: store, peers: nodes, mv: mv, log: logger}),
 		Logger:          logger,
 	})
 	hln, err := net.Listen("tcp", cfg.HTTPAddr)
@@ -205,7 +226,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		close(ingressDone) // the ingress never ran
 	} else {
 		e.SetUndispatched(in.Undispatched)
-		loops.Add(5)
+		loops.Add(6)
 		go func() { defer loops.Done(); _ = e.Run(loopsCtx) }()
 		go func() {
 			defer loops.Done()
@@ -213,6 +234,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		}()
 		go func() { defer loops.Done(); _ = ctrl.Run(loopsCtx) }()
 		go func() { defer loops.Done(); _ = fan.Run(loopsCtx) }()
+		go func() { defer loops.Done(); _ = runner.Run(loopsCtx) }()
 		go func() { defer loops.Done(); watchPeers(loopsCtx, store, e, nodes, cfg.NodeID, logger) }()
 		// The ingress (dispatcher) stops before the engine closes the partition logs.
 		go func() { defer close(ingressDone); _ = in.Run(ingressCtx) }()
@@ -280,7 +302,7 @@ func boot(ctx context.Context, cfg config.Serve, store *meta.Store, e *engine.En
 		switch {
 		case res.Quarantined > 0:
 			// Data set aside for an operator is listed loudly at every start (spec/storage.md §16).
-			logger.Error("data set aside under .stale/ awaits an operator", "quarantined", res.Quarantined,
+			logger.Error("quarantined copies await an operator (see the quarantined copy lines)", "quarantined", res.Quarantined,
 				"bytes", res.QuarBytes, "removed", res.Removed, "orphans", res.Orphans)
 		case res.Removed+res.Orphans > 0:
 			logger.Info("startup sweep", "removed", res.Removed, "orphans", res.Orphans)

@@ -2146,6 +2146,688 @@ func (x *FanoutCursorsReply) GetCursors() []*FanoutCursor {
 	return nil
 }
 
+type ListPartitionSegmentsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPartitionSegmentsRequest) Reset() {
+	*x = ListPartitionSegmentsRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPartitionSegmentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPartitionSegmentsRequest) ProtoMessage() {}
+
+func (x *ListPartitionSegmentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPartitionSegmentsRequest.ProtoReflect.Descriptor instead.
+func (*ListPartitionSegmentsRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListPartitionSegmentsRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ListPartitionSegmentsRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type ListPartitionSegmentsReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 200, 404 no such topic or partition, 421 not the owner, 503 else.
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The transfer.Listing, JSON (its stable field names).
+	ListingJson   []byte `protobuf:"bytes,3,opt,name=listing_json,json=listingJson,proto3" json:"listing_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPartitionSegmentsReply) Reset() {
+	*x = ListPartitionSegmentsReply{}
+	mi := &file_nodepb_node_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPartitionSegmentsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPartitionSegmentsReply) ProtoMessage() {}
+
+func (x *ListPartitionSegmentsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPartitionSegmentsReply.ProtoReflect.Descriptor instead.
+func (*ListPartitionSegmentsReply) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListPartitionSegmentsReply) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *ListPartitionSegmentsReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ListPartitionSegmentsReply) GetListingJson() []byte {
+	if x != nil {
+		return x.ListingJson
+	}
+	return nil
+}
+
+type FetchSegmentChunkRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// Base offset of the segment.
+	Base int64 `protobuf:"varint,3,opt,name=base,proto3" json:"base,omitempty"`
+	// Byte position inside the segment file to read from.
+	At int64 `protobuf:"varint,4,opt,name=at,proto3" json:"at,omitempty"`
+	// Most bytes to return (at most 1 MiB; more is clamped).
+	Len           int32 `protobuf:"varint,5,opt,name=len,proto3" json:"len,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchSegmentChunkRequest) Reset() {
+	*x = FetchSegmentChunkRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchSegmentChunkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchSegmentChunkRequest) ProtoMessage() {}
+
+func (x *FetchSegmentChunkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchSegmentChunkRequest.ProtoReflect.Descriptor instead.
+func (*FetchSegmentChunkRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *FetchSegmentChunkRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *FetchSegmentChunkRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *FetchSegmentChunkRequest) GetBase() int64 {
+	if x != nil {
+		return x.Base
+	}
+	return 0
+}
+
+func (x *FetchSegmentChunkRequest) GetAt() int64 {
+	if x != nil {
+		return x.At
+	}
+	return 0
+}
+
+func (x *FetchSegmentChunkRequest) GetLen() int32 {
+	if x != nil {
+		return x.Len
+	}
+	return 0
+}
+
+type FetchSegmentChunkReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 200 (data may be short or empty at the committed end), 400 bad request, 404 no such
+	// topic, partition or segment, 421 not the owner, 503 else.
+	Status        int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error         string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchSegmentChunkReply) Reset() {
+	*x = FetchSegmentChunkReply{}
+	mi := &file_nodepb_node_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchSegmentChunkReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchSegmentChunkReply) ProtoMessage() {}
+
+func (x *FetchSegmentChunkReply) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchSegmentChunkReply.ProtoReflect.Descriptor instead.
+func (*FetchSegmentChunkReply) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *FetchSegmentChunkReply) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *FetchSegmentChunkReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *FetchSegmentChunkReply) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type PrepareHandoffRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// Freeze TTL in milliseconds; 0 = the default (30 s).
+	TtlMs int64 `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// Empty: arm a new freeze. Set: re-arm (or, with fence, fence) the freeze it names.
+	Token string `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	// With token: also require the source's current HWM to equal expect_hwm.
+	Fence         bool  `protobuf:"varint,5,opt,name=fence,proto3" json:"fence,omitempty"`
+	ExpectHwm     int64 `protobuf:"varint,6,opt,name=expect_hwm,json=expectHwm,proto3" json:"expect_hwm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrepareHandoffRequest) Reset() {
+	*x = PrepareHandoffRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareHandoffRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareHandoffRequest) ProtoMessage() {}
+
+func (x *PrepareHandoffRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareHandoffRequest.ProtoReflect.Descriptor instead.
+func (*PrepareHandoffRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *PrepareHandoffRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PrepareHandoffRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PrepareHandoffRequest) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *PrepareHandoffRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *PrepareHandoffRequest) GetFence() bool {
+	if x != nil {
+		return x.Fence
+	}
+	return false
+}
+
+func (x *PrepareHandoffRequest) GetExpectHwm() int64 {
+	if x != nil {
+		return x.ExpectHwm
+	}
+	return 0
+}
+
+type PrepareHandoffReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 200, 400 bad request, 404 no such topic or partition, 409 refused (see reason),
+	// 421 not the owner, 503 else.
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// On 409: freeze_lapsed | unknown_token | hwm_mismatch.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The transfer.Listing, JSON: the full listing plus token on an arm; token,
+	// high_watermark and expires_in on a re-arm or fence.
+	ListingJson   []byte `protobuf:"bytes,4,opt,name=listing_json,json=listingJson,proto3" json:"listing_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrepareHandoffReply) Reset() {
+	*x = PrepareHandoffReply{}
+	mi := &file_nodepb_node_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareHandoffReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareHandoffReply) ProtoMessage() {}
+
+func (x *PrepareHandoffReply) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareHandoffReply.ProtoReflect.Descriptor instead.
+func (*PrepareHandoffReply) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *PrepareHandoffReply) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *PrepareHandoffReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *PrepareHandoffReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PrepareHandoffReply) GetListingJson() []byte {
+	if x != nil {
+		return x.ListingJson
+	}
+	return nil
+}
+
+type DecommissionMemberRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The member to decommission (ignored with blocked_only).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Clear the drain flag instead of setting it.
+	Cancel bool `protobuf:"varint,2,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	// Evaluate only; change nothing.
+	DryRun bool `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Only report the leader's current blocked reasons of every draining node.
+	BlockedOnly   bool `protobuf:"varint,4,opt,name=blocked_only,json=blockedOnly,proto3" json:"blocked_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecommissionMemberRequest) Reset() {
+	*x = DecommissionMemberRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecommissionMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecommissionMemberRequest) ProtoMessage() {}
+
+func (x *DecommissionMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecommissionMemberRequest.ProtoReflect.Descriptor instead.
+func (*DecommissionMemberRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *DecommissionMemberRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *DecommissionMemberRequest) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+func (x *DecommissionMemberRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+func (x *DecommissionMemberRequest) GetBlockedOnly() bool {
+	if x != nil {
+		return x.BlockedOnly
+	}
+	return false
+}
+
+type DecommissionMemberReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 200 dry run or blocked_only (see verdict_json / blocked_json), 204 done, 404 no such
+	// member, 409 refused (verdict_json carries the reasons) or already removed from Raft
+	// (cancel), 421 not leader (see leader_hint), 503 else.
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The controller.Verdict, JSON ({"node", "allowed", "reasons"}).
+	VerdictJson []byte `protobuf:"bytes,3,opt,name=verdict_json,json=verdictJson,proto3" json:"verdict_json,omitempty"`
+	// blocked_only: {"<node>": ["<reason>", …]}, JSON.
+	BlockedJson   []byte `protobuf:"bytes,4,opt,name=blocked_json,json=blockedJson,proto3" json:"blocked_json,omitempty"`
+	LeaderHint    string `protobuf:"bytes,5,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecommissionMemberReply) Reset() {
+	*x = DecommissionMemberReply{}
+	mi := &file_nodepb_node_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecommissionMemberReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecommissionMemberReply) ProtoMessage() {}
+
+func (x *DecommissionMemberReply) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecommissionMemberReply.ProtoReflect.Descriptor instead.
+func (*DecommissionMemberReply) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *DecommissionMemberReply) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *DecommissionMemberReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *DecommissionMemberReply) GetVerdictJson() []byte {
+	if x != nil {
+		return x.VerdictJson
+	}
+	return nil
+}
+
+func (x *DecommissionMemberReply) GetBlockedJson() []byte {
+	if x != nil {
+		return x.BlockedJson
+	}
+	return nil
+}
+
+func (x *DecommissionMemberReply) GetLeaderHint() string {
+	if x != nil {
+		return x.LeaderHint
+	}
+	return ""
+}
+
+type MoveReportRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveReportRequest) Reset() {
+	*x = MoveReportRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveReportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveReportRequest) ProtoMessage() {}
+
+func (x *MoveReportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveReportRequest.ProtoReflect.Descriptor instead.
+func (*MoveReportRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *MoveReportRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *MoveReportRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type MoveReportReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 200, 404 no worker for this move on this node, 503 else.
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The transfer.Report, JSON.
+	ReportJson    []byte `protobuf:"bytes,3,opt,name=report_json,json=reportJson,proto3" json:"report_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveReportReply) Reset() {
+	*x = MoveReportReply{}
+	mi := &file_nodepb_node_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveReportReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveReportReply) ProtoMessage() {}
+
+func (x *MoveReportReply) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveReportReply.ProtoReflect.Descriptor instead.
+func (*MoveReportReply) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *MoveReportReply) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *MoveReportReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *MoveReportReply) GetReportJson() []byte {
+	if x != nil {
+		return x.ReportJson
+	}
+	return nil
+}
+
 var File_nodepb_node_proto protoreflect.FileDescriptor
 
 const file_nodepb_node_proto_rawDesc = "" +
@@ -2307,7 +2989,57 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12%\n" +
 	"\x0ehigh_watermark\x18\x03 \x01(\x03R\rhighWatermark\x12\x1b\n" +
 	"\thwm_known\x18\x04 \x01(\bR\bhwmKnown\x125\n" +
-	"\acursors\x18\x05 \x03(\v2\x1b.narad.node.v1.FanoutCursorR\acursors*]\n" +
+	"\acursors\x18\x05 \x03(\v2\x1b.narad.node.v1.FanoutCursorR\acursors\"R\n" +
+	"\x1cListPartitionSegmentsRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"m\n" +
+	"\x1aListPartitionSegmentsReply\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12!\n" +
+	"\flisting_json\x18\x03 \x01(\fR\vlistingJson\"\x84\x01\n" +
+	"\x18FetchSegmentChunkRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x12\n" +
+	"\x04base\x18\x03 \x01(\x03R\x04base\x12\x0e\n" +
+	"\x02at\x18\x04 \x01(\x03R\x02at\x12\x10\n" +
+	"\x03len\x18\x05 \x01(\x05R\x03len\"Z\n" +
+	"\x16FetchSegmentChunkReply\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\"\xad\x01\n" +
+	"\x15PrepareHandoffRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x15\n" +
+	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\tR\x05token\x12\x14\n" +
+	"\x05fence\x18\x05 \x01(\bR\x05fence\x12\x1d\n" +
+	"\n" +
+	"expect_hwm\x18\x06 \x01(\x03R\texpectHwm\"~\n" +
+	"\x13PrepareHandoffReply\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12!\n" +
+	"\flisting_json\x18\x04 \x01(\fR\vlistingJson\"\x7f\n" +
+	"\x19DecommissionMemberRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06cancel\x18\x02 \x01(\bR\x06cancel\x12\x17\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\x12!\n" +
+	"\fblocked_only\x18\x04 \x01(\bR\vblockedOnly\"\xae\x01\n" +
+	"\x17DecommissionMemberReply\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12!\n" +
+	"\fverdict_json\x18\x03 \x01(\fR\vverdictJson\x12!\n" +
+	"\fblocked_json\x18\x04 \x01(\fR\vblockedJson\x12\x1f\n" +
+	"\vleader_hint\x18\x05 \x01(\tR\n" +
+	"leaderHint\"G\n" +
+	"\x11MoveReportRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"`\n" +
+	"\x0fMoveReportReply\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1f\n" +
+	"\vreport_json\x18\x03 \x01(\fR\n" +
+	"reportJson*]\n" +
 	"\aAckMode\x12\x18\n" +
 	"\x14ACK_MODE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fACK_MODE_ACK\x10\x01\x12\x13\n" +
@@ -2316,8 +3048,7 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\tStatsMode\x12\x1a\n" +
 	"\x16STATS_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fSTATS_MODE_PEEK\x10\x01\x12\x14\n" +
-	"\x10STATS_MODE_EXACT\x10\x022\xcd\n" +
-	"\n" +
+	"\x10STATS_MODE_EXACT\x10\x022\xb7\x0e\n" +
 	"\x04Node\x12E\n" +
 	"\aConsume\x12\x1d.narad.node.v1.ConsumeRequest\x1a\x1b.narad.node.v1.ConsumeReply\x12i\n" +
 	"\x13TopicPartitionStats\x12).narad.node.v1.TopicPartitionStatsRequest\x1a'.narad.node.v1.TopicPartitionStatsReply\x12f\n" +
@@ -2336,7 +3067,13 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\fWatchCommits\x12\".narad.node.v1.WatchCommitsRequest\x1a\x1c.narad.node.v1.CommitNotices0\x01\x12O\n" +
 	"\vAttachChild\x12 .narad.node.v1.TopicWriteRequest\x1a\x1e.narad.node.v1.TopicWriteReply\x12O\n" +
 	"\vDetachChild\x12 .narad.node.v1.TopicWriteRequest\x1a\x1e.narad.node.v1.TopicWriteReply\x12W\n" +
-	"\rFanoutCursors\x12#.narad.node.v1.FanoutCursorsRequest\x1a!.narad.node.v1.FanoutCursorsReplyB&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
+	"\rFanoutCursors\x12#.narad.node.v1.FanoutCursorsRequest\x1a!.narad.node.v1.FanoutCursorsReply\x12o\n" +
+	"\x15ListPartitionSegments\x12+.narad.node.v1.ListPartitionSegmentsRequest\x1a).narad.node.v1.ListPartitionSegmentsReply\x12c\n" +
+	"\x11FetchSegmentChunk\x12'.narad.node.v1.FetchSegmentChunkRequest\x1a%.narad.node.v1.FetchSegmentChunkReply\x12Z\n" +
+	"\x0ePrepareHandoff\x12$.narad.node.v1.PrepareHandoffRequest\x1a\".narad.node.v1.PrepareHandoffReply\x12f\n" +
+	"\x12DecommissionMember\x12(.narad.node.v1.DecommissionMemberRequest\x1a&.narad.node.v1.DecommissionMemberReply\x12N\n" +
+	"\n" +
+	"MoveReport\x12 .narad.node.v1.MoveReportRequest\x1a\x1e.narad.node.v1.MoveReportReplyB&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
 
 var (
 	file_nodepb_node_proto_rawDescOnce sync.Once
@@ -2351,40 +3088,50 @@ func file_nodepb_node_proto_rawDescGZIP() []byte {
 }
 
 var file_nodepb_node_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_nodepb_node_proto_goTypes = []any{
-	(AckMode)(0),                       // 0: narad.node.v1.AckMode
-	(StatsMode)(0),                     // 1: narad.node.v1.StatsMode
-	(*ConsumeRequest)(nil),             // 2: narad.node.v1.ConsumeRequest
-	(*Message)(nil),                    // 3: narad.node.v1.Message
-	(*ConsumeReply)(nil),               // 4: narad.node.v1.ConsumeReply
-	(*AckEntry)(nil),                   // 5: narad.node.v1.AckEntry
-	(*AckBatchRequest)(nil),            // 6: narad.node.v1.AckBatchRequest
-	(*AckResult)(nil),                  // 7: narad.node.v1.AckResult
-	(*AckBatchReply)(nil),              // 8: narad.node.v1.AckBatchReply
-	(*TopicPartitionStatsRequest)(nil), // 9: narad.node.v1.TopicPartitionStatsRequest
-	(*TopicPartitionStatsReply)(nil),   // 10: narad.node.v1.TopicPartitionStatsReply
-	(*ProduceEntry)(nil),               // 11: narad.node.v1.ProduceEntry
-	(*CommitProduceBatchRequest)(nil),  // 12: narad.node.v1.CommitProduceBatchRequest
-	(*CommitProduceBatchReply)(nil),    // 13: narad.node.v1.CommitProduceBatchReply
-	(*GetTopicRequest)(nil),            // 14: narad.node.v1.GetTopicRequest
-	(*GetTopicReply)(nil),              // 15: narad.node.v1.GetTopicReply
-	(*JoinClusterRequest)(nil),         // 16: narad.node.v1.JoinClusterRequest
-	(*JoinClusterReply)(nil),           // 17: narad.node.v1.JoinClusterReply
-	(*NodeStatusRequest)(nil),          // 18: narad.node.v1.NodeStatusRequest
-	(*NodeStatusReply)(nil),            // 19: narad.node.v1.NodeStatusReply
-	(*TopicWriteRequest)(nil),          // 20: narad.node.v1.TopicWriteRequest
-	(*TopicWriteReply)(nil),            // 21: narad.node.v1.TopicWriteReply
-	(*GetAssignmentRequest)(nil),       // 22: narad.node.v1.GetAssignmentRequest
-	(*GetAssignmentReply)(nil),         // 23: narad.node.v1.GetAssignmentReply
-	(*ForwardCommandRequest)(nil),      // 24: narad.node.v1.ForwardCommandRequest
-	(*ForwardCommandReply)(nil),        // 25: narad.node.v1.ForwardCommandReply
-	(*WatchCommitsRequest)(nil),        // 26: narad.node.v1.WatchCommitsRequest
-	(*PartitionRef)(nil),               // 27: narad.node.v1.PartitionRef
-	(*CommitNotices)(nil),              // 28: narad.node.v1.CommitNotices
-	(*FanoutCursorsRequest)(nil),       // 29: narad.node.v1.FanoutCursorsRequest
-	(*FanoutCursor)(nil),               // 30: narad.node.v1.FanoutCursor
-	(*FanoutCursorsReply)(nil),         // 31: narad.node.v1.FanoutCursorsReply
+	(AckMode)(0),                         // 0: narad.node.v1.AckMode
+	(StatsMode)(0),                       // 1: narad.node.v1.StatsMode
+	(*ConsumeRequest)(nil),               // 2: narad.node.v1.ConsumeRequest
+	(*Message)(nil),                      // 3: narad.node.v1.Message
+	(*ConsumeReply)(nil),                 // 4: narad.node.v1.ConsumeReply
+	(*AckEntry)(nil),                     // 5: narad.node.v1.AckEntry
+	(*AckBatchRequest)(nil),              // 6: narad.node.v1.AckBatchRequest
+	(*AckResult)(nil),                    // 7: narad.node.v1.AckResult
+	(*AckBatchReply)(nil),                // 8: narad.node.v1.AckBatchReply
+	(*TopicPartitionStatsRequest)(nil),   // 9: narad.node.v1.TopicPartitionStatsRequest
+	(*TopicPartitionStatsReply)(nil),     // 10: narad.node.v1.TopicPartitionStatsReply
+	(*ProduceEntry)(nil),                 // 11: narad.node.v1.ProduceEntry
+	(*CommitProduceBatchRequest)(nil),    // 12: narad.node.v1.CommitProduceBatchRequest
+	(*CommitProduceBatchReply)(nil),      // 13: narad.node.v1.CommitProduceBatchReply
+	(*GetTopicRequest)(nil),              // 14: narad.node.v1.GetTopicRequest
+	(*GetTopicReply)(nil),                // 15: narad.node.v1.GetTopicReply
+	(*JoinClusterRequest)(nil),           // 16: narad.node.v1.JoinClusterRequest
+	(*JoinClusterReply)(nil),             // 17: narad.node.v1.JoinClusterReply
+	(*NodeStatusRequest)(nil),            // 18: narad.node.v1.NodeStatusRequest
+	(*NodeStatusReply)(nil),              // 19: narad.node.v1.NodeStatusReply
+	(*TopicWriteRequest)(nil),            // 20: narad.node.v1.TopicWriteRequest
+	(*TopicWriteReply)(nil),              // 21: narad.node.v1.TopicWriteReply
+	(*GetAssignmentRequest)(nil),         // 22: narad.node.v1.GetAssignmentRequest
+	(*GetAssignmentReply)(nil),           // 23: narad.node.v1.GetAssignmentReply
+	(*ForwardCommandRequest)(nil),        // 24: narad.node.v1.ForwardCommandRequest
+	(*ForwardCommandReply)(nil),          // 25: narad.node.v1.ForwardCommandReply
+	(*WatchCommitsRequest)(nil),          // 26: narad.node.v1.WatchCommitsRequest
+	(*PartitionRef)(nil),                 // 27: narad.node.v1.PartitionRef
+	(*CommitNotices)(nil),                // 28: narad.node.v1.CommitNotices
+	(*FanoutCursorsRequest)(nil),         // 29: narad.node.v1.FanoutCursorsRequest
+	(*FanoutCursor)(nil),                 // 30: narad.node.v1.FanoutCursor
+	(*FanoutCursorsReply)(nil),           // 31: narad.node.v1.FanoutCursorsReply
+	(*ListPartitionSegmentsRequest)(nil), // 32: narad.node.v1.ListPartitionSegmentsRequest
+	(*ListPartitionSegmentsReply)(nil),   // 33: narad.node.v1.ListPartitionSegmentsReply
+	(*FetchSegmentChunkRequest)(nil),     // 34: narad.node.v1.FetchSegmentChunkRequest
+	(*FetchSegmentChunkReply)(nil),       // 35: narad.node.v1.FetchSegmentChunkReply
+	(*PrepareHandoffRequest)(nil),        // 36: narad.node.v1.PrepareHandoffRequest
+	(*PrepareHandoffReply)(nil),          // 37: narad.node.v1.PrepareHandoffReply
+	(*DecommissionMemberRequest)(nil),    // 38: narad.node.v1.DecommissionMemberRequest
+	(*DecommissionMemberReply)(nil),      // 39: narad.node.v1.DecommissionMemberReply
+	(*MoveReportRequest)(nil),            // 40: narad.node.v1.MoveReportRequest
+	(*MoveReportReply)(nil),              // 41: narad.node.v1.MoveReportReply
 }
 var file_nodepb_node_proto_depIdxs = []int32{
 	3,  // 0: narad.node.v1.ConsumeReply.messages:type_name -> narad.node.v1.Message
@@ -2411,24 +3158,34 @@ var file_nodepb_node_proto_depIdxs = []int32{
 	20, // 21: narad.node.v1.Node.AttachChild:input_type -> narad.node.v1.TopicWriteRequest
 	20, // 22: narad.node.v1.Node.DetachChild:input_type -> narad.node.v1.TopicWriteRequest
 	29, // 23: narad.node.v1.Node.FanoutCursors:input_type -> narad.node.v1.FanoutCursorsRequest
-	4,  // 24: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
-	10, // 25: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
-	13, // 26: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
-	15, // 27: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
-	17, // 28: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
-	19, // 29: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
-	8,  // 30: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
-	21, // 31: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 32: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 33: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
-	23, // 34: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
-	25, // 35: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
-	28, // 36: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
-	21, // 37: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
-	21, // 38: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
-	31, // 39: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
-	24, // [24:40] is the sub-list for method output_type
-	8,  // [8:24] is the sub-list for method input_type
+	32, // 24: narad.node.v1.Node.ListPartitionSegments:input_type -> narad.node.v1.ListPartitionSegmentsRequest
+	34, // 25: narad.node.v1.Node.FetchSegmentChunk:input_type -> narad.node.v1.FetchSegmentChunkRequest
+	36, // 26: narad.node.v1.Node.PrepareHandoff:input_type -> narad.node.v1.PrepareHandoffRequest
+	38, // 27: narad.node.v1.Node.DecommissionMember:input_type -> narad.node.v1.DecommissionMemberRequest
+	40, // 28: narad.node.v1.Node.MoveReport:input_type -> narad.node.v1.MoveReportRequest
+	4,  // 29: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
+	10, // 30: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
+	13, // 31: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
+	15, // 32: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
+	17, // 33: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
+	19, // 34: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
+	8,  // 35: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
+	21, // 36: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 37: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 38: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
+	23, // 39: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
+	25, // 40: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
+	28, // 41: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
+	21, // 42: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
+	21, // 43: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
+	31, // 44: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
+	33, // 45: narad.node.v1.Node.ListPartitionSegments:output_type -> narad.node.v1.ListPartitionSegmentsReply
+	35, // 46: narad.node.v1.Node.FetchSegmentChunk:output_type -> narad.node.v1.FetchSegmentChunkReply
+	37, // 47: narad.node.v1.Node.PrepareHandoff:output_type -> narad.node.v1.PrepareHandoffReply
+	39, // 48: narad.node.v1.Node.DecommissionMember:output_type -> narad.node.v1.DecommissionMemberReply
+	41, // 49: narad.node.v1.Node.MoveReport:output_type -> narad.node.v1.MoveReportReply
+	29, // [29:50] is the sub-list for method output_type
+	8,  // [8:29] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
 	8,  // [8:8] is the sub-list for extension extendee
 	0,  // [0:8] is the sub-list for field type_name
@@ -2445,7 +3202,7 @@ func file_nodepb_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nodepb_node_proto_rawDesc), len(file_nodepb_node_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   30,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

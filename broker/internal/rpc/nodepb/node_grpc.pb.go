@@ -30,22 +30,27 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Node_Consume_FullMethodName             = "/narad.node.v1.Node/Consume"
-	Node_TopicPartitionStats_FullMethodName = "/narad.node.v1.Node/TopicPartitionStats"
-	Node_CommitProduceBatch_FullMethodName  = "/narad.node.v1.Node/CommitProduceBatch"
-	Node_GetTopic_FullMethodName            = "/narad.node.v1.Node/GetTopic"
-	Node_JoinCluster_FullMethodName         = "/narad.node.v1.Node/JoinCluster"
-	Node_NodeStatus_FullMethodName          = "/narad.node.v1.Node/NodeStatus"
-	Node_AckBatch_FullMethodName            = "/narad.node.v1.Node/AckBatch"
-	Node_CreateTopic_FullMethodName         = "/narad.node.v1.Node/CreateTopic"
-	Node_AlterTopic_FullMethodName          = "/narad.node.v1.Node/AlterTopic"
-	Node_DeleteTopic_FullMethodName         = "/narad.node.v1.Node/DeleteTopic"
-	Node_GetAssignment_FullMethodName       = "/narad.node.v1.Node/GetAssignment"
-	Node_ForwardCommand_FullMethodName      = "/narad.node.v1.Node/ForwardCommand"
-	Node_WatchCommits_FullMethodName        = "/narad.node.v1.Node/WatchCommits"
-	Node_AttachChild_FullMethodName         = "/narad.node.v1.Node/AttachChild"
-	Node_DetachChild_FullMethodName         = "/narad.node.v1.Node/DetachChild"
-	Node_FanoutCursors_FullMethodName       = "/narad.node.v1.Node/FanoutCursors"
+	Node_Consume_FullMethodName               = "/narad.node.v1.Node/Consume"
+	Node_TopicPartitionStats_FullMethodName   = "/narad.node.v1.Node/TopicPartitionStats"
+	Node_CommitProduceBatch_FullMethodName    = "/narad.node.v1.Node/CommitProduceBatch"
+	Node_GetTopic_FullMethodName              = "/narad.node.v1.Node/GetTopic"
+	Node_JoinCluster_FullMethodName           = "/narad.node.v1.Node/JoinCluster"
+	Node_NodeStatus_FullMethodName            = "/narad.node.v1.Node/NodeStatus"
+	Node_AckBatch_FullMethodName              = "/narad.node.v1.Node/AckBatch"
+	Node_CreateTopic_FullMethodName           = "/narad.node.v1.Node/CreateTopic"
+	Node_AlterTopic_FullMethodName            = "/narad.node.v1.Node/AlterTopic"
+	Node_DeleteTopic_FullMethodName           = "/narad.node.v1.Node/DeleteTopic"
+	Node_GetAssignment_FullMethodName         = "/narad.node.v1.Node/GetAssignment"
+	Node_ForwardCommand_FullMethodName        = "/narad.node.v1.Node/ForwardCommand"
+	Node_WatchCommits_FullMethodName          = "/narad.node.v1.Node/WatchCommits"
+	Node_AttachChild_FullMethodName           = "/narad.node.v1.Node/AttachChild"
+	Node_DetachChild_FullMethodName           = "/narad.node.v1.Node/DetachChild"
+	Node_FanoutCursors_FullMethodName         = "/narad.node.v1.Node/FanoutCursors"
+	Node_ListPartitionSegments_FullMethodName = "/narad.node.v1.Node/ListPartitionSegments"
+	Node_FetchSegmentChunk_FullMethodName     = "/narad.node.v1.Node/FetchSegmentChunk"
+	Node_PrepareHandoff_FullMethodName        = "/narad.node.v1.Node/PrepareHandoff"
+	Node_DecommissionMember_FullMethodName    = "/narad.node.v1.Node/DecommissionMember"
+	Node_MoveReport_FullMethodName            = "/narad.node.v1.Node/MoveReport"
 )
 
 // NodeClient is the client API for Node service.
@@ -95,6 +100,20 @@ type NodeClient interface {
 	// Op 17. Served by the owner of parent partitions: cursor positions read from the cursor
 	// files (never opens a log).
 	FanoutCursors(ctx context.Context, in *FanoutCursorsRequest, opts ...grpc.CallOption) (*FanoutCursorsReply, error)
+	// Op 22. Served by the partition owner (moves.md §4.1): the transfer listing of committed
+	// bytes, read in the order frontier and cursors → HWM → segments.
+	ListPartitionSegments(ctx context.Context, in *ListPartitionSegmentsRequest, opts ...grpc.CallOption) (*ListPartitionSegmentsReply, error)
+	// Op 23. Served by the partition owner (moves.md §4.2): up to len committed bytes of one
+	// segment, never at or past the committed boundary.
+	FetchSegmentChunk(ctx context.Context, in *FetchSegmentChunkRequest, opts ...grpc.CallOption) (*FetchSegmentChunkReply, error)
+	// Op 24. Served by the partition owner (moves.md §3.3): arm, re-arm or fence the handoff
+	// freeze. Client deadline: 5 s + the lease drain bound.
+	PrepareHandoff(ctx context.Context, in *PrepareHandoffRequest, opts ...grpc.CallOption) (*PrepareHandoffReply, error)
+	// Op 25. Raft leader only (421 + hint elsewhere): start, dry-run or cancel a decommission,
+	// or report the leader's current blocked reasons (moves.md §12, api.md §2.17).
+	DecommissionMember(ctx context.Context, in *DecommissionMemberRequest, opts ...grpc.CallOption) (*DecommissionMemberReply, error)
+	// Op 30. Served by a move's destination: its own report of the move (api.md §2.18 detail).
+	MoveReport(ctx context.Context, in *MoveReportRequest, opts ...grpc.CallOption) (*MoveReportReply, error)
 }
 
 type nodeClient struct {
@@ -274,6 +293,56 @@ func (c *nodeClient) FanoutCursors(ctx context.Context, in *FanoutCursorsRequest
 	return out, nil
 }
 
+func (c *nodeClient) ListPartitionSegments(ctx context.Context, in *ListPartitionSegmentsRequest, opts ...grpc.CallOption) (*ListPartitionSegmentsReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPartitionSegmentsReply)
+	err := c.cc.Invoke(ctx, Node_ListPartitionSegments_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeClient) FetchSegmentChunk(ctx context.Context, in *FetchSegmentChunkRequest, opts ...grpc.CallOption) (*FetchSegmentChunkReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FetchSegmentChunkReply)
+	err := c.cc.Invoke(ctx, Node_FetchSegmentChunk_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeClient) PrepareHandoff(ctx context.Context, in *PrepareHandoffRequest, opts ...grpc.CallOption) (*PrepareHandoffReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PrepareHandoffReply)
+	err := c.cc.Invoke(ctx, Node_PrepareHandoff_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeClient) DecommissionMember(ctx context.Context, in *DecommissionMemberRequest, opts ...grpc.CallOption) (*DecommissionMemberReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DecommissionMemberReply)
+	err := c.cc.Invoke(ctx, Node_DecommissionMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeClient) MoveReport(ctx context.Context, in *MoveReportRequest, opts ...grpc.CallOption) (*MoveReportReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveReportReply)
+	err := c.cc.Invoke(ctx, Node_MoveReport_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NodeServer is the server API for Node service.
 // All implementations must embed UnimplementedNodeServer
 // for forward compatibility.
@@ -321,6 +390,20 @@ type NodeServer interface {
 	// Op 17. Served by the owner of parent partitions: cursor positions read from the cursor
 	// files (never opens a log).
 	FanoutCursors(context.Context, *FanoutCursorsRequest) (*FanoutCursorsReply, error)
+	// Op 22. Served by the partition owner (moves.md §4.1): the transfer listing of committed
+	// bytes, read in the order frontier and cursors → HWM → segments.
+	ListPartitionSegments(context.Context, *ListPartitionSegmentsRequest) (*ListPartitionSegmentsReply, error)
+	// Op 23. Served by the partition owner (moves.md §4.2): up to len committed bytes of one
+	// segment, never at or past the committed boundary.
+	FetchSegmentChunk(context.Context, *FetchSegmentChunkRequest) (*FetchSegmentChunkReply, error)
+	// Op 24. Served by the partition owner (moves.md §3.3): arm, re-arm or fence the handoff
+	// freeze. Client deadline: 5 s + the lease drain bound.
+	PrepareHandoff(context.Context, *PrepareHandoffRequest) (*PrepareHandoffReply, error)
+	// Op 25. Raft leader only (421 + hint elsewhere): start, dry-run or cancel a decommission,
+	// or report the leader's current blocked reasons (moves.md §12, api.md §2.17).
+	DecommissionMember(context.Context, *DecommissionMemberRequest) (*DecommissionMemberReply, error)
+	// Op 30. Served by a move's destination: its own report of the move (api.md §2.18 detail).
+	MoveReport(context.Context, *MoveReportRequest) (*MoveReportReply, error)
 	mustEmbedUnimplementedNodeServer()
 }
 
@@ -378,6 +461,21 @@ func (UnimplementedNodeServer) DetachChild(context.Context, *TopicWriteRequest) 
 }
 func (UnimplementedNodeServer) FanoutCursors(context.Context, *FanoutCursorsRequest) (*FanoutCursorsReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method FanoutCursors not implemented")
+}
+func (UnimplementedNodeServer) ListPartitionSegments(context.Context, *ListPartitionSegmentsRequest) (*ListPartitionSegmentsReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPartitionSegments not implemented")
+}
+func (UnimplementedNodeServer) FetchSegmentChunk(context.Context, *FetchSegmentChunkRequest) (*FetchSegmentChunkReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method FetchSegmentChunk not implemented")
+}
+func (UnimplementedNodeServer) PrepareHandoff(context.Context, *PrepareHandoffRequest) (*PrepareHandoffReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method PrepareHandoff not implemented")
+}
+func (UnimplementedNodeServer) DecommissionMember(context.Context, *DecommissionMemberRequest) (*DecommissionMemberReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method DecommissionMember not implemented")
+}
+func (UnimplementedNodeServer) MoveReport(context.Context, *MoveReportRequest) (*MoveReportReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveReport not implemented")
 }
 func (UnimplementedNodeServer) mustEmbedUnimplementedNodeServer() {}
 func (UnimplementedNodeServer) testEmbeddedByValue()              {}
@@ -681,6 +779,96 @@ func _Node_FanoutCursors_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Node_ListPartitionSegments_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPartitionSegmentsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).ListPartitionSegments(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_ListPartitionSegments_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).ListPartitionSegments(ctx, req.(*ListPartitionSegmentsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Node_FetchSegmentChunk_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FetchSegmentChunkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).FetchSegmentChunk(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_FetchSegmentChunk_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).FetchSegmentChunk(ctx, req.(*FetchSegmentChunkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Node_PrepareHandoff_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PrepareHandoffRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).PrepareHandoff(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_PrepareHandoff_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).PrepareHandoff(ctx, req.(*PrepareHandoffRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Node_DecommissionMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DecommissionMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).DecommissionMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_DecommissionMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).DecommissionMember(ctx, req.(*DecommissionMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Node_MoveReport_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveReportRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).MoveReport(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_MoveReport_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).MoveReport(ctx, req.(*MoveReportRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Node_ServiceDesc is the grpc.ServiceDesc for Node service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -747,6 +935,26 @@ var Node_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "FanoutCursors",
 			Handler:    _Node_FanoutCursors_Handler,
+		},
+		{
+			MethodName: "ListPartitionSegments",
+			Handler:    _Node_ListPartitionSegments_Handler,
+		},
+		{
+			MethodName: "FetchSegmentChunk",
+			Handler:    _Node_FetchSegmentChunk_Handler,
+		},
+		{
+			MethodName: "PrepareHandoff",
+			Handler:    _Node_PrepareHandoff_Handler,
+		},
+		{
+			MethodName: "DecommissionMember",
+			Handler:    _Node_DecommissionMember_Handler,
+		},
+		{
+			MethodName: "MoveReport",
+			Handler:    _Node_MoveReport_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

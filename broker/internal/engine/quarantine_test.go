@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/testutil/logrec"
+)
+
+// startCapturingNode boots a test node whose engine logs into the returned sink.
+func startCapturingNode(t *testing.T) (*testNode, *logrec.Sink) {
+	sink := &logrec.Sink{}
+	n := startNode(t, t.TempDir(), func(c *Config) { c.Logger = sink.Logger() })
+	return n, sink
+}
+
+func writeFileOfSize(t *testing.T, path string, size int) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQuarantineGaugesCountEveryCopySetAside: narad_quarantined_copies/bytes count every
+// topics/*/pNNNNN.quarantine[-N], .moves/*.quarantine[-N] and .stale/* entry with its bytes,
+// nothing else; the startup pass lists each one at error level with its path and bytes.
+func TestQuarantineGaugesCountEveryCopySetAside(t *testing.T) {
+	n, sink := startCapturingNode(t)
+	d := n.dir
+	writeFileOfSize(t, filepath.Join(d, "topics", "t", "p00000.quarantine", "00000000000000000000.log"), 10)
+	writeFileOfSize(t, filepath.Join(d, "topics", "t", "p00001.quarantine-1700000000", "00000000000000000000.log"), 5)
+	writeFileOfSize(t, filepath.Join(d, ".moves", "t-0.quarantine", "00000000000000000000.log"), 7)
+	writeFileOfSize(t, filepath.Join(d, ".stale", "t@0123456789abcdef", "p00000", "00000000000000000000.log"), 3)
+	// Not quarantined copies: a partition, a staging copy, malformed names.
+	writeFileOfSize(t, filepath.Join(d, "topics", "t", "p00002", "00000000000000000000.log"), 100)
+	writeFileOfSize(t, filepath.Join(d, "topics", "t", "p0000.quarantine", "x"), 100)
+	writeFileOfSize(t, filepath.Join(d, "topics", "t", "p00003.quarantine-x", "x"), 100)
+	writeFileOfSize(t, filepath.Join(d, ".moves", "t-1", "00000000000000000000.log"), 100)
+	writeFileOfSize(t, filepath.Join(d, ".moves", "t.quarantine", "x"), 100)
+
+	n.e.pollQuarantine(true)
+	if got := testutil.ToFloat64(n.m.QuarantinedCopies); got != 4 {
+		t.Fatalf("narad_quarantined_copies = %v, want 4", got)
+	}
+	if got := testutil.ToFloat64(n.m.QuarantinedBytes); got != 25 {
+		t.Fatalf("narad_quarantined_bytes = %v, want 25", got)
+	}
+	lines := sink.Find(slog.LevelError, "quarantined copy")
+	paths := map[string]int64{}
+	for _, l := range lines {
+		paths[l.Attrs["path"].(string)] = l.Attrs["bytes"].(int64)
+	}
+	want := map[string]int64{
+		filepath.Join(d, "topics", "t", "p00000.quarantine"):            10,
+		filepath.Join(d, "topics", "t", "p00001.quarantine-1700000000"): 5,
+		filepath.Join(d, ".moves", "t-0.quarantine"):                    7,
+		filepath.Join(d, ".stale", "t@0123456789abcdef"):                3,
+	}
+	if len(paths) != len(want) {
+		t.Fatalf("startup listing %v, want %v", paths, want)
+	}
+	for p, b := range want {
+		if paths[p] != b {
+			t.Fatalf("startup listing %v, want %v", paths, want)
+		}
+	}
+
+	// A later poll only refreshes the gauges.
+	before := len(sink.Find(slog.LevelError, "quarantined copy"))
+	if err := os.RemoveAll(filepath.Join(d, ".moves", "t-0.quarantine")); err != nil {
+		t.Fatal(err)
+	}
+	n.e.pollQuarantine(false)
+	if got := testutil.ToFloat64(n.m.QuarantinedCopies); got != 3 {
+		t.Fatalf("after removal narad_quarantined_copies = %v, want 3", got)
+	}
+	if after := len(sink.Find(slog.LevelError, "quarantined copy")); after != before {
+		t.Fatalf("a periodic poll logged %d more lines", after-before)
+	}
+}
+
+// TestStartupSweepKeepsQuarantinedCopiesOfLiveTopics: the orphan sweep never removes a
+// quarantined copy of a live topic; it only counts it.
+func TestStartupSweepKeepsQuarantinedCopiesOfLiveTopics(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	live := n.createTopic(api.CreateTopicRequest{Name: "live"})
+	n.mustCommit(live, 0, "keep")
+	q := filepath.Join(n.topicDir("live"), "p00000.quarantine")
+	writeFileOfSize(t, filepath.Join(q, "00000000000000000000.log"), 42)
+	res := n.e.SweepOrphans(n.ctx())
+	if !fileExists(q) {
+		t.Fatal("startup sweep removed a quarantined copy")
+	}
+	if res.Quarantined != 1 || res.QuarBytes != 42 {
+		t.Fatalf("result %+v, want 1 quarantined copy of 42 bytes", res)
+	}
+}
+
+// TestQuarantineNamesMatchTheExactPatterns: scanners match only the storage.md §1 patterns.
+func TestQuarantineNamesMatchTheExactPatterns(t *testing.T) {
+	cases := []struct {
+		name      string
+		partition bool
+		staging   bool
+		stale     bool
+	}{
+		{"p00000.quarantine", true, false, false},
+		{"p00107.quarantine-1700000000123", true, false, false},
+		{"p00000", false, false, false},
+		{"p0000.quarantine", false, false, false},
+		{"p00000.quarantine-", false, false, false},
+		{"p00000.quarantinex", false, false, false},
+		{"orders-3.quarantine", false, true, false},
+		{"my-topic-12.quarantine-5", false, true, false},
+		{"orders-3", false, false, false},
+		{"orders.quarantine", false, false, false},
+		{"-3.quarantine", false, false, false},
+		{"orders@0123456789abcdef", false, false, true},
+		{"orders@", false, false, false},
+		{"@abc", false, false, false},
+		{"orders@abc.tmp-1", false, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, p := parseQuarantinedPartition(tc.name)
+			_, _, s := parseQuarantinedStaging(tc.name)
+			_, _, st := parseStaleName(tc.name)
+			if p != tc.partition || s != tc.staging || st != tc.stale {
+				t.Fatalf("partition=%v staging=%v stale=%v, want %v %v %v", p, s, st, tc.partition, tc.staging, tc.stale)
+			}
+		})
+	}
+}
+
+// FuzzQuarantineNames: the name parsers never panic, and what they accept round-trips.
+func FuzzQuarantineNames(f *testing.F) {
+	for _, s := range []string{"p00000.quarantine", "p00001.quarantine-17", "t-3.quarantine", "a-b-9.quarantine-1",
+		"t@0123456789abcdef", "p00000", "", "@", "-1.quarantine", "p99999.quarantine-99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if n, ok := parseQuarantinedPartition(name); ok {
+			if n < 0 || n > 99999 || !strings.HasPrefix(name, "p") {
+				t.Fatalf("%q → partition %d", name, n)
+			}
+		}
+		if n, ok := parsePartitionDirName(name); ok && name != formatPartition(n) {
+			t.Fatalf("%q → %d does not round-trip", name, n)
+		}
+		if topic, n, ok := parseQuarantinedStaging(name); ok {
+			if topic == "" || n < 0 || !strings.HasPrefix(name, topic+"-") {
+				t.Fatalf("%q → (%q, %d)", name, topic, n)
+			}
+		}
+		if topic, inc, ok := parseStaleName(name); ok && topic+"@"+inc != name {
+			t.Fatalf("%q → (%q, %q) does not round-trip", name, topic, inc)
+		}
+	})
+}
+
+func formatPartition(n int) string { return fmt.Sprintf("p%05d", n) }

@@ -1,0 +1,425 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/consume"
+	"narad.dev/broker/internal/fanout/cursorfile"
+	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/transfer"
+)
+
+// Cursor sidecar reads (spec/moves.md §4.1, storage.md §12.3): a file failing its CRC is read
+// again up to cursorRereads more times, cursorRereadGap apart (a reader can catch the owner's
+// in-place write half done), then left out of the listing: never shipped unverified.
+const (
+	cursorRereads   = 3
+	cursorRereadGap = time.Millisecond
+	cursorMaxBytes  = 64 << 10 // a larger cursor file is corrupt
+)
+
+// cursorReread, when set (tests), runs before each re-read of a cursor file that failed its
+// check; attempt counts from 1.
+var cursorReread func(path string, attempt int)
+
+// TransferListing is the source's transfer listing of (topic, p) (node RPC op 22,
+// spec/moves.md §4.1), served only by the owner. Read order (§4.1 rule 1): consumer frontier
+// and acked-ahead (the shard's in-memory state when a shard exists, else the consumer files),
+// then the fan-out cursor files, then the HWM, then the segments, so no position in the
+// listing is ahead of the bytes it lets the destination copy. Segments stop at the committed
+// boundary (storage.md §7). A closed partition with a CLEAN hwm file is listed without being
+// opened; any other closed partition is opened (recovered) first, so the HWM reported is the
+// recovered boundary. Errors as PrepareHandoff's.
+//
+// HasCommitted reports whether the partition has consumer state to install: a consume shard
+// is open or a consumer file (consumer.offset or consumer.journal) exists. Without it
+// CommittedOffset is -1 and nothing was ever acked.
+func (e *Engine) TransferListing(ctx context.Context, topic string, p int) (transfer.Listing, error) {
+	t, err := e.transferTopic(topic, p)
+	if err != nil {
+		return transfer.Listing{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return transfer.Listing{}, unavailable(err)
+	}
+	if pt := e.parts.peek(topic, p); pt != nil && pt.incarnation == t.Incarnation {
+		return e.openListing(t, pt)
+	}
+	l, listed, err := e.closedListing(t, p)
+	if err != nil || listed {
+		return l, err
+	}
+	pt, err := e.parts.get(t, p) // not exact: recovery decides the boundary
+	if err != nil {
+		return transfer.Listing{}, transferErr(err)
+	}
+	return e.openListing(t, pt)
+}
+
+// closedListing lists a closed partition from its files under the topic's open guard.
+// listed=false: the partition is open now, or its HWM is not exact; the caller opens it.
+func (e *Engine) closedListing(t meta.Topic, p int) (transfer.Listing, bool, error) {
+	g := e.parts.guard(t.Name)
+	g.RLock()
+	defer g.RUnlock()
+	if e.parts.peek(t.Name, p) != nil {
+		return transfer.Listing{}, false, nil
+	}
+	dir := e.parts.partitionDir(t.Name, p)
+	l, err := e.positions(dir, nil)
+	if err != nil {
+		return transfer.Listing{}, false, err
+	}
+	hwm, segs, exact, err := e.parts.closedLister.List(dir)
+	if err != nil {
+		return transfer.Listing{}, false, unavailable(err)
+	}
+	if !exact {
+		return transfer.Listing{}, false, nil
+	}
+	l.HighWatermark = hwm
+	l.OldestOffset = hwm
+	if len(segs) > 0 {
+		l.OldestOffset = segs[0].Base
+	}
+	if err := e.finishListing(&l, t, dir, segs); err != nil {
+		return transfer.Listing{}, false, err
+	}
+	return l, true, nil
+}
+
+// openListing lists an open partition (the body PrepareHandoff runs under the produce lock).
+func (e *Engine) openListing(t meta.Topic, pt *partition) (transfer.Listing, error) {
+	pt.shardMu.Lock()
+	s := pt.shard
+	pt.shardMu.Unlock()
+	l, err := e.positions(pt.dir, s)
+	if err != nil {
+		return transfer.Listing{}, err
+	}
+	hwm, segs, err := pt.log.CommittedListing()
+	if err != nil {
+		return transfer.Listing{}, unavailable(err)
+	}
+	l.HighWatermark = hwm
+	l.OldestOffset = pt.log.OldestOffset()
+	if len(segs) > 0 {
+		l.OldestOffset = segs[0].Base
+	}
+	if err := e.finishListing(&l, t, pt.dir, segs); err != nil {
+		return transfer.Listing{}, err
+	}
+	return l, nil
+}
+
+// positions reads the consumer frontier (from s when set, else from the files in dir) and
+// then the verified cursor files: the first two steps of the read order.
+func (e *Engine) positions(dir string, s *consume.Shard) (transfer.Listing, error) {
+	var l transfer.Listing
+	if s != nil {
+		c := s.Frontier()
+		l.CommittedOffset, l.AckedAhead, l.HasCommitted = c.Frontier, c.AckedAhead, true
+	} else {
+		c, has, err := readConsumerFiles(dir)
+		if err != nil {
+			return l, unavailable(err)
+		}
+		l.CommittedOffset, l.AckedAhead, l.HasCommitted = c.Frontier, c.AckedAhead, has
+	}
+	cursors, err := e.readCursors(dir)
+	if err != nil {
+		return l, unavailable(err)
+	}
+	l.Cursors = cursors
+	return l, nil
+}
+
+// finishListing adds the segments (read after the HWM), the marker, the incarnation and the
+// listing clock.
+func (e *Engine) finishListing(l *transfer.Listing, t meta.Topic, dir string, segs []plog.SegmentInfo) error {
+	l.Segments = make([]transfer.Segment, len(segs))
+	for i, s := range segs {
+		l.Segments[i] = transfer.Segment{Base: s.Base, Size: s.Size, Sealed: s.Sealed}
+		if !s.Mtime.IsZero() {
+			l.Segments[i].MtimeMs = s.Mtime.UnixMilli()
+		}
+	}
+	// The file clock, not the engine's (tests step that one): the destination subtracts the
+	// two to carry segment ages across (spec/moves.md §6).
+	l.ListedAtMs = time.Now().UnixMilli()
+	marker, err := transfer.ReadMarkerRaw(dir)
+	switch {
+	case errors.Is(err, transfer.ErrBadMarker):
+		e.log.Error("move marker unreadable; not listed", "topic", t.Name, "dir", dir, "err", err)
+	case err != nil:
+		return unavailable(err)
+	default:
+		l.Marker = marker
+	}
+	l.Incarnation = t.Incarnation
+	return nil
+}
+
+// readConsumerFiles recovers the committed position from dir's consumer files the way a
+// shard would at first touch (spec/storage.md §13.4): max(checkpoint, journal), acked-ahead
+// above it. has reports whether either file exists. An undecodable checkpoint counts as
+// absent (the journal still counts), as in recovery: a lower frontier costs redeliveries only.
+func readConsumerFiles(dir string) (c consume.Checkpoint, has bool, err error) {
+	c.Frontier = -1
+	var ahead []int64
+	b, err := os.ReadFile(filepath.Join(dir, consume.CheckpointFile))
+	switch {
+	case err == nil:
+		has = true
+		if ck, derr := consume.DecodeCheckpoint(b); derr == nil {
+			c.Frontier, ahead = ck.Frontier, ck.AckedAhead
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return c, false, fmt.Errorf("read consumer checkpoint: %w", err)
+	}
+	jb, err := os.ReadFile(filepath.Join(dir, consume.JournalFile))
+	switch {
+	case err == nil:
+		has = true
+		if r, ok := consume.DecodeJournal(jb); ok {
+			c.Frontier = max(c.Frontier, r.Frontier)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return c, false, fmt.Errorf("read consumer journal: %w", err)
+	}
+	for _, o := range ahead {
+		if o > c.Frontier {
+			c.AckedAhead = append(c.AckedAhead, o)
+		}
+	}
+	return c, has, nil
+}
+
+// readCursors returns every fan-out cursor file of dir that passes its check, sorted by child.
+func (e *Engine) readCursors(dir string) ([]transfer.Cursor, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []transfer.Cursor
+	for _, ent := range ents {
+		child, ok := cursorfile.ChildFromFileName(ent.Name())
+		if !ok || !ent.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(dir, ent.Name())
+		rec, ok, err := readVerifiedCursor(path)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			e.log.Warn("fan-out cursor file failed its check on every read; not shipped with the move",
+				"path", path, "child", child)
+			continue
+		}
+		out = append(out, transfer.Cursor{Child: child, Record: rec})
+	}
+	slices.SortFunc(out, func(a, b transfer.Cursor) int {
+		switch {
+		case a.Child < b.Child:
+			return -1
+		case a.Child > b.Child:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// readVerifiedCursor reads a cursor file until its bytes parse (CRC included), at most
+// 1 + cursorRereads times. ok=false: it never verified, or it vanished (a detach removed it).
+func readVerifiedCursor(path string) (rec []byte, ok bool, err error) {
+	for attempt := 0; ; attempt++ {
+		b, err := readCapped(path, cursorMaxBytes)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read cursor file: %w", err)
+		}
+		if b != nil {
+			if _, perr := cursorfile.Parse(b); perr == nil {
+				return b, true, nil
+			}
+		}
+		if attempt >= cursorRereads {
+			return nil, false, nil
+		}
+		if cursorReread != nil {
+			cursorReread(path, attempt+1)
+		}
+		time.Sleep(cursorRereadGap)
+	}
+}
+
+// readCapped reads the whole file at path, or returns nil bytes (no error) when it is larger
+// than limit.
+func readCapped(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, nil
+	}
+	return b, nil
+}
+
+// FetchSegmentChunk reads up to n (capped at transfer.ChunkBytes) committed bytes of segment
+// base of (topic, p) from byte position at (node RPC op 23, spec/moves.md §4.2), on the owner
+// only. It never returns bytes at or past the committed boundary; a short or empty read is
+// normal at the end. An open log is read through plog.Log.ReadCommitted; a closed one from its
+// file, clamped to the boundary plog.ListClosed computes (a closed log whose HWM is not exact
+// is opened first). A segment the partition does not hold (retention deleted it since the
+// listing) wraps plog.ErrNoSegment and api.ErrUnavailable: the destination re-lists. Other
+// errors as PrepareHandoff's.
+func (e *Engine) FetchSegmentChunk(ctx context.Context, topic string, p int, base, at int64, n int) ([]byte, error) {
+	t, err := e.transferTopic(topic, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, unavailable(err)
+	}
+	if at < 0 {
+		return nil, fmt.Errorf("position %d: %w", at, api.ErrInvalid)
+	}
+	n = min(n, transfer.ChunkBytes)
+	if n <= 0 {
+		return nil, nil
+	}
+	for range 2 { // a log closed under the read is read again, from its file or reopened
+		if pt := e.parts.peek(topic, p); pt != nil && pt.incarnation == t.Incarnation {
+			b, err := readOpen(pt, base, at, n)
+			if errors.Is(err, plog.ErrClosed) {
+				continue
+			}
+			return b, err
+		}
+		b, read, err := e.readClosed(t, p, base, at, n)
+		if err != nil || read {
+			return b, err
+		}
+		pt, err := e.parts.get(t, p)
+		if err != nil {
+			return nil, transferErr(err)
+		}
+		b, err = readOpen(pt, base, at, n)
+		if !errors.Is(err, plog.ErrClosed) {
+			return b, err
+		}
+	}
+	return nil, unavailable(fmt.Errorf("%s/%d closed during the read", topic, p))
+}
+
+// readOpen reads through the open log.
+func readOpen(pt *partition, base, at int64, n int) ([]byte, error) {
+	buf := make([]byte, n)
+	k, err := pt.log.ReadCommitted(base, at, buf)
+	if errors.Is(err, plog.ErrClosed) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return buf[:k], nil
+}
+
+// readClosed reads a closed partition's segment file under the topic's open guard, clamped to
+// the committed boundary. read=false: the log is open now or its HWM is not exact.
+func (e *Engine) readClosed(t meta.Topic, p int, base, at int64, n int) ([]byte, bool, error) {
+	g := e.parts.guard(t.Name)
+	g.RLock()
+	defer g.RUnlock()
+	if e.parts.peek(t.Name, p) != nil {
+		return nil, false, nil
+	}
+	dir := e.parts.partitionDir(t.Name, p)
+	_, segs, exact, err := e.parts.closedLister.List(dir)
+	if err != nil {
+		return nil, false, unavailable(err)
+	}
+	if !exact {
+		return nil, false, nil
+	}
+	seg, ok := plog.FindSegment(segs, base)
+	if !ok {
+		path := filepath.Join(dir, plog.SegmentFileName(base))
+		if _, err := os.Stat(path); err == nil && len(segs) > 0 && base > segs[len(segs)-1].Base {
+			return nil, true, nil // past the boundary segment: only hidden-tail records
+		}
+		return nil, false, unavailable(fmt.Errorf("segment %d of %s/%d: %w", base, t.Name, p, plog.ErrNoSegment))
+	}
+	if at >= seg.Size {
+		return nil, true, nil
+	}
+	f, err := os.Open(filepath.Join(dir, plog.SegmentFileName(base)))
+	if err != nil {
+		return nil, false, unavailable(err)
+	}
+	defer f.Close()
+	buf := make([]byte, min(int64(n), seg.Size-at))
+	k, err := f.ReadAt(buf, at)
+	if k < len(buf) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, false, unavailable(fmt.Errorf("read segment %d of %s/%d at %d: %w", base, t.Name, p, at, err))
+	}
+	return buf, true, nil
+}
+
+// transferTopic checks that the topic and partition exist in the local replica and that this
+// node owns the partition.
+func (e *Engine) transferTopic(topic string, p int) (meta.Topic, error) {
+	t, ok := e.view.Topic(topic)
+	if !ok || p < 0 || p >= t.Partitions {
+		return meta.Topic{}, fmt.Errorf("%s/%d: %w: %w: %w", topic, p, ErrTopicGone, api.ErrNotFound, transfer.ErrNotFound)
+	}
+	if !e.owns(topic, p) {
+		return meta.Topic{}, notOwner(topic, p)
+	}
+	return t, nil
+}
+
+func notOwner(topic string, p int) error {
+	return fmt.Errorf("%s/%d: %w: %w", topic, p, ErrNotOwner, transfer.ErrNotOwner)
+}
+
+// unavailable wraps err as a 503 on both the API and the transfer planes.
+func unavailable(err error) error {
+	return fmt.Errorf("%w: %w: %w", api.ErrUnavailable, transfer.ErrUnavailable, err)
+}
+
+// transferErr maps an error of opening a partition to the transfer sentinels.
+func transferErr(err error) error {
+	switch {
+	case errors.Is(err, ErrNotOwner):
+		return fmt.Errorf("%w: %w", err, transfer.ErrNotOwner)
+	case errors.Is(err, ErrTopicGone):
+		return fmt.Errorf("%w: %w: %w", err, api.ErrNotFound, transfer.ErrNotFound)
+	}
+	return unavailable(err)
+}

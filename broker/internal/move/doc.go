@@ -1,0 +1,19 @@
+// Package move is the destination side of a partition move (spec/moves.md §2, §5–§8): the
+// move runner, which every second looks for partitions targeted at this node and keeps one
+// worker per such move, and the worker, which copies the partition from its owner, freezes
+// the owner for the last tail, verifies and installs the copy and flips ownership with the
+// metastore's compare-and-swap.
+//
+// The controller only writes where a partition should go; the destination does the move.
+// The flip is the single guarded entry that makes the scheme free of split-brain, so a stale
+// worker can only fail. Everything the worker does before the flip happens in a staging
+// directory (.moves/<topic>-<N>) that nobody else opens; the install renames it into the
+// partition path, and an install whose flip did not commit is renamed back only once the
+// leader confirms it never will (§7).
+//
+// Files: config.go (the Store contract and the constants), runner.go (the reconcile
+// loop), worker.go (one move's life and report), session.go (the staged copy and CatchUp),
+// freeze.go (arm, re-arm, drain, fence), finish.go (positions, verify, ages, durability,
+// marker), flip.go (install, flip and unknown outcomes), promote.go (source failure and
+// force-promote), dispose.go (ending without a flip).
+package move

@@ -1,0 +1,263 @@
+package move
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"narad.dev/broker/internal/transfer"
+)
+
+// ErrMisconfigured: NewRunner's config lacks a Store, Source or Local; Run returns it.
+var ErrMisconfigured = errors.New("move: runner config lacks a store, source or local engine")
+
+// topicsPage is how many topics one metastore read of a pass returns.
+const topicsPage = 256
+
+// key names one move worker (spec/moves.md §2 rule 1): a re-plan to another target is a
+// different worker. On one node target is always the node itself.
+type key struct {
+	topic     string
+	partition int
+	target    string
+}
+
+// Runner is the move runner of one node (spec/moves.md §2): every tick it compares the
+// moves targeted at this node with its running workers, starts the missing ones while the
+// replica is caught up and cancels those no longer desired; every SweepEveryTicks-th tick it
+// runs the stale-copy sweep.
+//
+// Invariant: at most one worker per partition exists at a time — a replacement starts only
+// after the cancelled worker has exited (and disposed of its staging copy) — so two workers
+// never share a staging directory.
+type Runner struct {
+	cfg RunnerConfig
+	log *slog.Logger
+
+	mu      sync.Mutex
+	workers map[key]*worker // running or stopping
+	wg      sync.WaitGroup
+
+	exited   atomic.Bool // a worker exited since the last full pass
+	sweeping atomic.Bool // a sweep goroutine is running
+
+	// Tick state, owned by the Run goroutine.
+	ticks        int
+	sweepPending bool
+	lastVersion  uint64
+	lastFull     time.Time
+	haveFull     bool
+	forceNext    bool
+
+	passes atomic.Int64 // full passes run (tests)
+	skips  atomic.Int64 // ticks that skipped the read (tests)
+	sweeps atomic.Int64 // sweeps started (tests)
+}
+
+// NewRunner returns a Runner; Run starts it. Zero durations and counts take their defaults.
+func NewRunner(cfg RunnerConfig) *Runner {
+	cfg = cfg.withDefaults()
+	return &Runner{cfg: cfg, log: cfg.Logger, workers: map[key]*worker{}}
+}
+
+// Run reconciles every Tick until ctx ends, then cancels every worker and returns once all
+// of them (and a running sweep) have exited.
+func (r *Runner) Run(ctx context.Context) error {
+	if r.cfg.Store == nil || r.cfg.Source == nil || r.cfg.Local == nil {
+		return ErrMisconfigured
+	}
+	t := time.NewTicker(r.cfg.Tick)
+	defer t.Stop()
+	for {
+		r.tick(ctx)
+		select {
+		case <-ctx.Done():
+			r.stopAll()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// tick runs one reconcile tick: the sweep on its own cadence (skipped ticks count), then a
+// full pass unless the skip rule applies (spec/moves.md §2 rule 2).
+func (r *Runner) tick(ctx context.Context) {
+	caughtUp := r.cfg.Store.AppliedCaughtUp()
+	if r.ticks%r.cfg.SweepEveryTicks == 0 {
+		r.sweepPending = true
+	}
+	r.ticks++
+	if r.sweepPending && caughtUp {
+		r.sweepPending = false
+		r.startSweep(ctx)
+	}
+	now := r.cfg.Now()
+	version := r.cfg.Store.LatestDomainVersion()
+	force := !r.haveFull || r.forceNext || r.exited.Load() || now.Sub(r.lastFull) >= r.cfg.FullPassEvery
+	if !force && version == r.lastVersion {
+		r.skips.Add(1)
+		return
+	}
+	r.exited.Store(false) // before reading the desired set: a later exit forces the next pass
+	ok := r.pass(ctx, caughtUp)
+	r.passes.Add(1)
+	r.haveFull, r.lastVersion, r.lastFull, r.forceNext = true, version, now, !ok
+}
+
+// want is one desired worker: the move's source and the topic incarnation it moves.
+type want struct {
+	source      string
+	incarnation string
+}
+
+// desired returns the moves targeted at this node, by worker key.
+func (r *Runner) desired() map[key]want {
+	out := map[key]want{}
+	after := ""
+	for {
+		ts := r.cfg.Store.Topics(after, topicsPage)
+		for _, t := range ts {
+			for _, a := range r.cfg.Store.Assignments(t.Name) {
+				if a.Target == r.cfg.NodeID && a.Owner != r.cfg.NodeID {
+					out[key{topic: a.Topic, partition: a.Partition, target: a.Target}] = want{source: a.Owner, incarnation: t.Incarnation}
+				}
+			}
+		}
+		if len(ts) < topicsPage {
+			return out
+		}
+		after = ts[len(ts)-1].Name
+	}
+}
+
+// pass is one full comparison; it reports whether it finished its work (else the next tick
+// forces another).
+func (r *Runner) pass(ctx context.Context, caughtUp bool) bool {
+	desired := r.desired()
+	ok := true
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, w := range r.workers {
+		if w.hasExited() {
+			delete(r.workers, k)
+			continue
+		}
+		d, in := desired[k]
+		if (!in || d.source != w.source || d.incarnation != w.incarnation) && !w.stopping {
+			// No longer targeted here, or the partition changed hands (or the topic was
+			// recreated) under the worker: stop it and start afresh once it has exited.
+			w.stopping = true
+			w.cancel()
+		}
+		if w.stopping {
+			ok = false
+		}
+	}
+	for k, d := range desired {
+		if _, busy := r.workers[k]; busy {
+			continue
+		}
+		if !caughtUp {
+			ok = false // spec/moves.md §2 rule 3: start only while caught up
+			continue
+		}
+		r.startLocked(ctx, k, d)
+	}
+	r.setInflightLocked()
+	return ok
+}
+
+// startLocked starts the worker of k. Caller holds r.mu.
+func (r *Runner) startLocked(ctx context.Context, k key, d want) {
+	wctx, cancel := context.WithCancel(ctx)
+	w := newWorker(r, k, d, cancel)
+	r.workers[k] = w
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer r.workerExited()
+		defer close(w.done)
+		defer cancel()
+		w.run(wctx)
+	}()
+}
+
+func (r *Runner) workerExited() {
+	r.exited.Store(true)
+	r.mu.Lock()
+	r.setInflightLocked()
+	r.mu.Unlock()
+}
+
+// setInflightLocked publishes narad_moves_inflight. Caller holds r.mu.
+func (r *Runner) setInflightLocked() {
+	if r.cfg.Metrics == nil {
+		return
+	}
+	n := 0
+	for _, w := range r.workers {
+		if !w.hasExited() {
+			n++
+		}
+	}
+	r.cfg.Metrics.MovesInflight.Set(float64(n))
+}
+
+// startSweep runs the stale-copy sweep on its own goroutine unless one is still running.
+func (r *Runner) startSweep(ctx context.Context) {
+	if r.cfg.Sweeper == nil || !r.sweeping.CompareAndSwap(false, true) {
+		return
+	}
+	r.sweeps.Add(1)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer r.sweeping.Store(false)
+		if err := r.cfg.Sweeper.Sweep(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("move: stale-copy sweep failed", "err", err)
+		}
+	}()
+}
+
+// stopAll cancels every worker and waits for all of them and the sweep to exit.
+func (r *Runner) stopAll() {
+	r.mu.Lock()
+	for _, w := range r.workers {
+		w.stopping = true
+		w.cancel()
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+	r.mu.Lock()
+	clear(r.workers)
+	r.setInflightLocked()
+	r.mu.Unlock()
+}
+
+// Report returns this node's own report of the move of topic/p (node RPC op 30), false
+// when no worker runs for it here.
+func (r *Runner) Report(topic string, p int) (transfer.Report, bool) {
+	r.mu.Lock()
+	w, ok := r.workers[key{topic: topic, partition: p, target: r.cfg.NodeID}]
+	r.mu.Unlock()
+	if !ok || w.hasExited() {
+		return transfer.Report{}, false
+	}
+	return w.report(), true
+}
+
+// Workers returns the number of running workers.
+func (r *Runner) Workers() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, w := range r.workers {
+		if !w.hasExited() {
+			n++
+		}
+	}
+	return n
+}

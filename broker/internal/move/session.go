@@ -1,0 +1,261 @@
+package move
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"narad.dev/broker/internal/durable"
+	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/transfer"
+)
+
+// session is one copy session: the staged copy in the staging directory and what the worker
+// learned from the source while making it (spec/moves.md §5.1).
+//
+// Invariant: the staged copy never holds more of a segment than some listing reported — a
+// listing shorter than the staged file cuts it back, and a segment no longer listed is
+// deleted — so every staged byte was committed on the source.
+type session struct {
+	dir string
+	// last is the last full listing the source gave (nil: never reached); a force-promote
+	// works from it (§8).
+	last *transfer.Listing
+	// synced: sealed segments fsynced since their last chunk landed.
+	synced map[int64]bool
+}
+
+func newSession(dir string) *session {
+	return &session{dir: dir, synced: map[int64]bool{}}
+}
+
+// ensureDir creates the staging directory (and .moves) durably.
+func (s *session) ensureDir() error {
+	if err := durable.MkdirAll(s.dir); err != nil {
+		return fmt.Errorf("create staging %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// staged returns the staged segment files by base offset with their sizes.
+func (s *session) staged() (map[int64]int64, error) {
+	ents, err := os.ReadDir(s.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[int64]int64{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64]int64{}
+	for _, e := range ents {
+		base, ok := plog.ParseSegmentFileName(e.Name())
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return nil, err
+		}
+		out[base] = fi.Size()
+	}
+	return out, nil
+}
+
+// stagedBytes returns the staged segment bytes (0 when the directory is gone).
+func (s *session) stagedBytes() int64 {
+	st, err := s.staged()
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, v := range st {
+		n += v
+	}
+	return n
+}
+
+// holdsAll reports whether every segment l lists is staged at least at its listed size.
+func (s *session) holdsAll(l transfer.Listing) bool {
+	st, err := s.staged()
+	if err != nil {
+		return false
+	}
+	for _, seg := range l.Segments {
+		if have, ok := st[seg.Base]; !ok || have < seg.Size {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *session) segPath(base int64) string {
+	return filepath.Join(s.dir, plog.SegmentFileName(base))
+}
+
+// list asks the source for its transfer listing and remembers it.
+func (w *worker) list(ctx context.Context) (transfer.Listing, error) {
+	addr, err := w.sourceAddr()
+	if err != nil {
+		return transfer.Listing{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, w.cfg.CallTimeout)
+	defer cancel()
+	l, err := w.cfg.Source.List(cctx, addr, w.topic, w.p)
+	if err != nil {
+		return transfer.Listing{}, fmt.Errorf("%w: list: %w", errSourceCall, err)
+	}
+	return w.noteListing(l), nil
+}
+
+// noteListing records a full listing in the session and the report and returns it with its
+// segments in base order (the order every pass copies them in).
+func (w *worker) noteListing(l transfer.Listing) transfer.Listing {
+	if l.ReceivedAt.IsZero() {
+		l.ReceivedAt = w.cfg.Now()
+	}
+	l.Segments = slices.Clone(l.Segments)
+	slices.SortFunc(l.Segments, func(a, b transfer.Segment) int { return cmp.Compare(a.Base, b.Base) })
+	w.sess.last = &l
+	w.setSourceHWM(l.HighWatermark)
+	return l
+}
+
+// copyPass brings the staged copy to listing l: staged segments no longer listed are
+// deleted, a staged segment longer than listed is cut back, and the missing bytes of each
+// listed segment are fetched in chunks. complete reports whether every listed byte is staged
+// (a short fetch is normal at the end of the source's committed bytes).
+func (w *worker) copyPass(ctx context.Context, l transfer.Listing) (copied int64, complete bool, err error) {
+	s := w.sess
+	staged, err := s.staged()
+	if err != nil {
+		return 0, false, fmt.Errorf("list staging: %w", err)
+	}
+	listed := make(map[int64]bool, len(l.Segments))
+	for _, seg := range l.Segments {
+		listed[seg.Base] = true
+	}
+	for base := range staged {
+		if !listed[base] { // aged out on the source, or past its committed boundary
+			if err := os.Remove(s.segPath(base)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return 0, false, fmt.Errorf("remove unlisted staged segment: %w", err)
+			}
+			delete(s.synced, base)
+		}
+	}
+	addr, err := w.sourceAddr()
+	if err != nil {
+		return 0, false, err
+	}
+	for _, seg := range l.Segments {
+		n, full, err := w.copySegment(ctx, addr, seg, staged[seg.Base])
+		copied += n
+		if err != nil {
+			return copied, false, err
+		}
+		if !full {
+			// Segments are staged in order, so a later one never holds bytes while an
+			// earlier one has a gap; the next pass goes on from here.
+			return copied, false, nil
+		}
+	}
+	w.setCopyNext(l.HighWatermark)
+	return copied, true, nil
+}
+
+// copySegment brings one staged segment from have bytes to seg.Size.
+func (w *worker) copySegment(ctx context.Context, addr string, seg transfer.Segment, have int64) (copied int64, full bool, err error) {
+	s := w.sess
+	path := s.segPath(seg.Base)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return 0, false, fmt.Errorf("open staged segment: %w", err)
+	}
+	defer f.Close()
+	if have > seg.Size { // never stage more than a listing reported
+		if err := f.Truncate(seg.Size); err != nil {
+			return 0, false, fmt.Errorf("cut back staged segment: %w", err)
+		}
+		have = seg.Size
+		s.synced[seg.Base] = false
+	}
+	for have < seg.Size {
+		n := int(min(int64(w.cfg.ChunkBytes), seg.Size-have))
+		b, err := w.fetch(ctx, addr, seg.Base, have, n)
+		if err != nil {
+			return copied, false, err
+		}
+		if len(b) == 0 {
+			break
+		}
+		if len(b) > n {
+			b = b[:n]
+		}
+		if _, err := f.WriteAt(b, have); err != nil {
+			return copied, false, fmt.Errorf("write staged segment: %w", err)
+		}
+		have += int64(len(b))
+		copied += int64(len(b))
+		s.synced[seg.Base] = false
+	}
+	full = have == seg.Size
+	if seg.Sealed && full && !s.synced[seg.Base] { // spec/moves.md §5.7 rule 1
+		if err := durable.Fdatasync(f); err != nil {
+			return copied, false, fmt.Errorf("fsync staged segment: %w", err)
+		}
+		s.synced[seg.Base] = true
+	}
+	return copied, full, nil
+}
+
+func (w *worker) fetch(ctx context.Context, addr string, base, at int64, n int) ([]byte, error) {
+	cctx, cancel := context.WithTimeout(ctx, w.cfg.CallTimeout)
+	defer cancel()
+	b, err := w.cfg.Source.Fetch(cctx, addr, w.topic, w.p, base, at, n)
+	if err != nil {
+		return nil, fmt.Errorf("%w: fetch %d@%d: %w", errSourceCall, base, at, err)
+	}
+	return b, nil
+}
+
+// catchUp is the pre-copy (spec/moves.md §5.3): passes 50 ms apart until a pass from pass 1
+// on copies ≤ LagBytes (converged), or MaxPasses passes, or NoProgressPasses passes in a row
+// without a new minimum (freeze anyway: a non-converged cutover).
+func (w *worker) catchUp(ctx context.Context) error {
+	minBytes := int64(-1)
+	noProgress := 0
+	for pass := 0; ; pass++ {
+		l, err := w.list(ctx)
+		if err != nil {
+			return err
+		}
+		w.setPhase(transfer.PhaseCopying)
+		copied, _, err := w.copyPass(ctx, l)
+		w.addPass(copied)
+		if err != nil {
+			return err
+		}
+		if pass >= 1 {
+			if copied <= w.cfg.LagBytes {
+				w.log.Debug("move: catch-up converged", "passes", pass+1, "last_pass_bytes", copied)
+				return nil
+			}
+			if minBytes < 0 || copied < minBytes {
+				minBytes, noProgress = copied, 0
+			} else {
+				noProgress++
+			}
+			if noProgress >= w.cfg.NoProgressPasses || pass+1 >= w.cfg.MaxPasses {
+				w.log.Warn("move: non-converged cutover", "passes", pass+1, "last_pass_bytes", copied,
+					"min_pass_bytes", minBytes, "lag_bytes", w.cfg.LagBytes)
+				return nil
+			}
+		}
+		if err := sleep(ctx, w.cfg.PassPacing); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,374 @@
+package sweep
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/transfer"
+)
+
+const hourMs = int64(time.Hour / time.Millisecond)
+
+// TestSweepQuarantinesWithoutRecoveryOnEachOwnerCondition (MV-30): with unexpired local
+// records, each of §9.3 a–d quarantines the copy untouched (its temp file, which a recovery
+// would remove, is still there) with one error line naming path, reason, owner and vouched
+// position; with all of them false the copy is recovered and removed when its next offset ≤ V,
+// quarantined when ahead; a copy without unexpired records is removed.
+func TestSweepQuarantinesWithoutRecoveryOnEachOwnerCondition(t *testing.T) {
+	const records = 4 // one record per segment: bases 0..3, the empty active segment 4
+	cases := []struct {
+		name        string
+		retentionMs int64
+		ageSegments time.Duration // local segment mtimes are moved back this much
+		listing     func(e *env) transfer.Listing
+		wantReason  string // "" → removed
+		wantVouched int64
+		recovered   bool // the quarantine came after a recovery
+	}{
+		{
+			name:       "a: the owner lists no records",
+			listing:    func(e *env) transfer.Listing { return transfer.Listing{Incarnation: incA} },
+			wantReason: ReasonOwnerListsNoRecords,
+		},
+		{
+			name:        "b: the owner holds records but no marker",
+			listing:     func(e *env) transfer.Listing { return e.mirror("t", incA, records) },
+			wantReason:  ReasonOwnerHasNoMarker,
+			wantVouched: records,
+		},
+		{
+			name: "c: the owner's marker records a move from another node",
+			listing: func(e *env) transfer.Listing {
+				l := e.mirror("t", incA, records)
+				l.Marker = markerBytes("n3", records, e.clock.Now(), true)
+				return l
+			},
+			wantReason:  ReasonMarkerFromAnotherNode,
+			wantVouched: records,
+		},
+		{
+			name: "d: a segment below V is missing on the owner",
+			listing: func(e *env) transfer.Listing {
+				l := e.mirror("t", incA, records)
+				l.Segments = append(l.Segments[:1:1], l.Segments[2:]...)
+				l.Marker = markerBytes(self, records, e.clock.Now(), true)
+				return l
+			},
+			wantReason:  ReasonSegmentNotOnOwner,
+			wantVouched: records,
+		},
+		{
+			name: "d: a sealed segment is shorter on the owner",
+			listing: func(e *env) transfer.Listing {
+				l := e.mirror("t", incA, records)
+				l.Segments[2].Size -= 10
+				l.Marker = markerBytes(self, records, e.clock.Now(), true)
+				return l
+			},
+			wantReason:  ReasonSegmentNotOnOwner,
+			wantVouched: records,
+		},
+		{
+			name: "an unreadable owner marker is treated as none",
+			listing: func(e *env) transfer.Listing {
+				l := e.mirror("t", incA, records)
+				l.Marker = []byte(`{"crc":"00000000","v":1}`)
+				return l
+			},
+			wantReason:  ReasonOwnerMarkerUnreadable,
+			wantVouched: records,
+		},
+		{
+			name: "all false and the copy within V: removed",
+			listing: func(e *env) transfer.Listing {
+				l := e.mirror("t", incA, records+3)
+				l.Marker = markerBytes(self, records, e.clock.Now(), true)
+				return l
+			},
+			wantVouched: records, // capped at the marker's hwm
+		},
+		{
+			name: "all false but the copy ahead of V: quarantined after recovery",
+			listing: func(e *env) transfer.Listing {
+				l := e.mirror("t", incA, records)
+				l.Marker = markerBytes(self, 2, e.clock.Now(), true) // force-promoted at 2
+				return l
+			},
+			wantReason:  ReasonAheadOfVouched,
+			wantVouched: 2,
+			recovered:   true,
+		},
+		{
+			name:        "no unexpired records: removed even when the owner lists none",
+			retentionMs: hourMs,
+			ageSegments: 2 * time.Hour,
+			listing:     func(e *env) transfer.Listing { return transfer.Listing{Incarnation: incA} },
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.topic("t", incA, tc.retentionMs)
+			dir := e.localCopy("t", incA, records)
+			if tc.ageSegments > 0 {
+				old := e.clock.Now().Add(-tc.ageSegments)
+				for _, l := range e.mirror("t", incA, 0).Segments {
+					_ = os.Chtimes(filepath.Join(dir, plog.SegmentFileName(l.Base)), old, old)
+				}
+			}
+			e.setListing("t", tc.listing(e))
+			e.sweep()
+
+			q := dir + ".quarantine"
+			if exists(dir) {
+				t.Fatal("the stale copy is still at the partition path")
+			}
+			if tc.wantReason == "" {
+				if exists(q) {
+					t.Fatal("a copy that had to be removed was quarantined")
+				}
+				if n := e.logs.CountAtLeast(slog.LevelError); n != 0 {
+					t.Fatalf("%d error lines for a removal", n)
+				}
+				return
+			}
+			if !exists(q) {
+				t.Fatal("the copy was not quarantined")
+			}
+			if got := exists(filepath.Join(q, "probe.tmp-recovery")); got == tc.recovered {
+				t.Fatalf("temp file present=%v: recovered=%v, want recovered=%v", got, !got, tc.recovered)
+			}
+			lines := e.logs.Find(slog.LevelError, "stale copy quarantined")
+			if len(lines) != 1 {
+				t.Fatalf("error lines %+v, want exactly one", lines)
+			}
+			a := lines[0].Attrs
+			if a["reason"] != tc.wantReason || a["path"] != dir || a["owner"] != owner || a["vouched"] != tc.wantVouched {
+				t.Fatalf("decision line %v, want reason %s path %s owner %s vouched %d", a, tc.wantReason, dir, owner, tc.wantVouched)
+			}
+			if got := testutil.ToFloat64(e.m.QuarantinedCopies); got != 1 {
+				t.Fatalf("narad_quarantined_copies = %v, want 1", got)
+			}
+		})
+	}
+}
+
+// TestSweepLeavesCopiesOfLegacyMarkersForFiveMinutes (MV-31): an owner marker without
+// durable_at_ms leaves the copy untouched until the install is 5 minutes old.
+func TestSweepLeavesCopiesOfLegacyMarkersForFiveMinutes(t *testing.T) {
+	e := newEnv(t)
+	e.topic("t", incA, 0)
+	dir := e.localCopy("t", incA, 3)
+	l := e.mirror("t", incA, 3)
+	l.Marker = markerBytes(self, 3, e.clock.Now().Add(-time.Minute), false)
+	e.setListing("t", l)
+
+	e.sweep()
+	e.clock.Step(3*time.Minute + 59*time.Second)
+	e.sweep()
+	if !exists(dir) || !exists(filepath.Join(dir, "probe.tmp-recovery")) {
+		t.Fatal("the copy was touched before the legacy install was 5 minutes old")
+	}
+	e.clock.Step(2 * time.Second)
+	e.sweep()
+	if exists(dir) || exists(dir+".quarantine") {
+		t.Fatal("the copy was not reclaimed once the legacy install was 5 minutes old")
+	}
+	if len(e.logs.Find(slog.LevelInfo, "reclaimed a stale copy")) != 1 {
+		t.Fatal("no info line for the reclaim")
+	}
+}
+
+// TestSweepDefersWhileItCannotJudge: nothing happens, and nothing is logged at warn or above,
+// while the replica lags, the leader cannot confirm ownership, the owner is unknown or cannot
+// be asked; a copy this node owns or is the target of is never judged.
+func TestSweepDefersWhileItCannotJudge(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(e *env)
+		asks  bool // the owner is asked for its listing
+	}{
+		{"replica not caught up", func(e *env) { e.store.caughtUp = false }, false},
+		{"leader read unconfirmed", func(e *env) { e.store.confirmErr = meta.ErrUnconfirmed }, false},
+		{"owner has no member record", func(e *env) { delete(e.store.members, owner) }, false},
+		{"owner cannot be asked", func(e *env) { e.src.err = transfer.ErrUnavailable }, true},
+		{"owner no longer owns it", func(e *env) { e.src.err = transfer.ErrNotOwner }, true},
+		{"owned here", func(e *env) { e.store.assigns[akey("t", 0)] = meta.Assignment{Topic: "t", Owner: self} }, false},
+		{"moving here", func(e *env) {
+			e.store.assigns[akey("t", 0)] = meta.Assignment{Topic: "t", Owner: owner, Target: self}
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.topic("t", incA, 0)
+			dir := e.localCopy("t", incA, 2)
+			e.setListing("t", transfer.Listing{Incarnation: incA}) // would quarantine (a)
+			tc.setup(e)
+			e.sweep()
+			if !exists(filepath.Join(dir, "probe.tmp-recovery")) || exists(dir+".quarantine") {
+				t.Fatal("the sweep acted although it could not judge")
+			}
+			if asked := e.src.lists > 0; asked != tc.asks {
+				t.Fatalf("owner asked=%v, want %v", asked, tc.asks)
+			}
+			if n := e.logs.CountAtLeast(slog.LevelWarn); n != 0 {
+				t.Fatalf("%d lines at warn or above while deferring", n)
+			}
+		})
+	}
+}
+
+// TestSweepReadsTheIncarnationBeforeOwnership (MV-33): a delete and recreate lands between
+// the incarnation read and the ownership confirmation, with the successor's partition placed
+// on this node and its directory opened under the path: the successor's directory is
+// untouched.
+func TestSweepReadsTheIncarnationBeforeOwnership(t *testing.T) {
+	e := newEnv(t)
+	e.topic("t", incA, 0)
+	e.localCopy("t", incA, 2)
+	e.setListing("t", transfer.Listing{Incarnation: incB}) // would quarantine (a) if judged
+	e.store.afterConfirm = func(s *fakeStore) {
+		// Delete + recreate: the old dir is purged, the successor (incB) is placed here and its
+		// partition opened under the same path.
+		s.mu.Lock()
+		s.topics["t"] = meta.Topic{Name: "t", Partitions: 1, Incarnation: incB}
+		s.assigns[akey("t", 0)] = meta.Assignment{Topic: "t", Partition: 0, Owner: self}
+		s.mu.Unlock()
+		if err := os.RemoveAll(e.topicDir("t")); err != nil {
+			t.Error(err)
+		}
+		e.localCopy("t", incB, 3)
+	}
+	e.sweep()
+	if !exists(filepath.Join(e.partDir("t"), "probe.tmp-recovery")) || exists(e.partDir("t")+".quarantine") {
+		t.Fatal("the successor's directory was touched")
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.topicDir("t"), ".incarnation")); string(b) != incB+"\n" {
+		t.Fatalf("successor's marker %q", b)
+	}
+}
+
+// TestSweepRemovesDeletedTopicDirsOnlyAfterLeaderConfirmation (MV-35): a topic dir whose
+// marker names an incarnation the replica no longer knows, and a .stale/<topic>@<inc> dir, are
+// removed once the leader confirms the incarnation gone, never before; a marker-less dir of an
+// unknown topic is only counted in narad_orphan_topic_dirs.
+func TestSweepRemovesDeletedTopicDirsOnlyAfterLeaderConfirmation(t *testing.T) {
+	e := newEnv(t)
+	gone := e.localCopy("gone", incA, 1)
+	lagging := e.localCopy("lagging", incA, 1) // the leader still has it; this replica lags
+	orphan := e.localCopy("orphan", "", 1)
+	staleGone := filepath.Join(e.dir, ".stale", "live@"+incA)
+	staleLive := filepath.Join(e.dir, ".stale", "live@"+incB)
+	for _, d := range []string{staleGone, staleLive} {
+		if err := os.MkdirAll(filepath.Join(d, "p00000"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.store.topics["live"] = meta.Topic{Name: "live", Partitions: 1, Incarnation: incB}
+	e.store.leaderTopics = map[string]meta.Topic{"lagging": {Name: "lagging", Incarnation: incA},
+		"live": {Name: "live", Incarnation: incB}}
+
+	e.store.confirmErr = meta.ErrUnconfirmed
+	e.sweep()
+	for _, d := range []string{gone, lagging, orphan, staleGone, staleLive} {
+		if !exists(d) {
+			t.Fatalf("%s removed without a leader confirmation", d)
+		}
+	}
+	if got := testutil.ToFloat64(e.m.OrphanTopicDirs); got != 1 {
+		t.Fatalf("narad_orphan_topic_dirs = %v, want 1", got)
+	}
+
+	e.store.confirmErr = nil
+	e.sweep()
+	if exists(e.topicDir("gone")) || exists(staleGone) {
+		t.Fatal("a confirmed-gone incarnation's dir was kept")
+	}
+	if !exists(lagging) || !exists(staleLive) {
+		t.Fatal("a dir of an incarnation the leader still has was removed")
+	}
+	if !exists(orphan) {
+		t.Fatal("the stale-copy sweep removed a marker-less dir (the startup sweep's job)")
+	}
+	if got := testutil.ToFloat64(e.m.OrphanTopicDirs); got != 1 {
+		t.Fatalf("narad_orphan_topic_dirs = %v, want 1", got)
+	}
+	if len(e.logs.Find(slog.LevelInfo, "removed a deleted topic's directory")) != 1 {
+		t.Fatal("no info line for the removal")
+	}
+}
+
+// TestJudgeVouchesAtMostTheOwnerMarkersHWM: V = owner HWM capped at the marker's hwm, and the
+// segment check ignores local segments at or above V.
+func TestJudgeVouchesAtMostTheOwnerMarkersHWM(t *testing.T) {
+	l := transfer.Listing{HighWatermark: 10, Segments: []transfer.Segment{{Base: 0, Size: 100, Sealed: true}, {Base: 5, Size: 10}},
+		Marker: transfer.EncodeMarker(transfer.Marker{Topic: "t", From: self, To: owner, HWM: 7, DurableAtMs: 1})}
+	local := []localSegment{{base: 0, size: 100, unexpired: true}, {base: 5, size: 50, unexpired: true}, {base: 7, size: 9, unexpired: true}}
+	v, m, reason := judge(l, local, self)
+	if v != 7 || reason != "" || m.HWM != 7 {
+		t.Fatalf("judge = (%d, %+v, %q), want V 7 and no reason", v, m, reason)
+	}
+	l.HighWatermark = 6
+	if v, _, _ := judge(l, local, self); v != 6 {
+		t.Fatalf("V = %d, want the owner HWM 6 below the marker's 7", v)
+	}
+	local[0].size = 101 // the owner's sealed segment is shorter than ours
+	if _, _, reason := judge(l, local, self); reason != ReasonSegmentNotOnOwner {
+		t.Fatalf("reason %q, want %s", reason, ReasonSegmentNotOnOwner)
+	}
+	local[0].unexpired = false // only unexpired local segments count
+	if _, _, reason := judge(l, local, self); reason != "" {
+		t.Fatalf("reason %q for an expired segment", reason)
+	}
+}
+
+// TestSweepReportsOnlyAnUnlistableDataDir: Sweep's error is for what it cannot do at all.
+func TestSweepReportsOnlyAnUnlistableDataDir(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.dir, "topics"), nil, 0o644); err != nil { // not a dir
+		t.Fatal(err)
+	}
+	if err := e.sw.Sweep(t.Context()); err == nil || errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Sweep over an unlistable topics dir = %v, want an error", err)
+	}
+}
+
+// TestPartitionAndStaleNamesMatchExactly: only `pNNNNN` is a partition copy and only
+// `<topic>@<incarnation>` a stale dir.
+func TestPartitionAndStaleNamesMatchExactly(t *testing.T) {
+	for name, want := range map[string]bool{"p00000": true, "p00107": true, "p0000": false, "p000000": false,
+		"p00000.quarantine": false, "x00000": false, "p0000a": false} {
+		if _, ok := parsePartitionDirName(name); ok != want {
+			t.Errorf("parsePartitionDirName(%q) = %v, want %v", name, ok, want)
+		}
+	}
+	for name, want := range map[string]bool{"t@" + incA: true, "t@": false, "@x": false, "t@a@b": false, "t@x.tmp-1": false} {
+		if _, _, ok := parseStaleName(name); ok != want {
+			t.Errorf("parseStaleName(%q) = %v, want %v", name, ok, want)
+		}
+	}
+}
+
+// FuzzNames: the name parsers never panic and what they accept round-trips.
+func FuzzNames(f *testing.F) {
+	for _, s := range []string{"p00000", "p12345", "p1", "t@" + incA, "@", "", "p00000.quarantine"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if n, ok := parsePartitionDirName(name); ok && (n < 0 || n > 99999 || len(name) != 6) {
+			t.Fatalf("%q → %d", name, n)
+		}
+		if topic, inc, ok := parseStaleName(name); ok && topic+"@"+inc != name {
+			t.Fatalf("%q → (%q, %q)", name, topic, inc)
+		}
+	})
+}

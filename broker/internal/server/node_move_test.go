@@ -1,0 +1,325 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/controller"
+	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/transfer"
+)
+
+// fakeSource is a moveSource answering with fixed values and recording its last request.
+type fakeSource struct {
+	mu      sync.Mutex
+	listing transfer.Listing
+	data    []byte
+	err     error
+	prep    transfer.PrepareRequest
+	fetchN  int
+	fetchAt int64
+}
+
+func (f *fakeSource) TransferListing(context.Context, string, int) (transfer.Listing, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.listing, f.err
+}
+
+func (f *fakeSource) FetchSegmentChunk(_ context.Context, _ string, _ int, _, at int64, n int) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fetchN, f.fetchAt = n, at
+	return f.data, f.err
+}
+
+// seen returns the last fetch size and position and the last prepare request.
+func (f *fakeSource) seen() (n int, at int64, prep transfer.PrepareRequest) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fetchN, f.fetchAt, f.prep
+}
+
+func (f *fakeSource) PrepareHandoff(_ context.Context, _ string, _ int, req transfer.PrepareRequest) (transfer.Listing, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prep = req
+	return f.listing, f.err
+}
+
+// fakeReporter reports one move.
+type fakeReporter struct {
+	topic string
+	p     int
+	rep   transfer.Report
+}
+
+func (f fakeReporter) Report(topic string, p int) (transfer.Report, bool) {
+	if topic != f.topic || p != f.p {
+		return transfer.Report{}, false
+	}
+	return f.rep, true
+}
+
+// fakeDecom is a decommissioner: known members, fixed up-front reasons, a removed set.
+type fakeDecom struct {
+	mu       sync.Mutex
+	members  map[string]bool
+	reasons  map[string][]string // up-front reasons per node: refused when non-empty
+	removed  map[string]bool
+	blocked  map[string][]string
+	err      error // returned by every call when set
+	draining map[string]bool
+}
+
+func newFakeDecom() *fakeDecom {
+	return &fakeDecom{members: map[string]bool{"n1": true, "n2": true, "n3": true, "n4": true}, reasons: map[string][]string{},
+		removed: map[string]bool{}, blocked: map[string][]string{}, draining: map[string]bool{}}
+}
+
+func (f *fakeDecom) Decommission(_ context.Context, id string, dryRun bool) (controller.Verdict, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return controller.Verdict{}, f.err
+	}
+	if !f.members[id] {
+		return controller.Verdict{}, fmt.Errorf("member %s: %w", id, meta.ErrNotFound)
+	}
+	v := controller.Verdict{Node: id, Allowed: len(f.reasons[id]) == 0, Reasons: f.reasons[id]}
+	switch {
+	case dryRun:
+		return v, nil
+	case !v.Allowed:
+		return v, fmt.Errorf("%w: %v", controller.ErrRefused, v.Reasons)
+	}
+	f.draining[id] = true
+	return v, nil
+}
+
+func (f *fakeDecom) CancelDecommission(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.err != nil:
+		return f.err
+	case !f.members[id]:
+		return fmt.Errorf("member %s: %w", id, meta.ErrNotFound)
+	case f.removed[id]:
+		return fmt.Errorf("member %s: %w", id, controller.ErrRemoved)
+	}
+	delete(f.draining, id)
+	return nil
+}
+
+func (f *fakeDecom) DecommissionBlocked() map[string][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.blocked
+}
+
+func (f *fakeDecom) isDraining(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.draining[id]
+}
+
+func testDeps(src moveSource, rep moveReporter, d decommissioner) moveDeps {
+	return moveDeps{source: src, reporter: rep, decom: d}
+}
+
+func TestTransferErrorsMapToTheirNodePlaneStatus(t *testing.T) {
+	cases := []struct {
+		name       string
+		err        error
+		wantStatus int32
+		wantReason string
+	}{
+		{"ok", nil, 200, ""},
+		{"engine not owner", fmt.Errorf("p3: %w", engine.ErrNotOwner), 421, ""},
+		{"transfer not owner", transfer.ErrNotOwner, 421, ""},
+		{"topic gone", fmt.Errorf("x: %w", engine.ErrTopicGone), 404, ""},
+		{"api not found", api.ErrNotFound, 404, ""},
+		{"transfer not found", transfer.ErrNotFound, 404, ""},
+		{"invalid", fmt.Errorf("%w: no such segment position", api.ErrInvalid), 400, ""},
+		{"freeze lapsed", fmt.Errorf("arm: %w", transfer.ErrFreezeLapsed), 409, "freeze_lapsed"},
+		{"unknown token", transfer.ErrUnknownToken, 409, "unknown_token"},
+		{"hwm mismatch", fmt.Errorf("fence: %w", transfer.ErrHWMMismatch), 409, "hwm_mismatch"},
+		{"disk error", errors.New("read: input/output error"), 503, ""},
+		{"unavailable", api.ErrUnavailable, 503, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st, reason, _ := transferStatus(tc.err)
+			if st != tc.wantStatus || reason != tc.wantReason {
+				t.Fatalf("status %d reason %q, want %d %q", st, reason, tc.wantStatus, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestMoveOpsAnswer503WhenNotWiredAnd400OnBadRequests(t *testing.T) {
+	ctx := context.Background()
+	bare := &nodeService{}
+	if r, _ := bare.ListPartitionSegments(ctx, &nodepb.ListPartitionSegmentsRequest{Topic: "t"}); r.Status != 503 {
+		t.Fatalf("op 22 unwired: %d", r.Status)
+	}
+	if r, _ := bare.FetchSegmentChunk(ctx, &nodepb.FetchSegmentChunkRequest{Topic: "t", Len: 1}); r.Status != 503 {
+		t.Fatalf("op 23 unwired: %d", r.Status)
+	}
+	if r, _ := bare.PrepareHandoff(ctx, &nodepb.PrepareHandoffRequest{Topic: "t"}); r.Status != 503 {
+		t.Fatalf("op 24 unwired: %d", r.Status)
+	}
+	if r, _ := bare.MoveReport(ctx, &nodepb.MoveReportRequest{Topic: "t"}); r.Status != 503 {
+		t.Fatalf("op 30 unwired: %d", r.Status)
+	}
+	s := &nodeService{mv: testDeps(&fakeSource{}, fakeReporter{}, nil)}
+	bad := []struct {
+		name string
+		call func() int32
+	}{
+		{"op 22 no topic", func() int32 {
+			r, _ := s.ListPartitionSegments(ctx, &nodepb.ListPartitionSegmentsRequest{})
+			return r.Status
+		}},
+		{"op 22 negative partition", func() int32 {
+			r, _ := s.ListPartitionSegments(ctx, &nodepb.ListPartitionSegmentsRequest{Topic: "t", Partition: -1})
+			return r.Status
+		}},
+		{"op 23 zero len", func() int32 {
+			r, _ := s.FetchSegmentChunk(ctx, &nodepb.FetchSegmentChunkRequest{Topic: "t"})
+			return r.Status
+		}},
+		{"op 23 negative at", func() int32 {
+			r, _ := s.FetchSegmentChunk(ctx, &nodepb.FetchSegmentChunkRequest{Topic: "t", At: -1, Len: 5})
+			return r.Status
+		}},
+		{"op 24 negative ttl", func() int32 {
+			r, _ := s.PrepareHandoff(ctx, &nodepb.PrepareHandoffRequest{Topic: "t", TtlMs: -1})
+			return r.Status
+		}},
+		{"op 24 fence without token", func() int32 {
+			r, _ := s.PrepareHandoff(ctx, &nodepb.PrepareHandoffRequest{Topic: "t", Fence: true})
+			return r.Status
+		}},
+		{"op 30 no topic", func() int32 { r, _ := s.MoveReport(ctx, &nodepb.MoveReportRequest{}); return r.Status }},
+	}
+	for _, b := range bad {
+		if st := b.call(); st != 400 {
+			t.Fatalf("%s: status %d, want 400", b.name, st)
+		}
+	}
+}
+
+func TestFetchChunkIsClampedToTheChunkSize(t *testing.T) {
+	src := &fakeSource{data: []byte("abc")}
+	s := &nodeService{mv: testDeps(src, nil, nil)}
+	r, _ := s.FetchSegmentChunk(context.Background(), &nodepb.FetchSegmentChunkRequest{Topic: "t", At: 7, Len: 1 << 30})
+	if n, at, _ := src.seen(); r.Status != 200 || string(r.Data) != "abc" || n != transfer.ChunkBytes || at != 7 {
+		t.Fatalf("status %d data %q asked n=%d at=%d", r.Status, r.Data, n, at)
+	}
+	// A source handing back more than asked never ships the excess.
+	src.data = []byte("0123456789")
+	if r, _ := s.FetchSegmentChunk(context.Background(), &nodepb.FetchSegmentChunkRequest{Topic: "t", Len: 4}); string(r.Data) != "0123" {
+		t.Fatalf("over-long read shipped %q", r.Data)
+	}
+}
+
+func TestPrepareHandoffPassesTheRequestAndTheRefusalReason(t *testing.T) {
+	src := &fakeSource{err: fmt.Errorf("fence: %w", transfer.ErrHWMMismatch)}
+	s := &nodeService{mv: testDeps(src, nil, nil)}
+	r, _ := s.PrepareHandoff(context.Background(), &nodepb.PrepareHandoffRequest{Topic: "t", Partition: 2, TtlMs: 1500,
+		Token: "tok", Fence: true, ExpectHwm: 42})
+	if r.Status != 409 || r.Reason != "hwm_mismatch" {
+		t.Fatalf("status %d reason %q", r.Status, r.Reason)
+	}
+	want := transfer.PrepareRequest{Token: "tok", Fence: true, ExpectHWM: 42, TTL: 1500 * time.Millisecond}
+	if _, _, got := src.seen(); got != want {
+		t.Fatalf("request %+v, want %+v", got, want)
+	}
+}
+
+func TestMoveReportIs404WithoutAWorker(t *testing.T) {
+	s := &nodeService{mv: testDeps(nil, fakeReporter{topic: "t", p: 1, rep: transfer.Report{Phase: transfer.PhaseCopying, Passes: 3}}, nil)}
+	if r, _ := s.MoveReport(context.Background(), &nodepb.MoveReportRequest{Topic: "t", Partition: 2}); r.Status != 404 {
+		t.Fatalf("no worker: %d", r.Status)
+	}
+	r, _ := s.MoveReport(context.Background(), &nodepb.MoveReportRequest{Topic: "t", Partition: 1})
+	var rep transfer.Report
+	if r.Status != 200 || json.Unmarshal(r.ReportJson, &rep) != nil || rep.Passes != 3 || rep.Phase != transfer.PhaseCopying {
+		t.Fatalf("status %d report %s", r.Status, r.ReportJson)
+	}
+}
+
+// Op 25 on a real single-node leader: every documented status.
+func TestDecommissionMemberStatusesOnTheLeader(t *testing.T) {
+	svc, _, _ := newNodeService(t)
+	d := newFakeDecom()
+	d.reasons["n3"] = []string{controller.ReasonMinVoters}
+	d.removed["n2"] = true
+	d.blocked = map[string][]string{"n1": {controller.ReasonIngressBacklog}}
+	svc.mv = testDeps(nil, nil, d)
+	ctx := context.Background()
+	call := func(req *nodepb.DecommissionMemberRequest) *nodepb.DecommissionMemberReply {
+		t.Helper()
+		r, err := svc.DecommissionMember(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	verdict := func(r *nodepb.DecommissionMemberReply) controller.Verdict {
+		t.Helper()
+		var v controller.Verdict
+		if err := json.Unmarshal(r.VerdictJson, &v); err != nil {
+			t.Fatalf("verdict %q: %v", r.VerdictJson, err)
+		}
+		return v
+	}
+	if r := call(&nodepb.DecommissionMemberRequest{Id: "n3", DryRun: true}); r.Status != 200 || verdict(r).Allowed || verdict(r).Reasons[0] != "min_voters" {
+		t.Fatalf("dry run of a refused node: %d %s", r.Status, r.VerdictJson)
+	}
+	if r := call(&nodepb.DecommissionMemberRequest{Id: "n3"}); r.Status != 409 || verdict(r).Reasons[0] != "min_voters" {
+		t.Fatalf("refusal: %d %s", r.Status, r.VerdictJson)
+	}
+	if r := call(&nodepb.DecommissionMemberRequest{Id: "n1"}); r.Status != 204 || !d.isDraining("n1") {
+		t.Fatalf("start: %d draining=%v", r.Status, d.isDraining("n1"))
+	}
+	if r := call(&nodepb.DecommissionMemberRequest{Id: "n9"}); r.Status != 404 {
+		t.Fatalf("unknown member: %d", r.Status)
+	}
+	if r := call(&nodepb.DecommissionMemberRequest{Id: "n1", Cancel: true}); r.Status != 204 || d.isDraining("n1") {
+		t.Fatalf("cancel: %d", r.Status)
+	}
+	if r := call(&nodepb.DecommissionMemberRequest{Id: "n2", Cancel: true}); r.Status != 409 {
+		t.Fatalf("cancel after removal: %d", r.Status)
+	}
+	r := call(&nodepb.DecommissionMemberRequest{BlockedOnly: true})
+	var blocked map[string][]string
+	if r.Status != 200 || json.Unmarshal(r.BlockedJson, &blocked) != nil || blocked["n1"][0] != "ingress_backlog" {
+		t.Fatalf("blocked_only: %d %s", r.Status, r.BlockedJson)
+	}
+	if r := call(&nodepb.DecommissionMemberRequest{}); r.Status != 400 {
+		t.Fatalf("no id: %d", r.Status)
+	}
+	d.err = meta.ErrNoLeader
+	if r := call(&nodepb.DecommissionMemberRequest{Id: "n1"}); r.Status != 503 {
+		t.Fatalf("no quorum: %d", r.Status)
+	}
+	d.err = fmt.Errorf("lost it: %w", meta.ErrNotLeader)
+	if r := call(&nodepb.DecommissionMemberRequest{Id: "n1"}); r.Status != 421 {
+		t.Fatalf("leadership lost mid-call: %d", r.Status)
+	}
+	svc.mv = moveDeps{}
+	if r := call(&nodepb.DecommissionMemberRequest{Id: "n1"}); r.Status != 503 {
+		t.Fatalf("unwired: %d", r.Status)
+	}
+}

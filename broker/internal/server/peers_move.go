@@ -1,0 +1,187 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/rpc"
+	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/transfer"
+)
+
+// prepareCallTimeout bounds one PrepareHandoff call: the default deadline plus the lease drain
+// an arm may spend before it reads the listing (spec/moves.md §3.3).
+const prepareCallTimeout = rpc.DefaultCallTimeout + transfer.LeaseDrainBound
+
+// errPeerTooOld reports a peer that does not implement the op (gRPC Unimplemented): it runs
+// an older release (spec/cluster.md §10.1).
+var errPeerTooOld = errors.New("peer does not implement this op")
+
+// transferSource implements transfer.Source over node RPC ops 22–24: every error wraps
+// transfer.ErrNotOwner (421), transfer.ErrNotFound (404), a fence sentinel (409) or
+// transfer.ErrUnavailable (anything else, transport failures included).
+type transferSource struct {
+	p peers
+}
+
+var _ transfer.Source = transferSource{}
+
+// newTransferSource returns the transfer.Source a move runner uses to reach sources.
+func newTransferSource(p peers) transferSource { return transferSource{p: p} }
+
+// sourceKinds classifies op 22–24 reply statuses (409 is handled by reason).
+var sourceKinds = statusKinds{who: "source", fallback: transfer.ErrUnavailable, byStatus: map[int32]error{
+	404: transfer.ErrNotFound, 421: transfer.ErrNotOwner}}
+
+// sourceError maps an op 22–24 reply to nil (2xx) or a transfer sentinel.
+func sourceError(status int32, reason, msg string) error {
+	if status == 409 {
+		kind := transfer.FenceError(reason)
+		if msg == "" {
+			msg = "source refused: " + kind.Error()
+		}
+		return &remoteError{msg: msg, kind: kind}
+	}
+	return sourceKinds.errorOf(status, msg)
+}
+
+// unavailable wraps a failure to ask addr at all.
+func sourceUnavailable(addr string, err error) error {
+	return fmt.Errorf("%w: source %s: %v", transfer.ErrUnavailable, addr, err)
+}
+
+func (s transferSource) client(addr string) (nodepb.NodeClient, error) {
+	c, err := s.p.pool.Client(addr)
+	if err != nil {
+		return nil, sourceUnavailable(addr, err)
+	}
+	return c, nil
+}
+
+// decodeListing reads a listing_json reply body and stamps its arrival on this node's clock.
+func decodeListing(addr string, body []byte) (transfer.Listing, error) {
+	var l transfer.Listing
+	if err := json.Unmarshal(body, &l); err != nil {
+		return transfer.Listing{}, fmt.Errorf("%w: undecodable listing from %s: %v", transfer.ErrUnavailable, addr, err)
+	}
+	l.ReceivedAt = time.Now()
+	return l, nil
+}
+
+// List implements transfer.Source (op 22).
+func (s transferSource) List(ctx context.Context, addr, topic string, partition int) (transfer.Listing, error) {
+	c, err := s.client(addr)
+	if err != nil {
+		return transfer.Listing{}, err
+	}
+	rep, err := c.ListPartitionSegments(ctx, &nodepb.ListPartitionSegmentsRequest{Topic: topic, Partition: int32(partition)})
+	if err != nil {
+		return transfer.Listing{}, sourceUnavailable(addr, err)
+	}
+	if err := sourceError(rep.Status, "", rep.Error); err != nil {
+		return transfer.Listing{}, err
+	}
+	return decodeListing(addr, rep.ListingJson)
+}
+
+// Fetch implements transfer.Source (op 23).
+func (s transferSource) Fetch(ctx context.Context, addr, topic string, partition int, base, at int64, n int) ([]byte, error) {
+	if n <= 0 || n > transfer.ChunkBytes {
+		n = transfer.ChunkBytes
+	}
+	c, err := s.client(addr)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := c.FetchSegmentChunk(ctx, &nodepb.FetchSegmentChunkRequest{Topic: topic, Partition: int32(partition),
+		Base: base, At: at, Len: int32(n)})
+	if err != nil {
+		return nil, sourceUnavailable(addr, err)
+	}
+	if err := sourceError(rep.Status, "", rep.Error); err != nil {
+		return nil, err
+	}
+	if len(rep.Data) > n {
+		return nil, fmt.Errorf("%w: source %s sent %d bytes for a %d-byte chunk", transfer.ErrUnavailable, addr, len(rep.Data), n)
+	}
+	return rep.Data, nil
+}
+
+// Prepare implements transfer.Source (op 24), with a deadline of 5 s plus the lease drain.
+func (s transferSource) Prepare(ctx context.Context, addr, topic string, partition int, req transfer.PrepareRequest) (transfer.Listing, error) {
+	c, err := s.client(addr)
+	if err != nil {
+		return transfer.Listing{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, prepareCallTimeout)
+	defer cancel()
+	rep, err := c.PrepareHandoff(cctx, &nodepb.PrepareHandoffRequest{Topic: topic, Partition: int32(partition),
+		TtlMs: req.TTL.Milliseconds(), Token: req.Token, Fence: req.Fence, ExpectHwm: req.ExpectHWM})
+	if err != nil {
+		return transfer.Listing{}, sourceUnavailable(addr, err)
+	}
+	if err := sourceError(rep.Status, rep.Reason, rep.Error); err != nil {
+		return transfer.Listing{}, err
+	}
+	return decodeListing(addr, rep.ListingJson)
+}
+
+// DecommissionMember asks the leader at leaderAddr to perform c (op 25). The reply's status
+// is returned as is (a 421 means leadership moved); err is set only when the leader could not
+// be asked or answered undecodably, wrapping meta.ErrNoLeader (and errPeerTooOld for a leader
+// without op 25).
+func (p peers) DecommissionMember(ctx context.Context, leaderAddr string, c decomCall) (decomResult, error) {
+	cl, err := p.pool.Client(leaderAddr)
+	if err != nil {
+		return decomResult{}, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderAddr, err)
+	}
+	rep, err := cl.DecommissionMember(ctx, &nodepb.DecommissionMemberRequest{Id: c.ID, Cancel: c.Cancel, DryRun: c.DryRun,
+		BlockedOnly: c.BlockedOnly})
+	if err != nil {
+		if rpc.ErrorStatus(err) == 400 {
+			return decomResult{}, fmt.Errorf("%w: %w: leader %s: %v", meta.ErrNoLeader, errPeerTooOld, leaderAddr, err)
+		}
+		return decomResult{}, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderAddr, err)
+	}
+	out := decomResult{Status: rep.Status, Error: rep.Error}
+	if len(rep.VerdictJson) > 0 {
+		if err := json.Unmarshal(rep.VerdictJson, &out.Verdict); err != nil {
+			return decomResult{}, fmt.Errorf("%w: undecodable verdict from %s: %v", meta.ErrNoLeader, leaderAddr, err)
+		}
+	}
+	if len(rep.BlockedJson) > 0 {
+		if err := json.Unmarshal(rep.BlockedJson, &out.Blocked); err != nil {
+			return decomResult{}, fmt.Errorf("%w: undecodable blocked reasons from %s: %v", meta.ErrNoLeader, leaderAddr, err)
+		}
+	}
+	if c.BlockedOnly && out.Status == 200 && out.Blocked == nil {
+		out.Blocked = map[string][]string{}
+	}
+	return out, nil
+}
+
+// MoveReport asks a move's destination at addr for its report (op 30): api.ErrNotFound when
+// it runs no worker for the move, api.ErrUnavailable when it could not be asked.
+func (p peers) MoveReport(ctx context.Context, addr, topic string, partition int) (transfer.Report, error) {
+	c, err := p.client(addr)
+	if err != nil {
+		return transfer.Report{}, err
+	}
+	rep, err := c.MoveReport(ctx, &nodepb.MoveReportRequest{Topic: topic, Partition: int32(partition)})
+	if err != nil {
+		return transfer.Report{}, transportError(addr, err)
+	}
+	if err := dataError(rep.Status, rep.Error); err != nil {
+		return transfer.Report{}, err
+	}
+	var r transfer.Report
+	if err := json.Unmarshal(rep.ReportJson, &r); err != nil {
+		return transfer.Report{}, fmt.Errorf("%w: undecodable report from %s: %v", api.ErrUnavailable, addr, err)
+	}
+	return r, nil
+}
