@@ -305,4 +305,9 @@ func TestDropConsumerStateClosesTheOpenLog(t *testing.T) {
 		t.Fatalf("partition closed=%v shard=%v after DropConsumerState", closed, shard)
 	}
 	n.e.DropConsumerState("t", 0) // nothing open: a no-op
+	// MV-19: a lease of the dropped state never reaches the reopened copy: its ack is 410.
+	errs := n.e.AckLocal(tp, []api.AckEntry{ackEntry(t, msgs[0], api.OpAck)})
+	if len(errs) != 1 || !errors.Is(errs[0], api.ErrStale) {
+		t.Fatalf("ack of a lease from before the drop = %v, want ErrStale (410)", errs)
+	}
 }

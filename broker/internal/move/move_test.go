@@ -1,6 +1,9 @@
 package move
 
 import (
+	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,5 +109,84 @@ func TestReportDescribesTheRunningMove(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(h.m.MovesInflight); got != 1 {
 		t.Fatalf("narad_moves_inflight = %v", got)
+	}
+}
+
+// MV-16: a sealed source segment with a damaged frame that the source tolerates (it reads
+// those offsets as corrupt) is copied byte for byte; the move completes and the new owner
+// reads exactly what the source reads, skipping the same offsets.
+func TestDamagedSealedSegmentIsCopiedVerbatimAndSkippedAlike(t *testing.T) {
+	h := newHarness(t, 4096)
+	for range 20 {
+		h.src.MustProduce(10, 100)
+	}
+	segs, paths := h.src.segmentFiles()
+	if len(segs) < 3 {
+		t.Fatalf("want several segments, got %d", len(segs))
+	}
+	f, err := os.OpenFile(paths[0], os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xff, 0xff, 0xff, 0xff}, segs[0].Size/2); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	readAll := func(l *plog.Log) map[int64]string {
+		out := map[int64]string{}
+		for o := l.OldestOffset(); o < l.HighWatermark(); o++ {
+			r, err := l.Read(o)
+			switch {
+			case errors.Is(err, plog.ErrCorruptRecord):
+				out[o] = "corrupt"
+			case err != nil:
+				t.Fatalf("read %d: %v", o, err)
+			default:
+				out[o] = string(r.Payload)
+			}
+		}
+		return out
+	}
+	// The source finds the damage at its next open, as after the disk went bad under it.
+	h.src.mu.Lock()
+	h.src.log.Close()
+	h.src.log, err = plog.Open(h.src.dir, plog.Options{SegmentBytes: 4096})
+	if err != nil {
+		h.src.mu.Unlock()
+		t.Fatalf("reopen the damaged source: %v", err)
+	}
+	want := readAll(h.src.log)
+	h.src.mu.Unlock()
+	corrupt := 0
+	for _, v := range want {
+		if v == "corrupt" {
+			corrupt++
+		}
+	}
+	if corrupt == 0 {
+		t.Fatal("the damage did not hit a record")
+	}
+	h.start()
+	h.waitFlipped(10 * time.Second)
+	if _, found, err := transfer.ReadMarker(h.path()); !found || err != nil {
+		t.Fatalf("installed copy without a readable marker: %v %v", found, err)
+	}
+	l, err := plog.Open(h.path(), plog.Options{})
+	if err != nil {
+		t.Fatalf("open the installed copy: %v", err)
+	}
+	defer l.Close()
+	if hwm := h.src.HWM(); l.NextOffset() != hwm || l.HighWatermark() != hwm {
+		t.Fatalf("installed copy next=%d hwm=%d; source hwm %d", l.NextOffset(), l.HighWatermark(), hwm)
+	}
+	if got := readAll(l); !maps.Equal(got, want) {
+		var diff []string
+		for o := range want {
+			if got[o] != want[o] {
+				diff = append(diff, fmt.Sprintf("%d: source %.12q, copy %.12q", o, want[o], got[o]))
+			}
+		}
+		slices.Sort(diff)
+		t.Fatalf("the new owner reads differently from the source (%d corrupt offsets at the source): %v", corrupt, diff)
 	}
 }
