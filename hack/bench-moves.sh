@@ -2,8 +2,10 @@
 # Move benchmarks (issue 5): copy bandwidth against the disk's sequential write rate, the
 # source freeze while its partition is written at 2,000 msg/s, and the time to decommission a
 # node holding 1 GiB. Four nodes on loopback (127.0.0.41-44), production timing defaults.
-# Prints a markdown section on stdout (hack/bench.sh appends it to docs/benchmarks.md).
+# Prints a markdown table on stdout (hack/bench.sh appends it to docs/benchmarks.md).
 # Usage: hack/bench-moves.sh path/to/narad [GiB]
+#   BENCH_MOVE_HOT_RATE=N  msg/s written into mv-hot/3 during the run (default 2000; 0 = none)
+#   BENCH_MOVE_HEADER=0    print only the table rows (for a second run under another load)
 set -euo pipefail
 narad="${1:?usage: hack/bench-moves.sh path/to/narad [GiB]}"
 gib="${2:-${BENCH_MOVE_GIB:-1}}"
@@ -29,7 +31,7 @@ for i in 1 2 3 4; do
   h="127.0.0.4$i"
   if [ "$i" = 1 ]; then how=(--bootstrap); else how=(--join 127.0.0.41:17943); fi
   "$narad" serve --node-id "n$i" --data-dir "$work/n$i" --http-addr "$h:17942" --cluster-addr "$h:17943" \
-    --security-enabled=false --log-format json "${how[@]}" >"$work/n$i.log" 2>&1 &
+    --security-enabled=false --log-format json --pprof-addr "$h:16060" "${how[@]}" >"$work/n$i.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 150); do
     curl -fsS "http://$h:17942/readyz" >/dev/null 2>&1 && break
@@ -57,30 +59,47 @@ for _ in $(seq 1 50); do [ "$(owner3 mv-bulk)" = n4 ] && [ "$(owner3 mv-hot)" = 
 count=$((gib * 1048576))
 log "filling mv-bulk/3 on n4 with $count x 1 KiB"
 "$narad" bench mv-bulk --partition 3 --count "$count" --size 1024 --workers 32 --batch 100 --servers "$three" --json >"$work/fill.json"
+# produce answers 202 once a record is in the accepting node's WAL: wait until every record is
+# committed in the partition, so the move copies a partition nobody writes.
+p3() { curl -fsS "http://127.0.0.44:17942/v1/topics/mv-bulk" | python3 -c "import json,sys; d=json.load(sys.stdin); print([p['$1'] for p in d['partition_stats'] if p['index']==3][0])"; }
+for _ in $(seq 1 1500); do [ "$(p3 high_watermark)" -ge "$count" ] && break; sleep 0.2; done
 bulk_bytes="$(curl -fsS "http://127.0.0.44:17942/v1/topics/mv-bulk" | python3 -c 'import json,sys; d=json.load(sys.stdin); print([p["size_bytes"] for p in d["partition_stats"] if p["index"]==3][0])')"
 log "mv-bulk/3 holds $bulk_bytes bytes"
 
 # 2,000 msg/s into mv-hot/3 for the whole decommission, through the other nodes.
-"$narad" bench mv-hot --partition 3 --rate 2000 --count 1000000 --size 1024 --workers 8 --servers "$three" --json \
-  >"$work/hot.json" 2>"$work/hot.err" &
-hot=$!
-pids+=("$hot")
-sleep 5
+hot_rate="${BENCH_MOVE_HOT_RATE:-2000}"
+hot=""
+if [ "$hot_rate" != 0 ]; then
+  "$narad" bench mv-hot --partition 3 --rate "$hot_rate" --count 1000000 --size 1024 --workers 8 --servers "$three" --json \
+    >"$work/hot.json" 2>"$work/hot.err" &
+  hot=$!
+  pids+=("$hot")
+  sleep 5
+fi
 
 t0="$(date +%s.%N)"
 curl -fsS -XPOST "${urls[0]}/v1/cluster/members/n4/decommission" >/dev/null
+# BENCH_PPROF_DIR=dir: CPU profiles of every node over the first 8 s of the decommission.
+if [ -n "${BENCH_PPROF_DIR:-}" ]; then
+  mkdir -p "$BENCH_PPROF_DIR"
+  for i in 1 2 3 4; do curl -fsS -o "$BENCH_PPROF_DIR/n$i.pprof" "http://127.0.0.4$i:16060/debug/pprof/profile?seconds=8" & done
+fi
 for _ in $(seq 1 3000); do
   members | python3 -c 'import json,sys; m=[x for x in json.load(sys.stdin)["members"] if x["id"]=="n4"][0]; sys.exit(0 if m["raft_role"]=="none" and m["owned_partitions"]==0 else 1)' && break
   sleep 0.2
 done
 t1="$(date +%s.%N)"
-kill "$hot" 2>/dev/null || true
-wait "$hot" 2>/dev/null || true
+if [ -n "$hot" ]; then
+  kill "$hot" 2>/dev/null || true
+  wait "$hot" 2>/dev/null || true
+fi
 
-python3 - "$work" "$t0" "$t1" "$seq_mbs" "$bulk_bytes" "$gib" <<'PY'
+python3 - "$work" "$t0" "$t1" "$seq_mbs" "$bulk_bytes" "$gib" "$hot_rate" "${BENCH_MOVE_HEADER:-1}" <<'PY'
 import glob, json, statistics, sys
 work, t0, t1, seq_mbs, bulk_bytes, gib = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-flips, freezes = {}, {}
+hot_rate, header = int(sys.argv[7]), sys.argv[8] != "0"
+load = "%s msg/s into mv-hot/3" % format(hot_rate, ",") if hot_rate else "no other load"
+flips, freezes, catchups = {}, {}, {}
 for path in glob.glob(work + "/n*.log"):
     for line in open(path):
         try:
@@ -88,36 +107,42 @@ for path in glob.glob(work + "/n*.log"):
         except ValueError:
             continue
         key = (r.get("topic"), r.get("partition"))
+        if r.get("msg") in ("move: catch-up converged", "move: non-converged cutover"):
+            catchups[key] = r
         if r.get("msg") == "move: flip committed":
             flips[key] = r
         elif r.get("msg") == "handoff freeze ended" and r.get("reason") == "partition closed":
             freezes[key] = r["frozen_for"] / 1e6
 bulk = flips.get(("mv-bulk", 3))
 hot_freeze = freezes.get(("mv-hot", 3))
-print("## Partition moves")
-print()
-print("Four nodes on loopback (127.0.0.41-44, production timing defaults: controller tick 10 s, move")
-print("runner tick 1 s). Node n4 holds partition 3 of `mv-bulk` (filled with %s GiB of 1 KiB records)" % gib)
-print("and of `mv-hot`, written at 2,000 msg/s through the other nodes (`narad bench --partition 3 --rate 2000`)")
-print("for the whole run; then n4 is decommissioned (`POST /v1/cluster/members/n4/decommission`).")
-print()
-print("| measure | value |")
-print("|---|---|")
-print("| disk sequential write (dd 1 GiB, conv=fdatasync) | %.0f MB/s |" % seq_mbs)
+if header:
+    print("## Partition moves")
+    print()
+    print("Four nodes on loopback (127.0.0.41-44, production timing defaults: controller tick 10 s, move")
+    print("runner tick 1 s). Node n4 holds partition 3 of `mv-bulk` (filled with %s GiB of 1 KiB records, then left" % gib)
+    print("alone) and of `mv-hot`; n4 is then decommissioned (`POST /v1/cluster/members/n4/decommission`) and both")
+    print("partitions move off it. Each run is on fresh nodes; \"load\" is what `narad bench --partition 3 --rate N`")
+    print("writes into mv-hot/3 through the other nodes for the whole run.")
+    print()
+    print("| run | measure | value |")
+    print("|---|---|---|")
+    print("| - | disk sequential write (dd 1 GiB, conv=fdatasync) | %.0f MB/s |" % seq_mbs)
+cu = catchups.get(("mv-bulk", 3))
+if cu:
+    secs = cu["copy_duration"] / 1e9
+    bw = cu["copied_bytes"] / secs / 1e6
+    print("| %s | mv-bulk/3 pre-copy (CatchUp, %d passes) | %.0f MB in %.2f s |" % (load, cu["passes"], cu["copied_bytes"] / 1e6, secs))
+    print("| %s | move copy bandwidth (pre-copy) | %.0f MB/s = %.0f%% of the disk's sequential write rate (%.0f MB/s in this run) |" % (load, bw, 100 * bw / seq_mbs, seq_mbs))
 if bulk:
     secs = bulk["duration"] / 1e9
-    bw = bulk["copied_bytes"] / secs / 1e6
-    print("| mv-bulk/3 copied | %.0f MB in %.1f s (worker start to flip) |" % (bulk["copied_bytes"] / 1e6, secs))
-    print("| move copy bandwidth | %.0f MB/s = %.0f%% of the disk's sequential write rate |" % (bw, 100 * bw / seq_mbs))
+    print("| %s | mv-bulk/3 whole move, worker start to flip | %.0f MB in %.1f s |" % (load, bulk["copied_bytes"] / 1e6, secs))
 else:
-    print("| mv-bulk/3 move | no flip logged |")
-print("| decommission of n4 (%.0f MB), POST to removal from Raft | %.1f s |" % (bulk_bytes / 1e6, t1 - t0))
+    print("| %s | mv-bulk/3 move | no flip logged |" % load)
+print("| %s | decommission of n4 (%.0f MB), POST to removal from Raft | %.1f s |" % (load, bulk_bytes / 1e6, t1 - t0))
 if hot_freeze is not None:
-    print("| freeze of mv-hot/3 (written at 2,000 msg/s), arm to flip | %.1f ms |" % hot_freeze)
+    print("| %s | freeze of mv-hot/3, arm to flip | %.1f ms |" % (load, hot_freeze))
 if freezes:
     v = sorted(freezes.values())
     p99 = v[min(len(v) - 1, int(round(0.99 * (len(v) - 1))))]
-    print("| source freezes, all moves of the run (%d) | p50 %.1f ms, p99 %.1f ms, max %.1f ms |" % (len(v), statistics.median(v), p99, v[-1]))
-print()
-print("Reproduce: `hack/bench-moves.sh bin/narad [GiB]` (part of `make bench`).")
+    print("| %s | source freezes, all moves of the run (%d) | p50 %.1f ms, p99 %.1f ms, max %.1f ms |" % (load, len(v), statistics.median(v), p99, v[-1]))
 PY

@@ -97,7 +97,9 @@ batch3="$(run bench3-batch --create --partitions 6 --count "$((count * 10))" --s
 kill "${pids[@]}" 2>/dev/null || true
 wait "${pids[@]}" 2>/dev/null || true
 pids=()
-moves_md="$("$root/hack/bench-moves.sh" "$narad")"
+moves_md="$(BENCH_MOVE_HOT_RATE=0 "$root/hack/bench-moves.sh" "$narad")"
+moves_md="$moves_md"$'\n'"$(BENCH_MOVE_HEADER=0 BENCH_MOVE_HOT_RATE=2000 "$root/hack/bench-moves.sh" "$narad")"
+moves_md="$moves_md"$'\n\n'"Reproduce: \`hack/bench-moves.sh bin/narad [GiB]\` with BENCH_MOVE_HOT_RATE=0 and 2000 (part of \`make bench\`)."
 
 # Fan-out copy rate (Go benchmarks on one node, 100,000 × 1 KiB parent records backlogged).
 fanout_bench="$(cd "$root/broker" && go test -run '^$' -bench 'BenchmarkFanout' -benchtime 1x ./internal/engine/ | grep '^Benchmark')"

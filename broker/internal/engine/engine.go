@@ -80,6 +80,8 @@ type Engine struct {
 	probeSuspects suspects   // peers benched after a failed queue probe
 	parked        sync.Map   // topic → *atomic.Int32: queue long-polls parked here
 	cursorStatus  CursorStatus
+
+	quarantineListed atomic.Bool // the startup listing of quarantined copies ran (tests wait on it)
 }
 
 type partKey struct {

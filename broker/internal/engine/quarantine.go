@@ -96,6 +96,7 @@ func (e *Engine) pollQuarantine(startup bool) {
 	for _, q := range qs {
 		e.log.Error("quarantined copy", "path", q.Path, "bytes", q.Bytes)
 	}
+	e.quarantineListed.Store(true)
 }
 
 // quarantineDir renames the partition directory dir to the first free name of

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -37,6 +38,9 @@ func writeFileOfSize(t *testing.T, path string, size int) {
 func TestQuarantineGaugesCountEveryCopySetAside(t *testing.T) {
 	n, sink := startCapturingNode(t)
 	d := n.dir
+	// The engine's own startup listing runs first, over an empty data dir: what this test
+	// lists and counts below is its explicit passes only.
+	eventually(t, 10*time.Second, n.e.quarantineListed.Load, "the engine's startup quarantine listing")
 	writeFileOfSize(t, filepath.Join(d, "topics", "t", "p00000.quarantine", "00000000000000000000.log"), 10)
 	writeFileOfSize(t, filepath.Join(d, "topics", "t", "p00001.quarantine-1700000000", "00000000000000000000.log"), 5)
 	writeFileOfSize(t, filepath.Join(d, ".moves", "t-0.quarantine", "00000000000000000000.log"), 7)

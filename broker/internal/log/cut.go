@@ -135,3 +135,49 @@ func truncateSynced(path string, size int64) error {
 	}
 	return nil
 }
+
+// ErrTornCopy reports a closed directory whose active segment ends in bytes that are not a
+// whole frame: a copy staged from a current source never does.
+var ErrTornCopy = errors.New("log: active segment ends in a partial frame")
+
+// VerifyTail is the move verify's read of a closed log directory (spec/moves.md §5.4): the
+// offset the directory would recover to (next) and the high watermark its hwm file holds,
+// clamped to next as Open clamps it. Unlike Open it reads only the active (last) segment —
+// the verify proves the tail the final drain wrote, not the sealed segments, which the new
+// owner recovers the way the source does — and it changes nothing in dir. Without an hwm file
+// the HWM is next, as Open has it. A partial frame at the end of the active segment is an
+// error.
+func VerifyTail(dir string) (next, hwm int64, err error) {
+	infos, err := listSegments(dir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("log: list %s: %w", dir, err)
+	}
+	st, err := readHWMFile(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(infos) > 0 {
+		last := infos[len(infos)-1]
+		f, err := os.Open(last.path)
+		if err != nil {
+			return 0, 0, fmt.Errorf("log: open %s: %w", last.path, err)
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return 0, 0, fmt.Errorf("log: stat %s: %w", last.path, err)
+		}
+		sc, err := scanSegment(&segment{base: last.base, path: last.path, f: f}, fi.Size(), nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		if sc.tailAt >= 0 {
+			return 0, 0, fmt.Errorf("%w: %s at %d of %d bytes", ErrTornCopy, last.path, sc.tailAt, fi.Size())
+		}
+		next = max(sc.end, last.base)
+	}
+	if !st.present {
+		return next, next, nil // as Open: without an hwm file everything recovered is visible
+	}
+	return next, min(max(st.hwm, 0), next), nil
+}

@@ -216,5 +216,81 @@ func FuzzCutTail(f *testing.F) {
 		if len(after) > len(b) || !bytes.Equal(after, b[:len(after)]) {
 			t.Fatalf("CutTail did not keep a prefix: %d → %d bytes", len(b), len(after))
 		}
+		// Whatever bytes the segment holds, VerifyTail answers without changing them, and a
+		// tail it accepts ends where the segment's whole frames end.
+		next, vh, err := VerifyTail(d)
+		if again, _ := os.ReadFile(path); !bytes.Equal(again, after) {
+			t.Fatal("VerifyTail changed the segment")
+		}
+		if err == nil && (vh > next || next < 0) {
+			t.Fatalf("VerifyTail = (%d, %d): hwm past next", next, vh)
+		}
 	})
+}
+
+// VerifyTail reports what Open would recover (next offset, HWM clamped to it) without
+// changing the directory, reading only the active segment.
+func TestVerifyTailAgreesWithOpenAndChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	ends := buildLog(t, dir, 512, 5, 5, 5, 5, 5) // several segments
+	if len(segPaths(t, dir)) < 3 {
+		t.Fatalf("want several segments, got %d", len(segPaths(t, dir)))
+	}
+	for _, hwm := range []int64{ends[len(ends)-1], ends[len(ends)-2]} { // exact, and a hidden tail
+		if err := WriteHWMFile(dir, hwm, true); err != nil {
+			t.Fatal(err)
+		}
+		hwmBytes, err := os.ReadFile(filepath.Join(dir, HWMFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, got, err := VerifyTail(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := os.ReadFile(filepath.Join(dir, HWMFileName))
+		if err != nil || !bytes.Equal(after, hwmBytes) {
+			t.Fatalf("VerifyTail changed the hwm file: %v", err)
+		}
+		l := openT(t, dir, Options{})
+		wantNext, wantHWM := l.NextOffset(), l.HighWatermark()
+		closeT(t, l)
+		if next != wantNext || got != wantHWM {
+			t.Fatalf("hwm %d: VerifyTail = (%d, %d), Open recovers (%d, %d)", hwm, next, got, wantNext, wantHWM)
+		}
+	}
+}
+
+func TestVerifyTailSkipsSealedSegmentsAndRefusesATornActiveTail(t *testing.T) {
+	dir := t.TempDir()
+	ends := buildLog(t, dir, 512, 5, 5, 5, 5, 5)
+	paths := segPaths(t, dir)
+	// Damage in a sealed segment is the new owner's recovery's business, not the verify's.
+	if err := os.WriteFile(paths[0], bytes.Repeat([]byte{0xee}, int(fileSize(t, paths[0]))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if next, _, err := VerifyTail(dir); err != nil || next != ends[len(ends)-1] {
+		t.Fatalf("VerifyTail with a damaged sealed segment = %d, %v; want %d", next, err, ends[len(ends)-1])
+	}
+	// Bytes past the last whole frame of the active segment are not a valid copy.
+	f, err := os.OpenFile(paths[len(paths)-1], os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, _, err := VerifyTail(dir); !errors.Is(err, ErrTornCopy) {
+		t.Fatalf("VerifyTail of a torn active segment: %v, want ErrTornCopy", err)
+	}
+	// No hwm file: everything recovered is visible, as Open has it.
+	empty := t.TempDir()
+	buildLog(t, empty, 0, 4)
+	if err := os.Remove(filepath.Join(empty, HWMFileName)); err != nil {
+		t.Fatal(err)
+	}
+	if next, hwm, err := VerifyTail(empty); err != nil || next != 4 || hwm != 4 {
+		t.Fatalf("VerifyTail without an hwm file = (%d, %d, %v), want (4, 4)", next, hwm, err)
+	}
 }

@@ -42,6 +42,7 @@ const (
 	DefaultSweepEveryTicks   = 30               // the stale-copy sweep's cadence, in ticks
 	DefaultRetryBackoff      = 2 * time.Second  // a worker retries in place this long after a failure
 	DefaultPassPacing        = 50 * time.Millisecond
+	DefaultFetchesInFlight   = 8              // keeps the link busy while one chunk is written
 	DefaultLagBytes          = int64(4 << 20) // CatchUp converged: a pass copied at most this
 	DefaultMaxPasses         = 20             // CatchUp freezes anyway after this many passes
 	DefaultNoProgressPasses  = 3              // … or after this many passes without a new minimum
@@ -80,6 +81,7 @@ type RunnerConfig struct {
 	RetryBackoff     time.Duration // wait before a worker retries in place (2 s)
 	PassPacing       time.Duration // pause between CatchUp passes (50 ms)
 	ChunkBytes       int           // bytes per fetch (transfer.ChunkBytes = 1 MiB)
+	FetchesInFlight  int           // chunk fetches of one segment in flight at once (8)
 	LagBytes         int64         // CatchUp converged when a pass copies ≤ this (4 MiB)
 	MaxPasses        int           // CatchUp passes before freezing anyway (20)
 	NoProgressPasses int           // passes without a new minimum before freezing anyway (3)
@@ -113,6 +115,9 @@ func (c RunnerConfig) withDefaults() RunnerConfig {
 	setDur(&c.PassPacing, DefaultPassPacing)
 	if c.ChunkBytes <= 0 || c.ChunkBytes > transfer.ChunkBytes {
 		c.ChunkBytes = transfer.ChunkBytes
+	}
+	if c.FetchesInFlight <= 0 {
+		c.FetchesInFlight = DefaultFetchesInFlight
 	}
 	if c.LagBytes <= 0 {
 		c.LagBytes = DefaultLagBytes

@@ -28,6 +28,9 @@ const quarantineSuffix = ".quarantine"
 //     and this worker never took one off, the committed flip was an earlier attempt's and
 //     the staging copy is removed.
 func (w *worker) dispose() {
+	if w.sess != nil {
+		w.sess.waitSyncs() // no fsync of the staging copy outlives the worker
+	}
 	if w.installed {
 		if a, ok := w.cfg.Store.Assignment(w.topic, w.p); ok && a.Owner == w.self {
 			// Cancelled after the replica applied the flip, before the worker heard of it:

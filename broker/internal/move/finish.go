@@ -133,17 +133,11 @@ func (w *worker) verify(hwm int64) error {
 	return nil
 }
 
-// openStaged opens and closes the staged copy, returning its recovered next offset and HWM.
+// openStaged reads what the staged copy recovers to: its next offset and HWM. Only the active
+// segment is read (plog.VerifyTail): sealed segments are byte copies the new owner recovers the
+// way the source does, and reading them all would stretch the freeze by the partition's size.
 func (w *worker) openStaged() (next, hwm int64, err error) {
-	l, err := plog.Open(w.sess.dir, plog.Options{Logger: w.log})
-	if err != nil {
-		return 0, 0, err
-	}
-	next, hwm = l.NextOffset(), l.HighWatermark()
-	if err := l.Close(); err != nil {
-		return 0, 0, err
-	}
-	return next, hwm, nil
+	return plog.VerifyTail(w.sess.dir)
 }
 
 // verifyFailed handles a verify failure after a drain under a freeze that held (§5.5): the
@@ -153,6 +147,7 @@ func (w *worker) verifyFailed(err error) error {
 	w.verifyFailures++
 	if w.verifyFailures == 1 {
 		w.log.Warn("move: staged copy cannot be verified; copying once more from scratch", "err", err)
+		w.sess.waitSyncs()
 		if rerr := os.RemoveAll(w.sess.dir); rerr != nil {
 			return fmt.Errorf("discard staged copy: %w", rerr)
 		}
@@ -188,6 +183,7 @@ func (w *worker) stampAges(l transfer.Listing) {
 // It returns the marker's bytes as written.
 func (w *worker) seal(hwm int64, force bool) ([]byte, transfer.Marker, error) {
 	dir := w.sess.dir
+	w.sess.waitSyncs()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, transfer.Marker{}, fmt.Errorf("list staging: %w", err)

@@ -62,6 +62,7 @@ func TestReArmKeepsALongFinalizeFrozen(t *testing.T) {
 	h := newHarness(t, 64<<10)
 	h.cfg.FreezeTTL = 300 * time.Millisecond // re-armed every 75 ms
 	h.cfg.ChunkBytes = 1 << 10
+	h.cfg.FetchesInFlight = 1 // a drain of one slow chunk after another
 	h.src.MustProduce(20, 100)
 	h.src.onArm = func(s *fakeSource) {
 		if s.arms.Load() == 1 { // a large tail lands just before the freeze
@@ -154,6 +155,7 @@ func TestTokenlessSourceIsReArmedByArmingAndNotFenced(t *testing.T) {
 	h.src.MustProduce(30, 100)
 	h.src.frozenSlow.Store(int64(30 * time.Millisecond))
 	h.cfg.ChunkBytes = 1 << 10
+	h.cfg.FetchesInFlight = 1
 	h.src.onArm = func(s *fakeSource) {
 		if s.arms.Load() == 1 {
 			_ = s.commitLocked(30, 100)

@@ -190,3 +190,24 @@ func TestDamagedSealedSegmentIsCopiedVerbatimAndSkippedAlike(t *testing.T) {
 		t.Fatalf("the new owner reads differently from the source (%d corrupt offsets at the source): %v", corrupt, diff)
 	}
 }
+
+// Fetches of one segment overlap (FetchesInFlight), and a copy made with small chunks, many in
+// flight, is still byte for byte the source's.
+func TestChunkFetchesOverlapAndTheCopyStaysExact(t *testing.T) {
+	h := newHarness(t, 64<<10)
+	h.cfg.ChunkBytes = 1 << 10
+	h.cfg.FetchesInFlight = 4
+	h.src.fetchDelay.Store(int64(2 * time.Millisecond))
+	for range 10 {
+		h.src.MustProduce(20, 100)
+	}
+	h.start()
+	h.waitFlipped(20 * time.Second)
+	h.checkInstalled()
+	if got := h.src.maxFetching.Load(); got < 2 {
+		t.Fatalf("at most %d fetch in flight; want overlapping fetches", got)
+	}
+	if got := h.src.maxFetching.Load(); got > 4 {
+		t.Fatalf("%d fetches in flight, above FetchesInFlight 4", got)
+	}
+}

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
+	"time"
 
 	"narad.dev/broker/internal/durable"
 	plog "narad.dev/broker/internal/log"
@@ -25,13 +28,39 @@ type session struct {
 	// last is the last full listing the source gave (nil: never reached); a force-promote
 	// works from it (§8).
 	last *transfer.Listing
-	// synced: sealed segments fsynced since their last chunk landed.
+	// synced: sealed segments whose fsync was started since their last chunk landed.
 	synced map[int64]bool
+	// bg tracks the background fsyncs of sealed segments; bgSem runs one at a time.
+	bg    sync.WaitGroup
+	bgSem chan struct{}
 }
 
 func newSession(dir string) *session {
-	return &session{dir: dir, synced: map[int64]bool{}}
+	return &session{dir: dir, synced: map[int64]bool{}, bgSem: make(chan struct{}, 1)}
 }
+
+// syncLater fsyncs a sealed segment whose last chunk landed (spec/moves.md §5.7 rule 1) in the
+// background, so the copy of the next segment does not wait for the write-back. seal fsyncs
+// every file again before the marker, so a failure here only loses the head start.
+func (s *session) syncLater(path string, log *slog.Logger) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.bgSem <- struct{}{}
+		defer func() { <-s.bgSem }()
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err == nil {
+			err = durable.Fdatasync(f)
+			f.Close()
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			log.Debug("move: background fsync of a sealed staged segment failed; seal retries it", "path", path, "err", err)
+		}
+	}()
+}
+
+// waitSyncs waits for the background fsyncs (before seal, and before the staging dir goes).
+func (s *session) waitSyncs() { s.bg.Wait() }
 
 // ensureDir creates the staging directory (and .moves) durably.
 func (s *session) ensureDir() error {
@@ -182,33 +211,75 @@ func (w *worker) copySegment(ctx context.Context, addr string, seg transfer.Segm
 		have = seg.Size
 		s.synced[seg.Base] = false
 	}
-	for have < seg.Size {
-		n := int(min(int64(w.cfg.ChunkBytes), seg.Size-have))
-		b, err := w.fetch(ctx, addr, seg.Base, have, n)
-		if err != nil {
-			return copied, false, err
-		}
-		if len(b) == 0 {
-			break
-		}
-		if len(b) > n {
-			b = b[:n]
-		}
-		if _, err := f.WriteAt(b, have); err != nil {
-			return copied, false, fmt.Errorf("write staged segment: %w", err)
-		}
-		have += int64(len(b))
-		copied += int64(len(b))
+	n, err := w.fetchInto(ctx, f, addr, seg, have)
+	have += n
+	copied += n
+	if n > 0 {
 		s.synced[seg.Base] = false
+	}
+	if err != nil {
+		return copied, false, err
 	}
 	full = have == seg.Size
 	if seg.Sealed && full && !s.synced[seg.Base] { // spec/moves.md §5.7 rule 1
-		if err := durable.Fdatasync(f); err != nil {
-			return copied, false, fmt.Errorf("fsync staged segment: %w", err)
-		}
+		s.syncLater(path, w.log)
 		s.synced[seg.Base] = true
 	}
 	return copied, full, nil
+}
+
+// fetchInto copies seg's bytes from position have up to seg.Size into f, with up to
+// FetchesInFlight chunk fetches outstanding, and returns how many contiguous bytes it wrote
+// from have on. It stops at the first error or short chunk (the end of what the source can
+// serve now); bytes of later chunks already fetched are not written, so the staged file never
+// holds a gap.
+func (w *worker) fetchInto(ctx context.Context, f *os.File, addr string, seg transfer.Segment, have int64) (int64, error) {
+	type chunk struct {
+		b   []byte
+		err error
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var pending []chan chunk
+	next := have // the next position to ask for
+	launch := func() {
+		n := int(min(int64(w.cfg.ChunkBytes), seg.Size-next))
+		ch := make(chan chunk, 1)
+		at := next
+		go func() {
+			b, err := w.fetch(cctx, addr, seg.Base, at, n)
+			if len(b) > n {
+				b = b[:n]
+			}
+			ch <- chunk{b, err}
+		}()
+		pending = append(pending, ch)
+		next += int64(n)
+	}
+	var wrote int64
+	for {
+		for len(pending) < w.cfg.FetchesInFlight && next < seg.Size {
+			launch()
+		}
+		if len(pending) == 0 {
+			return wrote, nil
+		}
+		c := <-pending[0]
+		pending = pending[1:]
+		if c.err != nil {
+			return wrote, c.err
+		}
+		if len(c.b) > 0 {
+			if _, err := f.WriteAt(c.b, have+wrote); err != nil {
+				return wrote, fmt.Errorf("write staged segment: %w", err)
+			}
+			wrote += int64(len(c.b))
+		}
+		want := min(int64(w.cfg.ChunkBytes), seg.Size-(have+wrote-int64(len(c.b))))
+		if int64(len(c.b)) < want {
+			return wrote, nil // a short chunk: the source has no more for now
+		}
+	}
 }
 
 func (w *worker) fetch(ctx context.Context, addr string, base, at int64, n int) ([]byte, error) {
@@ -227,6 +298,7 @@ func (w *worker) fetch(ctx context.Context, addr string, base, at int64, n int) 
 func (w *worker) catchUp(ctx context.Context) error {
 	minBytes := int64(-1)
 	noProgress := 0
+	began, total := time.Now(), int64(0)
 	for pass := 0; ; pass++ {
 		l, err := w.list(ctx)
 		if err != nil {
@@ -235,12 +307,14 @@ func (w *worker) catchUp(ctx context.Context) error {
 		w.setPhase(transfer.PhaseCopying)
 		copied, _, err := w.copyPass(ctx, l)
 		w.addPass(copied)
+		total += copied
 		if err != nil {
 			return err
 		}
 		if pass >= 1 {
 			if copied <= w.cfg.LagBytes {
-				w.log.Debug("move: catch-up converged", "passes", pass+1, "last_pass_bytes", copied)
+				w.log.Info("move: catch-up converged", "passes", pass+1, "last_pass_bytes", copied,
+					"copied_bytes", total, "copy_duration", time.Since(began))
 				return nil
 			}
 			if minBytes < 0 || copied < minBytes {
@@ -250,7 +324,8 @@ func (w *worker) catchUp(ctx context.Context) error {
 			}
 			if noProgress >= w.cfg.NoProgressPasses || pass+1 >= w.cfg.MaxPasses {
 				w.log.Warn("move: non-converged cutover", "passes", pass+1, "last_pass_bytes", copied,
-					"min_pass_bytes", minBytes, "lag_bytes", w.cfg.LagBytes)
+					"min_pass_bytes", minBytes, "lag_bytes", w.cfg.LagBytes, "copied_bytes", total,
+					"copy_duration", time.Since(began))
 				return nil
 			}
 		}

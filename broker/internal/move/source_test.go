@@ -49,22 +49,24 @@ type fakeSource struct {
 	produced  int             // records committed through Produce
 
 	// Knobs (set before the runner starts, or atomically).
-	noToken    bool                                // an older release: no token, no fence
-	fileSizes  atomic.Bool                         // an older release: lists whole files
-	down       atomic.Bool                         // every call fails as unreachable
-	downArm    atomic.Bool                         // arms (PrepareHandoff without a token) fail as unreachable
-	downFetch  atomic.Bool                         // fetches fail as unreachable
-	fetchDelay atomic.Int64                        // ns slept per fetch
-	frozenSlow atomic.Int64                        // ns slept per fetch while frozen
-	srcClock   func() time.Time                    // listed_at_ms
-	recvClock  func() time.Time                    // the destination's clock for ReceivedAt
-	onList     func(s *fakeSource, n int64)        // called under the lock before a listing is read (n = 1-based list call)
-	onArm      func(s *fakeSource)                 // called under the lock before a freeze is armed
-	onFence    func(s *fakeSource, n int64)        // called under the lock before a fence is judged
-	racyList   func(s *fakeSource, n int64) bool   // list n reads its segments before an append it then reports in the HWM
-	onFetch    func(s *fakeSource, base, at int64) // called outside the lock
-	onPrepare  func(req transfer.PrepareRequest)   // called outside the lock, first
-	rearmSeen  func(token string, lapsed bool)     // called for each re-arm outcome
+	noToken     bool                                // an older release: no token, no fence
+	fileSizes   atomic.Bool                         // an older release: lists whole files
+	down        atomic.Bool                         // every call fails as unreachable
+	downArm     atomic.Bool                         // arms (PrepareHandoff without a token) fail as unreachable
+	downFetch   atomic.Bool                         // fetches fail as unreachable
+	fetchDelay  atomic.Int64                        // ns slept per fetch
+	fetching    atomic.Int64                        // fetches running now
+	maxFetching atomic.Int64                        // most fetches seen running at once
+	frozenSlow  atomic.Int64                        // ns slept per fetch while frozen
+	srcClock    func() time.Time                    // listed_at_ms
+	recvClock   func() time.Time                    // the destination's clock for ReceivedAt
+	onList      func(s *fakeSource, n int64)        // called under the lock before a listing is read (n = 1-based list call)
+	onArm       func(s *fakeSource)                 // called under the lock before a freeze is armed
+	onFence     func(s *fakeSource, n int64)        // called under the lock before a fence is judged
+	racyList    func(s *fakeSource, n int64) bool   // list n reads its segments before an append it then reports in the HWM
+	onFetch     func(s *fakeSource, base, at int64) // called outside the lock
+	onPrepare   func(req transfer.PrepareRequest)   // called outside the lock, first
+	rearmSeen   func(token string, lapsed bool)     // called for each re-arm outcome
 
 	lists, fetches, arms, rearms, fences, fenceRefusals, lapsedRearms atomic.Int64
 	fetchedBytes, frozenFetchedBytes                                  atomic.Int64
@@ -265,6 +267,10 @@ func (s *fakeSource) List(ctx context.Context, addr, topic string, partition int
 
 func (s *fakeSource) Fetch(ctx context.Context, addr, topic string, partition int, base, at int64, n int) ([]byte, error) {
 	s.fetches.Add(1)
+	now := s.fetching.Add(1)
+	defer s.fetching.Add(-1)
+	for m := s.maxFetching.Load(); now > m && !s.maxFetching.CompareAndSwap(m, now); m = s.maxFetching.Load() {
+	}
 	if err := s.check(); err != nil {
 		return nil, err
 	}
