@@ -5,10 +5,10 @@ BIN := $(CURDIR)/bin
 NARAD := $(BIN)/narad
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
-GO_PKGS := ./broker/... ./test/...
+GO_PKGS := ./api/... ./broker/... ./test/...
 FUZZTIME ?= 10000x
 
-.PHONY: all build run test unit blackbox fuzz fuzz-long bench lint proto clean chaos
+.PHONY: all build run test unit blackbox fuzz fuzz-long bench lint proto clean chaos manifests generate
 
 all: build
 
@@ -28,6 +28,7 @@ test: build ## Everything: vet, unit tests with -race, short fuzz runs, black-bo
 
 unit:
 	cd broker && $(GO) test -race -count=1 -timeout 15m ./...
+	cd api && $(GO) test -race -count=1 -timeout 5m ./...
 
 blackbox: build
 	cd test && NARAD_BIN=$(NARAD) $(GO) test -count=1 -timeout 20m ./...
@@ -46,7 +47,11 @@ chaos: build ## Long crash/soak loops (not part of make test)
 
 lint:
 	$(GO) vet $(GO_PKGS)
-	@out=$$(gofmt -l broker test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l api broker test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	./hack/manifests.sh --check
+
+manifests generate: ## Regenerate the CRDs (config/crd/bases) and deepcopy code with controller-gen
+	./hack/manifests.sh
 
 proto: ## Regenerate node RPC code (installs protoc and plugins if missing)
 	./hack/gen-proto.sh

@@ -1,0 +1,32 @@
+package v1alpha1
+
+// Condition types set in the status of the kinds of this package. Every condition carries the
+// observedGeneration of the spec it judged.
+const (
+	// ConditionReady is True when the object's broker-side state matches its spec: for a
+	// NaradCluster, every replica is ready and the cluster has a Raft leader.
+	ConditionReady = "Ready"
+	// ConditionProgressing is True while the operator is changing something towards the spec
+	// (creating pods, rolling them, growing or shrinking the StatefulSet).
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when the spec cannot be reached as things stand, for example a
+	// scale-down the brokers refuse; its message carries the brokers' reason codes.
+	ConditionDegraded = "Degraded"
+	// ConditionDraining is True on a NaradCluster while at least one node is decommissioning.
+	ConditionDraining = "Draining"
+	// ConditionRebalancing is True on a NaradCluster while partition moves are in flight.
+	ConditionRebalancing = "Rebalancing"
+)
+
+// Finalizers the operator puts on the objects it must clean up after on the brokers. Removing
+// one by hand skips that cleanup.
+const (
+	// TopicFinalizer holds a Topic until the broker topic is deleted (deletionPolicy Delete) or
+	// left in place (Retain).
+	TopicFinalizer = "narad.dev/topic-finalizer"
+	// FanoutLinkFinalizer holds a FanoutLink until the link is detached on the brokers.
+	FanoutLinkFinalizer = "narad.dev/fanoutlink-finalizer"
+	// NaradClusterFinalizer holds a NaradCluster while Topics or FanoutLinks still reference it,
+	// so their finalizers can still reach the brokers.
+	NaradClusterFinalizer = "narad.dev/cluster-finalizer"
+)
