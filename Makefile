@@ -8,7 +8,7 @@ LDFLAGS := -X main.version=$(VERSION)
 GO_PKGS := ./api/... ./broker/... ./test/...
 FUZZTIME ?= 10000x
 
-.PHONY: all build run test unit blackbox fuzz fuzz-long bench lint proto clean chaos manifests generate
+.PHONY: all build run test unit blackbox fuzz fuzz-long bench lint proto clean chaos manifests generate envtest
 
 all: build
 
@@ -49,6 +49,9 @@ lint:
 	$(GO) vet $(GO_PKGS)
 	@out=$$(gofmt -l api broker test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	./hack/manifests.sh --check
+
+envtest: ## Build once (cached) and print the kube-apiserver/etcd directory for KUBEBUILDER_ASSETS
+	@./hack/setup-envtest.sh
 
 manifests generate: ## Regenerate the CRDs (config/crd/bases) and deepcopy code with controller-gen
 	./hack/manifests.sh
