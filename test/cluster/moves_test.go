@@ -113,22 +113,7 @@ var _ = Describe("Partition moves", func() {
 		m, _ = member(c, lead, victimID)
 		Expect(m.Draining).To(BeTrue(), "the drain flag survives the restart")
 
-		var final *client.MemberList
-		Eventually(func() bool {
-			l, err := c.Client(others[0]).ClusterMembers(ctx(5 * time.Second))
-			if err != nil {
-				return false
-			}
-			final = l
-			for _, m := range l.Members {
-				if m.ID == victimID {
-					return m.OwnedPartitions == 0 && m.RaftRole == "none"
-				}
-			}
-			return false
-		}).WithTimeout(150*time.Second).WithPolling(time.Second).Should(BeTrue(), func() string {
-			return "decommission did not finish: " + harness.FormatMembers(final) + "\n" + c.Tails(15)
-		})
+		final := waitDecommissioned(c, others[0], victimID, 150*time.Second)
 		logf("after decommission:\n%s", harness.FormatMembers(final))
 		Expect(harness.AliveVoters(final)).To(Equal(3), "three voters remain")
 		after := ownerMap(c, others[0], topics)
@@ -279,22 +264,7 @@ var _ = Describe("Partition moves", func() {
 
 		_, err := c.Client(others[0]).Decommission(ctx(10*time.Second), leadID, false)
 		Expect(err).NotTo(HaveOccurred())
-		var final *client.MemberList
-		Eventually(func() bool {
-			l, err := c.Client(others[0]).ClusterMembers(ctx(5 * time.Second))
-			if err != nil {
-				return false
-			}
-			final = l
-			for _, m := range l.Members {
-				if m.ID == leadID {
-					return m.OwnedPartitions == 0 && m.RaftRole == "none" && !m.Leader
-				}
-			}
-			return false
-		}).WithTimeout(120*time.Second).WithPolling(time.Second).Should(BeTrue(), func() string {
-			return "the leader was not decommissioned: " + harness.FormatMembers(final) + "\n" + c.Tails(15)
-		})
+		final := waitDecommissioned(c, others[0], leadID, 120*time.Second)
 		logf("after decommissioning the leader:\n%s", harness.FormatMembers(final))
 		Expect(harness.AliveVoters(final)).To(Equal(3))
 		newLead := leader(c)
@@ -342,6 +312,29 @@ var _ = Describe("Partition moves", func() {
 		tr.finish("20 moves", c.Endpoints(0, 1, 2))
 	})
 })
+
+// waitDecommissioned waits until node i lists member id with no partitions, out of the Raft
+// configuration and not leading, and returns that members list.
+func waitDecommissioned(c *harness.Cluster, i int, id string, within time.Duration) *client.MemberList {
+	GinkgoHelper()
+	var final *client.MemberList
+	Eventually(func() bool {
+		l, err := c.Client(i).ClusterMembers(ctx(5 * time.Second))
+		if err != nil {
+			return false
+		}
+		final = l
+		for _, m := range l.Members {
+			if m.ID == id {
+				return m.OwnedPartitions == 0 && m.RaftRole == "none" && !m.Leader
+			}
+		}
+		return false
+	}).WithTimeout(within).WithPolling(time.Second).Should(BeTrue(), func() string {
+		return "decommission of " + id + " did not finish: " + harness.FormatMembers(final) + "\n" + c.Tails(15)
+	})
+	return final
+}
 
 // topicsWithRecords creates two topics "<prefix>-0/1" (3 partitions each; 6 over 4 nodes is
 // one move) through node 0 and produces 60 records into each.
