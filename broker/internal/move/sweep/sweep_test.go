@@ -372,3 +372,37 @@ func FuzzNames(f *testing.F) {
 		}
 	})
 }
+
+// MV-37 (spec/moves.md §9.6): a destination that died with its flip unconfirmed comes back
+// after the controller cleared the move; the install it left at the partition path carries
+// its own move marker (a copy of the owner's records, from the owner to this node). The sweep
+// never trusts a copy's own marker: the owner, which never got the partition from that
+// install, holds no marker vouching for it, so the copy is quarantined untouched, not reclaimed.
+func TestSweepQuarantinesAnUnconfirmedInstallDespiteItsOwnMarker(t *testing.T) {
+	const records = 4
+	e := newEnv(t)
+	e.topic("t", incA, 0)
+	dir := e.localCopy("t", incA, records)
+	own := transfer.Marker{Topic: "t", Partition: 0, Incarnation: incA, From: owner, To: self, HWM: records,
+		InstalledAtMs: e.clock.Now().UnixMilli(), DurableAtMs: e.clock.Now().UnixMilli()}
+	if err := transfer.WriteMarker(dir, own); err != nil {
+		t.Fatal(err)
+	}
+	e.setListing("t", e.mirror("t", incA, records)) // the owner's records, and no marker
+	e.sweep()
+
+	if exists(dir) {
+		t.Fatal("the unconfirmed install is still at the partition path")
+	}
+	q := dir + ".quarantine"
+	if !exists(q) {
+		t.Fatal("the unconfirmed install was removed instead of quarantined")
+	}
+	if !exists(filepath.Join(q, transfer.MarkerFile)) || !exists(filepath.Join(q, "probe.tmp-recovery")) {
+		t.Fatal("the quarantined copy was changed (recovered) on its way aside")
+	}
+	lines := e.logs.Find(slog.LevelError, "stale copy quarantined")
+	if len(lines) != 1 || lines[0].Attrs["reason"] != ReasonOwnerHasNoMarker {
+		t.Fatalf("decision lines %+v, want one with reason %s", lines, ReasonOwnerHasNoMarker)
+	}
+}
