@@ -32,6 +32,8 @@ func TestDropBehindCountedOnceAfterTheDurableAdvance(t *testing.T) {
 	})
 	startCursor(t, cfg, desired(dir, []int64{0}))
 	waitFor(t, "advance", fileAt(t, dir, 8))
+	// The loss is reported just after the durable advance the test waits for above.
+	waitFor(t, "drop reported", func() bool { return obs.get(func(o *fakeObserver) any { return o.dropped }).(int64) != 0 })
 	if got := obs.get(func(o *fakeObserver) any { return o.dropped }).(int64); got != oldest {
 		t.Fatalf("dropped = %d, want %d (counted once)", got, oldest)
 	}
