@@ -38,6 +38,9 @@ func (c *Client) Decommission(ctx context.Context, id string, dryRun bool) (*Dec
 	if v.Reasons == nil {
 		v.Reasons = []string{}
 	}
+	if v.Moves == nil {
+		v.Moves = []PlannedMove{}
+	}
 	return &v, nil
 }
 

@@ -66,3 +66,16 @@ func TestMoveDetailDecodesTheServersReport(t *testing.T) {
 		t.Fatalf("decoded %+v, want %+v", d, want)
 	}
 }
+
+// A dry run decodes the planned moves, and an answer without them still yields an empty list.
+func TestDecommissionDryRunDecodesThePlannedMoves(t *testing.T) {
+	f := newFake(t, 200, `{"node":"n4","dry_run":true,"allowed":true,"reasons":[],"moves":[{"topic":"orders","partition":5,"from":"n4","to":"n1"}]}`)
+	v, err := f.client(t).Decommission(context.Background(), "n4", true)
+	if err != nil || len(v.Moves) != 1 || v.Moves[0] != (PlannedMove{Topic: "orders", Partition: 5, From: "n4", To: "n1"}) {
+		t.Fatalf("dry run: %+v %v", v, err)
+	}
+	f.body = `{"node":"n4","dry_run":true,"allowed":false,"reasons":["min_voters"]}`
+	if v, err = f.client(t).Decommission(context.Background(), "n4", true); err != nil || v.Moves == nil || len(v.Moves) != 0 {
+		t.Fatalf("dry run without moves: %+v %v", v, err)
+	}
+}

@@ -203,6 +203,17 @@ type DecommissionVerdict struct {
 	DryRun  bool     `json:"dry_run"`
 	Allowed bool     `json:"allowed"`
 	Reasons []string `json:"reasons"`
+	// Moves are the partition moves the planner would make to drain the node as things stand
+	// (not cut to the in-flight budget; other draining nodes stay excluded).
+	Moves []PlannedMove `json:"moves"`
+}
+
+// PlannedMove is one move of a decommission dry run's plan.
+type PlannedMove struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	From      string `json:"from"`
+	To        string `json:"to"`
 }
 
 // moveList is the response of GET /v1/cluster/moves.

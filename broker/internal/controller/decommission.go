@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/placement"
 )
 
 // Errors of the decommission calls (spec/api.md §2.17).
@@ -180,6 +182,7 @@ func (c *Controller) Decommission(ctx context.Context, id string, dryRun bool) (
 	verdict := v.verdict(id)
 	switch {
 	case dryRun:
+		verdict.Moves = c.drainPlan(id)
 		return verdict, nil
 	case !verdict.Allowed:
 		return verdict, fmt.Errorf("%w: %s: %s", ErrRefused, id, strings.Join(verdict.Reasons, ", "))
@@ -191,6 +194,23 @@ func (c *Controller) Decommission(ctx context.Context, id string, dryRun bool) (
 	}
 	c.logger.Info("decommission started", "member", id)
 	return verdict, nil
+}
+
+// drainPlan is what the planner would plan, as things stand, with id draining: every move of
+// the balance, not cut to the in-flight budget (moves already in flight are not repeated).
+func (c *Controller) drainPlan(id string) []PlannedMove {
+	members := c.store.Members()
+	for i := range members {
+		if members[i].ID == id {
+			members[i].Draining = true
+		}
+	}
+	plan := placement.Rebalance(members, c.store.Topics("", 0), c.store.AllAssignments(), math.MaxInt32)
+	out := make([]PlannedMove, 0, len(plan.Moves))
+	for _, mv := range plan.Moves {
+		out = append(out, PlannedMove{Topic: mv.Topic, Partition: mv.Partition, From: mv.From, To: mv.To})
+	}
+	return out
 }
 
 // CancelDecommission clears member id's drain flag (DELETE …/decommission): on the leader,

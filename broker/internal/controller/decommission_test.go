@@ -317,3 +317,42 @@ func TestDrainingNodeRemovedOnlyAfterItsPartitionsMoved(t *testing.T) {
 		t.Fatalf("removed = %v once d owns nothing, want [d]", removed)
 	}
 }
+
+// A dry run carries the moves the planner would make to drain the node, and changes nothing:
+// no target is set and the node is not marked draining.
+func TestDecommissionDryRunCarriesTheDrainPlan(t *testing.T) {
+	c := openCluster(t, []string{"a"})
+	c.join("b", "c", "d")
+	st, ctx := c.leader(), ctxT(t)
+	createOwned(t, st, "orders", []meta.Assignment{
+		{Topic: "orders", Partition: 0, Owner: "a"}, {Topic: "orders", Partition: 1, Owner: "b"},
+		{Topic: "orders", Partition: 2, Owner: "c"}, {Topic: "orders", Partition: 3, Owner: "d"},
+		{Topic: "orders", Partition: 4, Owner: "d"},
+	})
+	ctl := c.manual(newMembership([]string{"a", "b", "c", "d"}), &logRecorder{}, nil)
+	v, err := ctl.Decommission(ctx, "d", true)
+	if err != nil || !v.Allowed {
+		t.Fatalf("dry run = %+v, %v; want allowed", v, err)
+	}
+	if len(v.Moves) != 2 {
+		t.Fatalf("planned moves = %+v, want d's two partitions", v.Moves)
+	}
+	to := map[string]int{}
+	for _, mv := range v.Moves {
+		if mv.From != "d" || mv.Topic != "orders" || (mv.Partition != 3 && mv.Partition != 4) || mv.To == "d" {
+			t.Fatalf("planned move %+v does not drain d", mv)
+		}
+		to[mv.To]++
+	}
+	if len(to) != 2 {
+		t.Fatalf("both partitions planned onto one node: %+v (floor/ceil balance spreads them)", v.Moves)
+	}
+	if isDraining(t, st, "d") {
+		t.Fatal("a dry run marked the node draining")
+	}
+	for _, a := range st.AllAssignments() {
+		if a.Target != "" {
+			t.Fatalf("a dry run set a target: %+v", a)
+		}
+	}
+}

@@ -24,6 +24,16 @@ type Verdict struct {
 	Node    string   `json:"node"`
 	Allowed bool     `json:"allowed"`
 	Reasons []string `json:"reasons"`
+	// Moves is filled by a dry run only: the moves the planner would make once the node drains.
+	Moves []PlannedMove `json:"moves,omitempty"`
+}
+
+// PlannedMove is one move of a dry run's plan.
+type PlannedMove struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	From      string `json:"from"`
+	To        string `json:"to"`
 }
 
 // EvaluateDecommission evaluates the up-front reasons for decommissioning member id on this

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/meta"
 )
 
@@ -141,7 +142,7 @@ func (c *clusterHTTP) decommission(w http.ResponseWriter, r *http.Request) {
 	case http.StatusOK:
 		if call.DryRun {
 			writeJSON(w, http.StatusOK, map[string]any{"node": res.Verdict.Node, "dry_run": true,
-				"allowed": res.Verdict.Allowed, "reasons": nonNil(res.Verdict.Reasons)})
+				"allowed": res.Verdict.Allowed, "reasons": nonNil(res.Verdict.Reasons), "moves": plannedMoves(res.Verdict.Moves)})
 			return
 		}
 		fallthrough // a leader answering 200 to a real decommission: done
@@ -182,4 +183,12 @@ func (c *clusterHTTP) decommissionOnLeader(ctx context.Context, call decomCall) 
 		res.Error = fmt.Sprintf("leader answered %d", res.Status)
 	}
 	return res
+}
+
+// plannedMoves is never nil, so a dry run always carries a "moves" list.
+func plannedMoves(ms []controller.PlannedMove) []controller.PlannedMove {
+	if ms == nil {
+		return []controller.PlannedMove{}
+	}
+	return ms
 }

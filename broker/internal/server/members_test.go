@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -23,6 +24,9 @@ func TestDecommissionOnTheLeaderAnswersEveryDocumentedStatus(t *testing.T) {
 		{"dry run allowed", "POST", "/v1/cluster/members/n4/decommission?dry_run=true", 200, func(t *testing.T, b map[string]any) {
 			if b["node"] != "n4" || b["dry_run"] != true || b["allowed"] != true || len(b["reasons"].([]any)) != 0 {
 				t.Fatalf("body %v", b)
+			}
+			if ms, ok := b["moves"].([]any); !ok || len(ms) != 0 {
+				t.Fatalf("body %v: want an empty moves list", b)
 			}
 		}},
 		{"dry run refused", "POST", "/v1/cluster/members/n3/decommission?dry_run=true", 200, func(t *testing.T, b map[string]any) {
@@ -81,12 +85,19 @@ func TestDecommissionOnAFollowerGoesToTheLeader(t *testing.T) {
 			return decomResult{Status: 409, Error: "refused", Verdict: controllerVerdict("n3", "dead_owner")}, nil
 		}
 		if c.DryRun {
-			return decomResult{Status: 200, Verdict: controllerVerdict(c.ID)}, nil
+			v := controllerVerdict(c.ID)
+			v.Moves = []controller.PlannedMove{{Topic: "orders", Partition: 2, From: c.ID, To: "n1"}}
+			return decomResult{Status: 200, Verdict: v}, nil
 		}
 		return decomResult{Status: 204}, nil
 	}
-	if status, body := f.do(t, "POST", "/v1/cluster/members/n4/decommission?dry_run=true"); status != 200 || body["allowed"] != true {
+	status, body := f.do(t, "POST", "/v1/cluster/members/n4/decommission?dry_run=true")
+	if status != 200 || body["allowed"] != true {
 		t.Fatalf("dry run: %d %v", status, body)
+	}
+	want := []any{map[string]any{"topic": "orders", "partition": float64(2), "from": "n4", "to": "n1"}}
+	if !reflect.DeepEqual(body["moves"], want) {
+		t.Fatalf("dry run moves = %v, want the leader's plan %v", body["moves"], want)
 	}
 	if status, body := f.do(t, "POST", "/v1/cluster/members/n3/decommission"); status != 409 || body["reasons"].([]any)[0] != "dead_owner" {
 		t.Fatalf("refusal: %d %v", status, body)
