@@ -73,7 +73,11 @@ cached() {
 	have etcd "${ETCD_VERSION#v}" || return 1
 	if [[ "$WITH_KUBECTL" == 1 ]]; then
 		[[ -x "${DEST}/kubectl" ]] || return 1
-		"${DEST}/kubectl" version --client 2>&1 | grep -qF "$K8S_VERSION" || return 1
+		# Captured, not piped into grep -q: an early grep exit would kill kubectl with SIGPIPE,
+		# which pipefail turns into a failed check and a needless rebuild.
+		local out
+		out="$("${DEST}/kubectl" version --client 2>&1)" || return 1
+		[[ "$out" == *"$K8S_VERSION"* ]] || return 1
 	fi
 	return 0
 }
