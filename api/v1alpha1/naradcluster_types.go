@@ -278,6 +278,53 @@ type NaradClusterStatus struct {
 	// Draining has one entry per decommissioning node.
 	// +optional
 	Draining []DrainingNodeStatus `json:"draining,omitempty"`
+
+	// ScalePreview answers the latest narad.dev/scale-preview annotation: what the brokers would
+	// do to scale to a replica count, computed with decommission dry runs, changing nothing.
+	// +optional
+	ScalePreview *ScalePreview `json:"scalePreview,omitempty"`
+}
+
+// ScalePreview is the dry run of scaling a cluster to Replicas.
+type ScalePreview struct {
+	// Request echoes the narad.dev/scale-preview annotation value this preview answers.
+	Request string `json:"request"`
+	// Replicas is the replica count previewed.
+	Replicas int32 `json:"replicas"`
+	// Allowed is false when the brokers would refuse to remove one of the nodes.
+	Allowed bool `json:"allowed"`
+	// Error is set when the preview could not be computed (no broker answered, for example).
+	// +optional
+	Error string `json:"error,omitempty"`
+	// ObservedAt is when the operator computed the preview.
+	ObservedAt metav1.Time `json:"observedAt"`
+	// Nodes has one entry per node a scale-down would decommission, highest ordinal first.
+	// +optional
+	Nodes []NodePreview `json:"nodes,omitempty"`
+}
+
+// NodePreview is the brokers' dry-run verdict for decommissioning one node.
+type NodePreview struct {
+	// NodeID of the broker.
+	NodeID string `json:"nodeID"`
+	// Allowed is the brokers' verdict.
+	Allowed bool `json:"allowed"`
+	// Reasons are the brokers' reason codes (min_voters, no_live_majority, no_receivers,
+	// dead_owner, ...).
+	// +optional
+	Reasons []string `json:"reasons,omitempty"`
+	// Moves are the partition moves the brokers would plan to drain the node, as things stand
+	// now; later nodes are planned again when their turn comes.
+	// +optional
+	Moves []PlannedMove `json:"moves,omitempty"`
+}
+
+// PlannedMove is one partition move a plan would start.
+type PlannedMove struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	From      string `json:"from"`
+	To        string `json:"to"`
 }
 
 // MemberStatus is one broker as the cluster sees it.
@@ -336,6 +383,15 @@ type DrainingNodeStatus struct {
 	// BytesLeft is the data still to copy off the node, in bytes.
 	// +optional
 	BytesLeft int64 `json:"bytesLeft,omitempty"`
+	// StartedAt is when the operator started the node's decommission.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// PartitionsAtStart and BytesAtStart are what the node owned when its decommission
+	// started; with the values left they give the drain's progress.
+	// +optional
+	PartitionsAtStart int32 `json:"partitionsAtStart,omitempty"`
+	// +optional
+	BytesAtStart int64 `json:"bytesAtStart,omitempty"`
 	// ETA is when the drain is expected to finish at the recent copy rate; absent when unknown.
 	// +optional
 	ETA *metav1.Time `json:"eta,omitempty"`
