@@ -5,15 +5,19 @@ BIN := $(CURDIR)/bin
 NARAD := $(BIN)/narad
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
-GO_PKGS := ./api/... ./broker/... ./test/...
+GO_PKGS := ./api/... ./broker/... ./operator/... ./test/...
 FUZZTIME ?= 10000x
 
-.PHONY: all build run test unit blackbox fuzz fuzz-long bench lint proto clean chaos manifests generate envtest
+.PHONY: all build operator run test unit blackbox fuzz fuzz-long bench lint proto clean chaos manifests generate envtest
 
 all: build
 
 build: ## Build bin/narad
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(NARAD) ./broker/cmd/narad
+
+operator: ## Build the operator (bin/narad-operator) and the kubectl plugin (bin/kubectl-narad)
+	$(GO) build -o $(BIN)/narad-operator ./operator/cmd/manager
+	$(GO) build -ldflags "-s -w" -o $(BIN)/kubectl-narad ./operator/cmd/kubectl-narad
 
 run: build ## Single-node broker on 127.0.0.1:7942, data in ./.narad/data, auth off
 	mkdir -p .narad/data
@@ -21,6 +25,7 @@ run: build ## Single-node broker on 127.0.0.1:7942, data in ./.narad/data, auth 
 
 test: build ## Everything: vet, unit tests with -race, short fuzz runs, black-box suites
 	./hack/test-deps.sh
+	./hack/setup-envtest.sh >/dev/null
 	$(MAKE) lint
 	$(MAKE) unit
 	$(MAKE) fuzz
@@ -29,9 +34,12 @@ test: build ## Everything: vet, unit tests with -race, short fuzz runs, black-bo
 unit:
 	cd broker && $(GO) test -race -count=1 -timeout 15m ./...
 	cd api && $(GO) test -race -count=1 -timeout 5m ./...
+	assets="$$(./hack/setup-envtest.sh)" && cd operator && \
+	  KUBEBUILDER_ASSETS="$$assets" NARAD_BIN=$(NARAD) $(GO) test -race -count=1 -timeout 15m ./...
 
 blackbox: build
-	cd test && NARAD_BIN=$(NARAD) $(GO) test -count=1 -timeout 20m ./...
+	assets="$$(./hack/setup-envtest.sh)" && cd test && \
+	  KUBEBUILDER_ASSETS="$$assets" NARAD_BIN=$(NARAD) $(GO) test -count=1 -timeout 20m ./...
 
 fuzz: ## Run every fuzz target briefly (FUZZTIME per target)
 	./hack/fuzz.sh $(FUZZTIME)
@@ -47,7 +55,7 @@ chaos: build ## Long crash/soak loops (not part of make test)
 
 lint:
 	$(GO) vet $(GO_PKGS)
-	@out=$$(gofmt -l api broker test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l api broker operator test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	./hack/manifests.sh --check
 
 envtest: ## Build once (cached) and print the kube-apiserver/etcd directory for KUBEBUILDER_ASSETS

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Regenerates what controller-gen owns in the API module: the deepcopy methods
-# (api/**/zz_generated.deepcopy.go) and the CRDs (config/crd/bases/*.yaml).
+# Regenerates what controller-gen owns: the deepcopy methods (api/**/zz_generated.deepcopy.go),
+# the CRDs (config/crd/bases/*.yaml, copied byte for byte into the Helm chart's
+# charts/narad-operator/crds/) and the manager's ClusterRole (config/rbac/role.yaml, from the
+# +kubebuilder:rbac markers in operator/internal/controller/rbac.go).
 #
 #   hack/manifests.sh          regenerate in place
 #   hack/manifests.sh --check  regenerate into a temporary copy and exit 1, printing the diff,
@@ -8,7 +10,9 @@
 #
 # controller-gen is installed at the pinned version into ./bin (gitignored) when it is missing or
 # at another version. The API module has no local dependencies, so it is loaded with GOWORK=off:
-# the result does not depend on which modules go.work lists.
+# the result does not depend on which modules go.work lists. The RBAC markers live in a package
+# of the operator module that imports nothing, so it loads with GOWORK=off too, without the
+# operator's dependencies (or the other controllers' packages) having to compile.
 set -euo pipefail
 
 CONTROLLER_GEN_VERSION=v0.23.0
@@ -27,8 +31,10 @@ ensure_controller_gen() {
 		"sigs.k8s.io/controller-tools/cmd/controller-gen@${CONTROLLER_GEN_VERSION}"
 }
 
-# generate <tree>: runs both generators on <tree>/api, writing the CRDs to <tree>/config/crd/bases.
-# <tree> is the repository root or a scratch copy holding api/, config/crd/bases and the header.
+# generate <tree>: runs the generators on <tree>/api and <tree>/operator/internal/controller,
+# writing the CRDs to <tree>/config/crd/bases (and a copy to <tree>/charts/narad-operator/crds)
+# and the ClusterRole to <tree>/config/rbac/role.yaml. <tree> is the repository root or a scratch
+# copy holding api/, operator/go.mod, the rbac.go package, config/ and the header.
 generate() {
 	local tree="$1"
 	(
@@ -41,6 +47,17 @@ generate() {
 			paths=./... \
 			output:crd:artifacts:config="${tree}/config/crd/bases"
 	)
+	(
+		cd "${tree}/operator/internal/controller"
+		GOWORK=off "${controller_gen}" \
+			rbac:roleName=manager-role \
+			paths=. \
+			output:rbac:artifacts:config="${tree}/config/rbac"
+	)
+	# Helm installs crds/ as they are: the chart ships exactly the generated CRDs.
+	rm -rf "${tree}/charts/narad-operator/crds"
+	mkdir -p "${tree}/charts/narad-operator/crds"
+	cp "${tree}"/config/crd/bases/*.yaml "${tree}/charts/narad-operator/crds/"
 }
 
 ensure_controller_gen
@@ -52,9 +69,12 @@ case "${1:-}" in
 --check)
 	scratch="$(mktemp -d)"
 	trap 'rm -rf "${scratch}"' EXIT
-	# The CRD directory starts empty, so a CRD left over from a removed kind shows in the diff.
-	mkdir -p "${scratch}/hack" "${scratch}/config/crd/bases"
+	# The CRD directories start empty, so a CRD left over from a removed kind shows in the diff.
+	mkdir -p "${scratch}/hack" "${scratch}/config/crd/bases" "${scratch}/config/rbac" \
+		"${scratch}/operator/internal/controller"
 	cp -R "${root}/api" "${scratch}/api"
+	cp "${root}/operator/go.mod" "${scratch}/operator/"
+	cp "${root}/operator/internal/controller/"*.go "${scratch}/operator/internal/controller/"
 	cp "${root}/hack/boilerplate.go.txt" "${scratch}/hack/"
 	generate "${scratch}"
 	status=0
@@ -70,6 +90,8 @@ case "${1:-}" in
 		fi
 	done < <(find "${scratch}/api" -name 'zz_generated.*.go' -print0)
 	diff -ruN "${root}/config/crd/bases" "${scratch}/config/crd/bases" || status=1
+	diff -ruN "${root}/charts/narad-operator/crds" "${scratch}/charts/narad-operator/crds" || status=1
+	diff -uN "${root}/config/rbac/role.yaml" "${scratch}/config/rbac/role.yaml" || status=1
 	if [[ "${status}" -ne 0 ]]; then
 		echo "generated files are stale: run hack/manifests.sh and commit the result" >&2
 		exit 1

@@ -1,0 +1,87 @@
+package cluster
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	naradv1 "narad.dev/api/v1alpha1"
+	"narad.dev/broker/client"
+	"narad.dev/operator/internal/brokertest"
+)
+
+var _ = Describe("NaradCluster status", func() {
+	It("shows the brokers' members, leader and moves, and the conditions they imply", func() {
+		nc := testCluster("st", withFakeAdmin)
+		runningCluster(nc, "rev1")
+		currentFake().Update(func(c *brokertest.Cluster) {
+			c.Members[1].RaftRole = "nonvoter"
+			c.Members[2].OwnedPartitions = 7
+			c.Members = append(c.Members,
+				client.Member{ID: "st-9", Status: client.StatusDead, RaftRole: "none", OwnedPartitions: 1},
+				client.Member{ID: "st-8", Status: client.StatusDead, RaftRole: "none"}) // left: not listed
+			c.Moves = []client.Move{
+				{Topic: "orders", Partition: 1, From: "st-0", To: "st-1"},
+				{Topic: "orders", Partition: 2, From: "st-9", To: "st-2", Blocked: []string{"source_dead"}},
+			}
+		})
+
+		Eventually(func(g Gomega) {
+			var got naradv1.NaradCluster
+			mustGet(nc.Name, &got)
+			st := got.Status
+			g.Expect(st.Leader).To(Equal("st-0"))
+			g.Expect(st.ReadyReplicas).To(Equal(int32(3)))
+			g.Expect(st.Replicas).To(Equal(int32(3)))
+			g.Expect(st.Members).To(Equal([]naradv1.MemberStatus{
+				{Pod: "st-0", NodeID: "st-0", RaftRole: "voter", Status: "alive", OwnedPartitions: 4},
+				{Pod: "st-1", NodeID: "st-1", RaftRole: "nonvoter", Status: "alive", OwnedPartitions: 4},
+				{Pod: "st-2", NodeID: "st-2", RaftRole: "voter", Status: "alive", OwnedPartitions: 7},
+				{NodeID: "st-9", RaftRole: "none", Status: "dead", OwnedPartitions: 1},
+			}))
+			g.Expect(st.Moves).To(Equal(naradv1.MovesStatus{InFlight: 2, Blocked: []naradv1.BlockedMove{
+				{Topic: "orders", Partition: 2, From: "st-9", To: "st-2", Reasons: []string{"source_dead"}},
+			}}))
+			for _, c := range st.Conditions {
+				g.Expect(c.ObservedGeneration).To(Equal(got.Generation), c.Type)
+			}
+			g.Expect(findCondition(st.Conditions, naradv1.ConditionReady)).To(haveCondition(metav1.ConditionTrue, ReasonClusterReady))
+			g.Expect(findCondition(st.Conditions, naradv1.ConditionRebalancing)).To(haveCondition(metav1.ConditionTrue, ReasonMovesInFlight))
+			g.Expect(findCondition(st.Conditions, naradv1.ConditionProgressing)).To(haveCondition(metav1.ConditionFalse, ReasonSettled))
+		}).Should(Succeed())
+
+		By("the moves finishing")
+		currentFake().Update(func(c *brokertest.Cluster) { c.Moves = nil })
+		Eventually(func() *metav1.Condition { return clusterCondition(nc.Name, naradv1.ConditionRebalancing) }).Should(
+			haveCondition(metav1.ConditionFalse, ReasonNoMoves))
+		var got naradv1.NaradCluster
+		mustGet(nc.Name, &got)
+		Expect(got.Status.Moves).To(Equal(naradv1.MovesStatus{}))
+
+		By("a pod going unready")
+		setPodReady(nc, 2, false)
+		Eventually(func() *metav1.Condition { return clusterCondition(nc.Name, naradv1.ConditionReady) }).Should(
+			haveCondition(metav1.ConditionFalse, ReasonPodsNotReady))
+		Expect(clusterCondition(nc.Name, naradv1.ConditionProgressing)).To(haveCondition(metav1.ConditionTrue, ReasonPodsStarting))
+		setPodReady(nc, 2, true)
+		Eventually(func() *metav1.Condition { return clusterCondition(nc.Name, naradv1.ConditionReady) }).Should(
+			haveCondition(metav1.ConditionTrue, ReasonClusterReady))
+
+		By("the brokers losing their leader")
+		currentFake().Update(func(c *brokertest.Cluster) { c.Leader = "" })
+		Eventually(func() *metav1.Condition { return clusterCondition(nc.Name, naradv1.ConditionReady) }).Should(
+			haveCondition(metav1.ConditionFalse, ReasonNoLeader))
+		mustGet(nc.Name, &got)
+		Expect(got.Status.Leader).To(BeEmpty())
+
+		By("the brokers not answering")
+		currentFake().Update(func(c *brokertest.Cluster) { c.NotReady = true })
+		Eventually(func() *metav1.Condition { return clusterCondition(nc.Name, naradv1.ConditionReady) }).Should(
+			haveCondition(metav1.ConditionFalse, ReasonBrokersUnreachable))
+		Expect(clusterCondition(nc.Name, naradv1.ConditionRebalancing).Status).To(Equal(metav1.ConditionUnknown))
+		Eventually(func() []string { return eventReasons(nc.Name) }).Should(ContainElement(ReasonBrokersUnreachable))
+		mustGet(nc.Name, &got)
+		Expect(got.Status.Members).To(HaveLen(4), "the last members seen stay in the status")
+	})
+})

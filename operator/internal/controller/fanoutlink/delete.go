@@ -1,0 +1,85 @@
+package fanoutlink
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	naradv1 "narad.dev/api/v1alpha1"
+	"narad.dev/broker/client"
+	"narad.dev/operator/internal/controller/clusterref"
+)
+
+// finalize detaches the link of a FanoutLink being deleted, showing state Detaching meanwhile,
+// and then releases the object. Only the link the spec describes is detached: a child held by
+// the parent with another delay is someone else's link and is left alone. A missing
+// NaradCluster, or one being deleted with no broker left, releases the object with event
+// ClusterGone.
+func (r *Reconciler) finalize(ctx context.Context, fl *naradv1.FanoutLink) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(fl, naradv1.FanoutLinkFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if fl.Status.State != naradv1.FanoutLinkDetaching {
+		fl.Status.State = naradv1.FanoutLinkDetaching
+		if err := r.Client.Status().Update(ctx, fl); err != nil {
+			return ctrl.Result{}, fmt.Errorf("write status: %w", err)
+		}
+	}
+	var nc naradv1.NaradCluster
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: fl.Namespace, Name: fl.Spec.ClusterRef.Name}, &nc)
+	if apierrors.IsNotFound(err) {
+		r.event(fl, "Warning", "ClusterGone", "Detach", "NaradCluster %q is gone; nothing to detach", fl.Spec.ClusterRef.Name)
+		return ctrl.Result{}, r.release(ctx, fl)
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("read NaradCluster: %w", err)
+	}
+	_, cl, _, msg := clusterref.Connect(ctx, r.Client, r.Brokers, fl.Namespace, fl.Spec.ClusterRef.Name)
+	if cl == nil {
+		if !nc.DeletionTimestamp.IsZero() {
+			r.event(fl, "Warning", "ClusterGone", "Detach", "NaradCluster %q is being deleted and no broker answers; releasing", nc.Name)
+			return ctrl.Result{}, r.release(ctx, fl)
+		}
+		r.event(fl, "Warning", "DetachFailed", "Detach", "cannot detach yet: %s", msg)
+		return ctrl.Result{RequeueAfter: deleteRetry(fl)}, nil
+	}
+	parent, child := fl.Spec.Parent, fl.Spec.Child
+	kids, err := cl.Children(ctx, parent)
+	switch {
+	case client.IsStatus(err, 404):
+		return ctrl.Result{}, r.release(ctx, fl) // no parent, no link
+	case err != nil:
+		r.event(fl, "Warning", "DetachFailed", "Detach", "list children of %q: %v", parent, err)
+		return ctrl.Result{RequeueAfter: deleteRetry(fl)}, nil
+	}
+	if l := findChild(kids, child); l == nil || l.DelayMs != fl.Spec.DelayMs {
+		return ctrl.Result{}, r.release(ctx, fl)
+	}
+	if err := cl.Detach(ctx, parent, child); err != nil && !client.IsStatus(err, 404) {
+		r.event(fl, "Warning", "DetachFailed", "Detach", "detach %s → %s: %v", parent, child, err)
+		return ctrl.Result{RequeueAfter: deleteRetry(fl)}, nil
+	}
+	r.event(fl, "Normal", "Detached", "Detach", "detached %q from %q", child, parent)
+	return ctrl.Result{}, r.release(ctx, fl)
+}
+
+// release removes the FanoutLink finalizer.
+func (r *Reconciler) release(ctx context.Context, fl *naradv1.FanoutLink) error {
+	patch := ctrlclient.MergeFrom(fl.DeepCopy())
+	controllerutil.RemoveFinalizer(fl, naradv1.FanoutLinkFinalizer)
+	if err := r.Client.Patch(ctx, fl, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer: %w", err)
+	}
+	return nil
+}
+
+// deleteRetry backs off a failing detach by the time the deletion has been pending.
+func deleteRetry(fl *naradv1.FanoutLink) time.Duration {
+	return min(max(time.Since(fl.DeletionTimestamp.Time), clusterref.MinRetry), clusterref.MaxRetry)
+}

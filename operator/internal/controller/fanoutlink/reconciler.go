@@ -1,0 +1,138 @@
+// Package fanoutlink reconciles FanoutLink objects with fan-out links through the admin API.
+//
+// The brokers' children listing of the parent (spec/api.md §2.13) is the truth every pass
+// starts from: a listed child with the spec's delay is the link (adopted if the operator did
+// not make it), a missing one is attached (again), and a child held some other way is a
+// refusal shown as state Failed with Degraded True. The parent and child Topic objects need
+// not exist: applications may create the topics themselves.
+package fanoutlink
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	naradv1 "narad.dev/api/v1alpha1"
+	"narad.dev/operator/brokers"
+	"narad.dev/operator/internal/controller/clusterref"
+)
+
+// Reconciler reconciles one FanoutLink at a time.
+type Reconciler struct {
+	Client   ctrlclient.Client
+	Scheme   *runtime.Scheme
+	Brokers  *brokers.Connector
+	Recorder events.EventRecorder
+	// ResyncPeriod is how often an attached link's status is refreshed and the link re-checked.
+	ResyncPeriod time.Duration
+}
+
+// clusterRefIndex indexes FanoutLinks by spec.clusterRef.name (see SetupWithManager).
+const clusterRefIndex = "fanoutlink-controller:spec.clusterRef.name"
+
+// SetupWithManager registers the controller: FanoutLinks (creation, spec changes, deletion)
+// and the NaradClusters they reference (created, deleted, Ready flipped), so a link waiting on
+// its cluster is retried as soon as the cluster comes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &naradv1.FanoutLink{}, clusterRefIndex,
+		func(o ctrlclient.Object) []string { return []string{o.(*naradv1.FanoutLink).Spec.ClusterRef.Name} })
+	if err != nil {
+		return fmt.Errorf("index fanoutlinks by cluster: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("fanoutlink").
+		For(&naradv1.FanoutLink{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&naradv1.NaradCluster{}, handler.EnqueueRequestsFromMapFunc(r.linksOfCluster),
+			builder.WithPredicates(clusterref.AvailabilityChanged())).
+		Complete(r)
+}
+
+// linksOfCluster maps a NaradCluster to the FanoutLinks that reference it.
+func (r *Reconciler) linksOfCluster(ctx context.Context, o ctrlclient.Object) []ctrl.Request {
+	var list naradv1.FanoutLinkList
+	if err := r.Client.List(ctx, &list, ctrlclient.InNamespace(o.GetNamespace()),
+		ctrlclient.MatchingFields{clusterRefIndex: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "list fanoutlinks of cluster", "cluster", o.GetName())
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(list.Items))
+	for _, l := range list.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(&l)})
+	}
+	return reqs
+}
+
+// Reconcile attaches one FanoutLink's child to its parent on the brokers (or detaches it when
+// the object is being deleted) and reports the link's state and lag.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var fl naradv1.FanoutLink
+	if err := r.Client.Get(ctx, req.NamespacedName, &fl); err != nil {
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	if !fl.DeletionTimestamp.IsZero() {
+		return requeueOnConflict(r.finalize(ctx, &fl))
+	}
+	before := fl.Status.DeepCopy()
+	st := newStatus(&fl)
+	if err := r.sync(ctx, &fl, st); err != nil {
+		return requeueOnConflict(ctrl.Result{}, err)
+	}
+	st.settle()
+	if !equality.Semantic.DeepEqual(before, &fl.Status) {
+		if err := r.Client.Status().Update(ctx, &fl); err != nil {
+			return requeueOnConflict(ctrl.Result{}, fmt.Errorf("write status: %w", err))
+		}
+	}
+	if st.waiting() {
+		return ctrl.Result{RequeueAfter: clusterref.RetryAfter(fl.Status.Conditions, time.Now())}, nil
+	}
+	// Attached: refresh the lag; Failed: the brokers refused, so retry slowly.
+	return ctrl.Result{RequeueAfter: r.ResyncPeriod}, nil
+}
+
+// sync does one pass against the brokers and records the outcome in st. Only Kubernetes API
+// failures are returned as errors.
+func (r *Reconciler) sync(ctx context.Context, fl *naradv1.FanoutLink, st *status) error {
+	_, cl, reason, msg := clusterref.Connect(ctx, r.Client, r.Brokers, fl.Namespace, fl.Spec.ClusterRef.Name)
+	if cl == nil {
+		st.unknown(reason, msg)
+		return nil
+	}
+	if !controllerutil.ContainsFinalizer(fl, naradv1.FanoutLinkFinalizer) {
+		// seed: finalizer before the first attach, so no link outlives its object
+		patch := ctrlclient.MergeFrom(fl.DeepCopy())
+		controllerutil.AddFinalizer(fl, naradv1.FanoutLinkFinalizer)
+		if err := r.Client.Patch(ctx, fl, patch); err != nil {
+			return fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+	r.link(ctx, fl, cl, st)
+	return nil
+}
+
+// event records an event on fl.
+func (r *Reconciler) event(fl *naradv1.FanoutLink, typ, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(fl, nil, typ, reason, action, note, args...)
+	}
+}
+
+// requeueOnConflict turns an optimistic-concurrency conflict into a quiet short requeue.
+func requeueOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	return res, err
+}

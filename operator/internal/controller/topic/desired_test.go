@@ -1,0 +1,100 @@
+package topic
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	naradv1 "narad.dev/api/v1alpha1"
+	"narad.dev/broker/client"
+	"narad.dev/operator/internal/controller/clusterref"
+)
+
+func i64(v int64) *int64 { return &v }
+
+func TestDriftAlterGrowsNeverShrinksAndSetsOnlyWhatSpecSets(t *testing.T) {
+	broker := client.Topic{Partitions: 6, RetentionMs: 604_800_000, VisibilityTimeoutMs: 30_000,
+		MaxInFlightPerPartition: 1024, MaxAckedAheadPerPartition: 1024}
+	cases := []struct {
+		name       string
+		spec       naradv1.TopicSpec
+		wantAlter  string
+		wantShrink bool
+	}{
+		{"in line", naradv1.TopicSpec{Partitions: 6}, "", false},
+		{"grow", naradv1.TopicSpec{Partitions: 8}, "partitions=8", false},
+		{"shrink refused", naradv1.TopicSpec{Partitions: 3}, "", true},
+		{"unset fields keep the broker's", naradv1.TopicSpec{Partitions: 6, RetentionMs: nil}, "", false},
+		{"retention forever", naradv1.TopicSpec{Partitions: 6, RetentionMs: i64(0)}, "retention_ms=0", false},
+		{"limits", naradv1.TopicSpec{Partitions: 6, VisibilityTimeoutMs: i64(5), MaxInFlightPerPartition: i64(1024),
+			MaxAckedAheadPerPartition: i64(7)}, "visibility_timeout_ms=5, max_acked_ahead_per_partition=7", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, shrink := driftAlter(c.spec, broker)
+			if got := describeAlter(req); got != c.wantAlter || shrink != c.wantShrink {
+				t.Fatalf("driftAlter = %q shrink %v, want %q shrink %v", got, shrink, c.wantAlter, c.wantShrink)
+			}
+		})
+	}
+}
+
+func TestSchemaStampIgnoresKeyOrderAndFollowsTheIncarnation(t *testing.T) {
+	a, err := canonicalSchema(&runtime.RawExtension{Raw: []byte(`{"type":"object", "properties":{"n":{"maximum":1e400}}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := canonicalSchema(&runtime.RawExtension{Raw: []byte(`{"properties":{"n":{"maximum":1e400}},"type":"object"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a) != string(b) || string(a) != `{"properties":{"n":{"maximum":1e400}},"type":"object"}` {
+		t.Fatalf("canonical forms differ: %s vs %s", a, b)
+	}
+	if schemaStamp(1, a) != schemaStamp(1, b) || schemaStamp(1, a) == schemaStamp(2, a) {
+		t.Fatal("stamp must depend on the document's meaning and on created_at only")
+	}
+	if _, err := canonicalSchema(nil); err != errNoSchema {
+		t.Fatalf("nil schema: %v", err)
+	}
+}
+
+func TestParseLagReadsOnlyTheTopicsSeries(t *testing.T) {
+	text := []byte(`# HELP narad_consumer_lag_messages hwm - (committed frontier + 1).
+# TYPE narad_consumer_lag_messages gauge
+narad_consumer_lag_messages{partition="0",topic="orders"} 12
+narad_consumer_lag_messages{partition="2",topic="orders"} 3
+narad_consumer_lag_messages{partition="0",topic="orders-audit"} 99
+narad_consumer_lag_messages_other{partition="1",topic="orders"} 5
+narad_consumer_lag_messages{partition="1",topic="orders"} 
+`)
+	got := parseLag(text, "orders")
+	if len(got) != 2 || got[0] != 12 || got[2] != 3 {
+		t.Fatalf("parseLag = %v", got)
+	}
+}
+
+func TestRetryAfterDoublesWithTheConditionAgeWithinBounds(t *testing.T) {
+	now := time.Now()
+	cond := func(status metav1.ConditionStatus, age time.Duration) []metav1.Condition {
+		return []metav1.Condition{{Type: naradv1.ConditionReady, Status: status,
+			LastTransitionTime: metav1.NewTime(now.Add(-age))}}
+	}
+	cases := []struct {
+		conds []metav1.Condition
+		want  time.Duration
+	}{
+		{nil, clusterref.MinRetry},
+		{cond(metav1.ConditionTrue, time.Hour), clusterref.MinRetry},
+		{cond(metav1.ConditionFalse, 0), clusterref.MinRetry},
+		{cond(metav1.ConditionFalse, 40*time.Second), 40 * time.Second},
+		{cond(metav1.ConditionFalse, time.Hour), clusterref.MaxRetry},
+	}
+	for _, c := range cases {
+		if got := clusterref.RetryAfter(c.conds, now); got != c.want {
+			t.Errorf("clusterref.RetryAfter(%v) = %s, want %s", c.conds, got, c.want)
+		}
+	}
+}
