@@ -47,6 +47,9 @@ type PartitionStat struct {
 // sorted by index.
 type TopicDetail struct {
 	Topic
+	// Incarnation identifies this life of the topic: it changes when a topic of the same name
+	// is deleted and created again.
+	Incarnation    string          `json:"incarnation"`
 	PartitionStats []PartitionStat `json:"partition_stats"`
 }
 

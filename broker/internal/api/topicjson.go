@@ -52,9 +52,12 @@ func TopicObjectOf(t meta.Topic) TopicObject {
 }
 
 // describeObject is the answer of GET /v1/topics/{topic}: the Topic object plus
-// partition_stats (always present, sorted by index).
+// partition_stats (always present, sorted by index) and the topic's incarnation, which
+// changes when a topic of the same name is deleted and created again (an addition of ours,
+// spec/api.md §6).
 type describeObject struct {
 	TopicObject
+	Incarnation    string           `json:"incarnation"`
 	PartitionStats []PartitionStats `json:"partition_stats"`
 }
 

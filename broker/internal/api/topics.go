@@ -93,7 +93,7 @@ func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
 		stats = []PartitionStats{}
 	}
 	sort.Slice(stats, func(i, j int) bool { return stats[i].Index < stats[j].Index })
-	writeJSON(w, http.StatusOK, describeObject{TopicObject: TopicObjectOf(t), PartitionStats: stats})
+	writeJSON(w, http.StatusOK, describeObject{TopicObject: TopicObjectOf(t), Incarnation: t.Incarnation, PartitionStats: stats})
 }
 
 // alterTopic is PATCH /v1/topics/{topic} (spec §2.5). Check order: JSON syntax and field

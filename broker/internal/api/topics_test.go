@@ -163,7 +163,7 @@ func TestListTopicsEmptyIsArrayNotNull(t *testing.T) {
 
 func TestDescribeTopicPartitionRules(t *testing.T) {
 	env := newEnv(t)
-	env.be.addTopic(meta.Topic{Name: "orders", Partitions: 4})
+	env.be.addTopic(meta.Topic{Name: "orders", Partitions: 4, Incarnation: "00000000000000a1"})
 	cases := []struct {
 		path string
 		want int
@@ -189,6 +189,9 @@ func TestDescribeTopicPartitionRules(t *testing.T) {
 		}
 		if len(got.PartitionStats) != c.n {
 			t.Fatalf("%s: %d stats, want %d", c.path, len(got.PartitionStats), c.n)
+		}
+		if got.Incarnation != "00000000000000a1" {
+			t.Fatalf("%s: incarnation %q, want the topic's", c.path, got.Incarnation)
 		}
 		for i := 1; i < len(got.PartitionStats); i++ {
 			if got.PartitionStats[i-1].Index > got.PartitionStats[i].Index {

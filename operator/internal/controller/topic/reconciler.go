@@ -164,7 +164,7 @@ func (r *Reconciler) ensureExists(ctx context.Context, t *naradv1.Topic, cl *cli
 		} else {
 			r.event(t, "Normal", "Created", "Create", "created broker topic %q with %d partitions", name, created.Partitions)
 		}
-		if err := r.markSchemaApplied(ctx, t, created.CreatedAt); err != nil {
+		if err := r.markSchemaApplied(ctx, cl, t, name); err != nil {
 			return nil, err
 		}
 	case client.IsStatus(err, 409): // created meanwhile by someone else: adopt it below

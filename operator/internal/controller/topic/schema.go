@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,9 +17,9 @@ import (
 )
 
 // SchemaAppliedAnnotation records on a Topic which spec.schema the operator last registered on
-// which broker topic: "<broker created_at>/<digest of the canonical schema>". The describe
+// which broker topic: "<broker topic incarnation>/<digest of the canonical schema>". The describe
 // answer (spec/api.md §2.4) carries no schema, so this stamp is how the operator knows the
-// broker holds the spec's schema: a different digest (spec changed) or created_at (the topic
+// broker holds the spec's schema: a different digest (spec changed) or incarnation (the topic
 // was made again) sends the schema again. A schema altered on the broker by hand, behind the
 // operator's back, is not seen.
 const SchemaAppliedAnnotation = "narad.dev/applied-schema"
@@ -50,9 +49,9 @@ func canonicalSchema(raw *runtime.RawExtension) (json.RawMessage, error) {
 
 // schemaStamp is the SchemaAppliedAnnotation value of doc registered on a topic created at
 // createdAt.
-func schemaStamp(createdAt int64, doc []byte) string {
+func schemaStamp(incarnation string, doc []byte) string {
 	sum := sha256.Sum256(doc)
-	return strconv.FormatInt(createdAt, 10) + "/" + hex.EncodeToString(sum[:12])
+	return incarnation + "/" + hex.EncodeToString(sum[:12])
 }
 
 // applySchema registers spec.schema on the broker topic unless the stamp says it already
@@ -67,14 +66,14 @@ func (r *Reconciler) applySchema(ctx context.Context, t *naradv1.Topic, cl *clie
 		st.degraded("SchemaRejected", err.Error())
 		return nil
 	}
-	if t.Annotations[SchemaAppliedAnnotation] == schemaStamp(d.CreatedAt, doc) {
+	if t.Annotations[SchemaAppliedAnnotation] == schemaStamp(d.Incarnation, doc) {
 		return nil
 	}
 	_, err = cl.AlterTopic(ctx, t.Spec.Name, client.AlterTopicRequest{Schema: doc})
 	switch {
 	case err == nil:
 		r.event(t, "Normal", "Altered", "Alter", "registered spec.schema on broker topic %q", t.Spec.Name)
-		return r.stampSchema(ctx, t, schemaStamp(d.CreatedAt, doc))
+		return r.stampSchema(ctx, t, schemaStamp(d.Incarnation, doc))
 	case isRejection(err):
 		st.degraded("SchemaRejected", fmt.Sprintf("the brokers refused the schema of topic %q: %v", t.Spec.Name, err))
 	default:
@@ -83,13 +82,19 @@ func (r *Reconciler) applySchema(ctx context.Context, t *naradv1.Topic, cl *clie
 	return nil
 }
 
-// markSchemaApplied stamps t after a create that carried spec.schema.
-func (r *Reconciler) markSchemaApplied(ctx context.Context, t *naradv1.Topic, createdAt int64) error {
+// markSchemaApplied stamps t after a create that carried spec.schema, with the incarnation of
+// the topic just created. When the describe fails the stamp is left out: the next pass sends
+// the same schema again, which the brokers take as no change.
+func (r *Reconciler) markSchemaApplied(ctx context.Context, cl *client.Client, t *naradv1.Topic, name string) error {
 	doc, err := canonicalSchema(t.Spec.Schema)
 	if err != nil {
 		return nil
 	}
-	return r.stampSchema(ctx, t, schemaStamp(createdAt, doc))
+	d, err := cl.GetTopic(ctx, name, nil)
+	if err != nil {
+		return nil
+	}
+	return r.stampSchema(ctx, t, schemaStamp(d.Incarnation, doc))
 }
 
 func (r *Reconciler) stampSchema(ctx context.Context, t *naradv1.Topic, stamp string) error {

@@ -56,6 +56,7 @@ func (s *status) settle() {
 	if d := s.seen; d != nil {
 		ts.Partitions = int32(d.Partitions)
 		ts.Owners = owners(d.PartitionStats)
+		ts.Incarnation = d.Incarnation
 		ts.Backlog = s.backlog
 	}
 	set := func(typ string, st metav1.ConditionStatus, reason, msg string) {

@@ -152,9 +152,12 @@ var _ = Describe("Topic controller", func() {
 	It("creates the broker topic again when it is deleted behind the operator's back", func(ctx SpecContext) {
 		create(ctx, newTopic("phoenix", func(t *naradv1.Topic) { t.Spec.Partitions = 5 }))
 		Eventually(get(ctx, "phoenix")).Should(HaveField("Status.Partitions", int32(5)))
+		first := get(ctx, "phoenix")(Default).Status.Incarnation
+		Expect(first).To(MatchRegexp("^[0-9a-f]{16}$"))
 		Expect(broker.DeleteTopic(ctx, "phoenix")).To(Succeed())
 		Eventually(describe(ctx, "phoenix"), 4*resync).Should(HaveField("Partitions", 5))
 		Eventually(eventReasons(ctx, "phoenix")).Should(ContainElement("TopicRecreated"))
+		Eventually(get(ctx, "phoenix")).Should(HaveField("Status.Incarnation", And(Not(Equal(first)), MatchRegexp("^[0-9a-f]{16}$"))))
 	})
 
 	It("deletes the broker topic with the object under deletionPolicy Delete, and keeps it under Retain", func(ctx SpecContext) {
