@@ -126,7 +126,8 @@ func NodeID(nc *naradv1.NaradCluster, ordinal int32) string { return PodName(nc,
 // Ordinal parses a node ID (or pod name) of nc back into its ordinal.
 func Ordinal(nc *naradv1.NaradCluster, nodeID string) (int32, bool) {
 	rest, ok := strings.CutPrefix(nodeID, StatefulSet(nc)+"-")
-	if !ok || rest == "" || (len(rest) > 1 && rest[0] == '0') {
+	if !ok || rest == "" || (len(rest) > 1 && rest[0] == '0') ||
+		strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(rest, 10, 32)

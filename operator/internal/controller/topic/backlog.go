@@ -1,11 +1,13 @@
 package topic
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"math"
 	"strconv"
-	"strings"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	naradv1 "narad.dev/api/v1alpha1"
 	"narad.dev/broker/client"
@@ -62,46 +64,46 @@ func scrapeLag(ctx context.Context, conn *brokers.Connector, nc *naradv1.NaradCl
 }
 
 // parseLag extracts partition → value of the consumerLagMetric series labelled with topic from
-// a Prometheus text exposition. Topic names need no label escaping (spec/api.md §1.7).
+// a Prometheus text exposition (parsed with the Prometheus text parser; an exposition it cannot
+// parse yields no values, so the caller falls back to its upper bound).
 func parseLag(text []byte, topic string) map[int]int64 {
 	out := map[int]int64{}
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	prefix := consumerLagMetric + "{"
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, prefix)
-		if !ok {
-			continue
-		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		return out
+	}
+	fam, ok := families[consumerLagMetric]
+	if !ok {
+		return out
+	}
+	for _, m := range fam.GetMetric() {
 		var top, part string
-		for _, kv := range strings.Split(labels, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			v = strings.Trim(v, `"`)
-			switch k {
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
 			case "topic":
-				top = v
+				top = l.GetValue()
 			case "partition":
-				part = v
+				part = l.GetValue()
 			}
 		}
-		if top != topic {
+		p, err := strconv.Atoi(part)
+		if top != topic || err != nil || p < 0 {
 			continue
 		}
-		fields := strings.Fields(value)
-		if len(fields) == 0 {
+		var v float64
+		switch {
+		case m.GetGauge() != nil:
+			v = m.GetGauge().GetValue()
+		case m.GetUntyped() != nil:
+			v = m.GetUntyped().GetValue()
+		default:
 			continue
 		}
-		p, err1 := strconv.Atoi(part)
-		f, err2 := strconv.ParseFloat(fields[0], 64)
-		if err1 != nil || err2 != nil {
+		if math.IsNaN(v) || v < 0 || v > math.MaxInt64/2 {
 			continue
 		}
-		out[p] = int64(f)
+		out[p] = int64(v)
 	}
 	return out
 }

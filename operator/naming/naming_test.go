@@ -1,0 +1,56 @@
+package naming
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	naradv1 "narad.dev/api/v1alpha1"
+)
+
+func TestOrdinalRoundTripsPodNamesAndRefusesOthers(t *testing.T) {
+	nc := &naradv1.NaradCluster{ObjectMeta: metav1.ObjectMeta{Name: "narad", Namespace: "q"}}
+	for _, o := range []int32{0, 1, 9, 10, 123} {
+		if got, ok := Ordinal(nc, PodName(nc, o)); !ok || got != o {
+			t.Fatalf("Ordinal(PodName(%d)) = %d, %v", o, got, ok)
+		}
+	}
+	for _, id := range []string{"narad", "narad-", "narad-01", "narad--1", "narad-x", "other-1", "narad-1-2"} {
+		if o, ok := Ordinal(nc, id); ok {
+			t.Fatalf("Ordinal(%q) = %d, want refused", id, o)
+		}
+	}
+	if got := PodHost(nc, 2); got != "narad-2.narad-headless.q.svc" {
+		t.Fatalf("PodHost = %q", got)
+	}
+}
+
+// Ordinal accepts exactly the names PodName produces.
+func FuzzOrdinal(f *testing.F) {
+	for _, s := range []string{"narad-0", "narad-12", "narad-012", "narad--3", "narad-2147483648", "x-1"} {
+		f.Add(s)
+	}
+	nc := &naradv1.NaradCluster{ObjectMeta: metav1.ObjectMeta{Name: "narad"}}
+	f.Fuzz(func(t *testing.T, id string) {
+		o, ok := Ordinal(nc, id)
+		if ok && (o < 0 || PodName(nc, o) != id) {
+			t.Fatalf("Ordinal(%q) = %d, but PodName(%d) = %q", id, o, o, PodName(nc, o))
+		}
+	})
+}
+
+func TestTLSIsOffForAnEmptyTLSObject(t *testing.T) {
+	nc := &naradv1.NaradCluster{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+	nc.Spec.TLS = &naradv1.TLSSpec{}
+	if TLSEnabled(nc) || TLSSecret(nc) != "" || Scheme(nc) != "http" {
+		t.Fatal("an empty tls object must leave TLS off")
+	}
+	nc.Spec.TLS.SecretName = "certs"
+	if !TLSEnabled(nc) || TLSSecret(nc) != "certs" || Scheme(nc) != "https" {
+		t.Fatal("tls.secretName must turn TLS on with that Secret")
+	}
+	nc.Spec.TLS = &naradv1.TLSSpec{CertManager: &naradv1.CertManagerTLS{IssuerRef: naradv1.IssuerReference{Name: "ca"}}}
+	if TLSSecret(nc) != "n-tls" {
+		t.Fatalf("cert-manager secret = %q", TLSSecret(nc))
+	}
+}
