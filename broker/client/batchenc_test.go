@@ -26,6 +26,7 @@ func TestBatchEncoderMatchesTheGenericEncoder(t *testing.T) {
 		NewBatchRecord("", []byte("plain text")),
 		NewBatchRecord("k\"1", []byte(`{"a":1,"b":[true,null]}`)),
 		NewBatchRecord("", []byte{0xff, 0x00, 'x'}), // base64
+		NewBase64BatchRecord("k", []byte("text sent as base64")),
 		{Key: "manual", Partition: &p, Payload: []byte("{ \"spaced\" : [ 1 , 2 ] }")},
 		{Payload: []byte(`"<html> & unicode é"`)},
 	}
@@ -50,7 +51,7 @@ func FuzzBatchEncoderMatchesTheGenericEncoder(f *testing.F) {
 	f.Add("", []byte("hello"), []byte(`{"x":1}`))
 	f.Add("key", []byte{0xc3, 0x28}, []byte(" [1, 2] "))
 	f.Fuzz(func(t *testing.T, key string, raw, manual []byte) {
-		records := []BatchRecord{NewBatchRecord(key, raw)}
+		records := []BatchRecord{NewBatchRecord(key, raw), NewBase64BatchRecord(key, raw)}
 		if isValidJSONValue(manual) {
 			records = append(records, BatchRecord{Key: key, Payload: manual})
 		}

@@ -24,6 +24,7 @@ type Error struct {
 	Reasons []string // decommission refusal: reason codes (§2.16)
 	Owner   string   // move abort: the partition's owner (§2.19)
 	Target  string   // move abort: the current move target, "" when none (§2.19)
+	Reason  string   // remote attach refusal (422): the failed target check (§2.12)
 }
 
 // Error renders "http <status>: <message>".
@@ -54,6 +55,7 @@ type errorBody struct {
 	Reasons []string `json:"reasons"`
 	Owner   string   `json:"owner"`
 	Target  string   `json:"target"`
+	Reason  string   `json:"reason"`
 }
 
 // decodeError builds the *Error for a non-2xx response with the given (possibly truncated)
@@ -63,7 +65,7 @@ func decodeError(status int, body []byte) *Error {
 	e := &Error{Status: status}
 	var b errorBody
 	if err := json.Unmarshal(body, &b); err == nil {
-		e.Index, e.Node, e.Reasons, e.Owner, e.Target = b.Index, b.Node, b.Reasons, b.Owner, b.Target
+		e.Index, e.Node, e.Reasons, e.Owner, e.Target, e.Reason = b.Index, b.Node, b.Reasons, b.Owner, b.Target, b.Reason
 		switch {
 		case b.Error != nil:
 			e.Message = *b.Error

@@ -24,6 +24,8 @@ func TestEveryErrorStatusMapsToErrorWithFields(t *testing.T) {
 			Error{Status: 409, Message: "refused", Node: "narad-4", Reasons: []string{"min_voters", "no_receivers"}}},
 		{409, `{"error":"no move in flight","owner":"narad-1","target":""}`,
 			Error{Status: 409, Message: "no move in flight", Owner: "narad-1"}},
+		{422, `{"error":"remote target check failed","reason":"unauthorized"}`,
+			Error{Status: 422, Message: "remote target check failed", Reason: "unauthorized"}},
 		{410, `{"error":"lease expired"}`, Error{Status: 410, Message: "lease expired"}},
 		{413, `{"error":"payload too large","index":0}`, Error{Status: 413, Message: "payload too large", Index: ptr(0)}},
 		{429, `{"error":"too many failed authentication attempts"}`, Error{Status: 429, Message: "too many failed authentication attempts"}},

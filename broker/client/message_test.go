@@ -112,6 +112,22 @@ func TestNewBatchRecordStoresExactlyTheGivenBytes(t *testing.T) {
 	}
 }
 
+func TestNewBase64BatchRecordStoresExactlyTheGivenBytesWithinFourThirds(t *testing.T) {
+	for _, in := range []string{"", "\x00\x01\x1f", `{"a":1}`, "plain", "\xff\xfe"} {
+		rec := NewBase64BatchRecord("k", []byte(in))
+		wire, err := marshalJSON(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := storedBytes(t, wire); !bytes.Equal(got, []byte(in)) {
+			t.Errorf("%q: stored %q (wire %s)", in, got, wire)
+		}
+		if want := (len(in)+2)/3*4 + 2; len(rec.Payload) != want || rec.PayloadEncoding != EncodingBase64 {
+			t.Errorf("%q: payload %d bytes %q, want %d base64", in, len(rec.Payload), rec.PayloadEncoding, want)
+		}
+	}
+}
+
 func FuzzNewBatchRecordRoundTrip(f *testing.F) {
 	for _, s := range []string{`{"a":1}`, `[]`, "text", "\xff", `"s"`, "{ }", "\u2028<>&"} {
 		f.Add([]byte(s))
@@ -126,6 +142,12 @@ func FuzzNewBatchRecordRoundTrip(f *testing.F) {
 		}
 		if got := storedBytes(t, wire); !bytes.Equal(got, b) {
 			t.Fatalf("stored %q, want %q", got, b)
+		}
+		if wire, err = marshalJSON(NewBase64BatchRecord("", b)); err != nil {
+			t.Fatal(err)
+		}
+		if got := storedBytes(t, wire); !bytes.Equal(got, b) {
+			t.Fatalf("base64 record stored %q, want %q", got, b)
 		}
 	})
 }

@@ -111,7 +111,21 @@ func (c *Client) Attach(ctx context.Context, parent, child string, delayMs int64
 	return &t, nil
 }
 
+// AttachRemote attaches a remote child to parent (POST /v1/topics/{parent}/children with a
+// remote body) and returns the new link's listing entry. A failed target check is a 422
+// whose body carries "reason" (target_unreachable, unauthorized, target_topic_missing,
+// target_is_delay_child); no link is left behind.
+func (c *Client) AttachRemote(ctx context.Context, parent string, r RemoteChild, delayMs int64, start string) (*ChildLink, error) {
+	var l ChildLink
+	body := remoteAttachRequest{Remote: r, DelayMs: delayMs, Start: start}
+	if _, err := c.doJSON(ctx, http.MethodPost, "/v1/topics/"+seg(parent)+"/children", nil, body, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
 // Detach detaches child from parent (DELETE /v1/topics/{parent}/children/{child}, 204).
+// For a remote child, child is its id (remote:<topic>@<host:port>) or listing name.
 func (c *Client) Detach(ctx context.Context, parent, child string) error {
 	_, err := c.doJSON(ctx, http.MethodDelete, "/v1/topics/"+seg(parent)+"/children/"+seg(child), nil, nil, nil)
 	return err

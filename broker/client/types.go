@@ -106,17 +106,45 @@ type ChildList struct {
 
 // ChildLink is one child of a parent with its fan-out lag (§2.13). LagMessages is a lower
 // bound when LagComplete is false.
+//
+// Remote children also carry ID (what Detach takes), Kind "remote", Epoch, Target (the target
+// topic), Start, RecoveryPoint (partition index → lowest unadvanced offset) and LastError;
+// their State is active, target_unreachable, unauthorized, target_topic_missing, rejected,
+// behind_retention or incomplete.
 type ChildLink struct {
 	Name          string          `json:"name"`
+	ID            string          `json:"id,omitempty"`
 	Link          string          `json:"link"` // "local" or "remote"
+	Kind          string          `json:"kind,omitempty"`
 	DelayMs       int64           `json:"delay_ms"`
 	AttachEpoch   string          `json:"attach_epoch"`
-	State         string          `json:"state"` // active | stalled | incomplete
+	Epoch         string          `json:"epoch,omitempty"`
+	Target        string          `json:"target,omitempty"`
+	Start         string          `json:"start,omitempty"`
+	State         string          `json:"state"` // active | stalled | incomplete (remote: see above)
 	LagMessages   int64           `json:"lag_messages"`
 	LagComplete   bool            `json:"lag_complete"`
 	DueLagSeconds float64         `json:"due_lag_seconds,omitempty"`
 	Cursors       []ChildCursor   `json:"cursors"`
 	RecoveryPoint json.RawMessage `json:"recovery_point,omitempty"`
+	LastError     string          `json:"last_error,omitempty"`
+}
+
+// RemoteChild is a remote child to attach (spec/fanout.md §13): URL lists the target
+// cluster's base URLs, comma-separated (tried in order); Start is "attach" (default),
+// "consumer_frontier" or "oldest".
+type RemoteChild struct {
+	URL      string `json:"url"`
+	Topic    string `json:"topic"`
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"`
+}
+
+// remoteAttachRequest is the remote form of POST /v1/topics/{parent}/children.
+type remoteAttachRequest struct {
+	Remote  RemoteChild `json:"remote"`
+	DelayMs int64       `json:"delay_ms,omitempty"`
+	Start   string      `json:"start,omitempty"`
 }
 
 // ChildCursor is the fan-out position of one parent partition for a child (§2.13).

@@ -9,16 +9,28 @@ import (
 )
 
 // ChildStatus is one entry of GET /v1/topics/{parent}/children (spec §2.13).
+//
+// A remote child (spec/fanout.md §13) also carries id, kind, epoch, target, start,
+// recovery_point and last_error; its credentials never appear here.
 type ChildStatus struct {
 	Name          string        `json:"name"`
-	Link          string        `json:"link"` // local (remote links: a later issue)
+	ID            string        `json:"id,omitempty"`   // remote: remote:<topic>@<host:port>
+	Link          string        `json:"link"`           // local | remote
+	Kind          string        `json:"kind,omitempty"` // remote
 	DelayMs       int64         `json:"delay_ms"`
 	AttachEpoch   string        `json:"attach_epoch"`
-	State         string        `json:"state"` // active | stalled | incomplete
+	Epoch         string        `json:"epoch,omitempty"`  // remote: = attach_epoch
+	Target        string        `json:"target,omitempty"` // remote: the target topic
+	Start         string        `json:"start,omitempty"`  // remote: attach | consumer_frontier | oldest
+	State         string        `json:"state"`            // local: active | stalled | incomplete; remote: fanout.Remote* | incomplete
 	LagMessages   int64         `json:"lag_messages"`
 	LagComplete   bool          `json:"lag_complete"`
 	DueLagSeconds *float64      `json:"due_lag_seconds,omitempty"`
 	Cursors       []ChildCursor `json:"cursors"`
+	// RecoveryPoint is a remote link's lowest unadvanced offset per parent partition (key:
+	// partition index): where its cursors resume after any failure.
+	RecoveryPoint map[string]int64 `json:"recovery_point,omitempty"`
+	LastError     string           `json:"last_error,omitempty"`
 }
 
 // ChildCursor is one reporting parent partition of a child's listing.
@@ -57,8 +69,10 @@ func (s *server) fanout(w http.ResponseWriter, r *http.Request, op string) (Fano
 }
 
 type attachBody struct {
-	Child   string `json:"child"`
-	DelayMs *int64 `json:"delay_ms"`
+	Child   string      `json:"child"`
+	DelayMs *int64      `json:"delay_ms"`
+	Remote  *remoteBody `json:"remote"` // remote child (spec/fanout.md §13); exclusive with child
+	Start   string      `json:"start"`  // remote only: attach | consumer_frontier | oldest
 }
 
 // attachChild is POST /v1/topics/{parent}/children (spec §2.12). Check order: body (400) →
@@ -74,12 +88,19 @@ func (s *server) attachChild(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, err)
 		return
 	}
+	if b.Remote != nil {
+		s.attachRemote(w, r, b)
+		return
+	}
 	parentName := r.PathValue("topic")
 	var delay int64
 	if b.DelayMs != nil {
 		delay = *b.DelayMs
 	}
 	switch {
+	case b.Start != "":
+		s.writeErr(w, r, op, invalidf("start applies to remote children only"))
+		return
 	case b.Child == "":
 		s.writeErr(w, r, op, invalidf("child is required"))
 		return
@@ -152,6 +173,10 @@ func (s *server) detachChild(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	parentName, childName := r.PathValue("topic"), r.PathValue("child")
+	if isRemoteRef(childName) {
+		s.detachRemote(w, r, parentName, childName)
+		return
+	}
 	u := s.caller(r)
 	parent, pok := s.topic(r.Context(), parentName)
 	child, cok := s.topic(r.Context(), childName)

@@ -37,6 +37,8 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, ErrExists), errors.Is(err, ErrConflict), errors.Is(err, ErrDelayedChild):
 		return http.StatusConflict
+	case errors.Is(err, ErrTargetCheck):
+		return http.StatusUnprocessableEntity
 	case errors.Is(err, ErrStale), errors.Is(err, ErrGone):
 		return http.StatusGone
 	case errors.Is(err, ErrThrottled), errors.Is(err, auth.ErrThrottled):

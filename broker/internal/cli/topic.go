@@ -217,11 +217,17 @@ func (a *app) topicRmCmd() *cobra.Command {
 }
 
 func (a *app) topicAttachCmd() *cobra.Command {
-	var delay string
+	var delay, start string
+	var remote client.RemoteChild
 	cmd := &cobra.Command{
-		Use:   "attach <parent> <child>",
-		Short: "Attach an existing topic as a child of parent",
-		Args:  cobra.ExactArgs(2),
+		Use:   "attach <parent> <child> | attach <parent> --remote URL --remote-topic T",
+		Short: "Attach an existing topic, or a topic of another cluster, as a child of parent",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("remote") {
+				return cobra.ExactArgs(1)(cmd, args)
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var delayMs int64
 			if cmd.Flags().Changed("delay") {
@@ -235,6 +241,16 @@ func (a *app) topicAttachCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if remote.URL != "" {
+				l, err := c.AttachRemote(cmd.Context(), args[0], remote, delayMs, start)
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), l)
+			}
+			if start != "" {
+				return fmt.Errorf("--start applies to --remote only")
+			}
 			t, err := c.Attach(cmd.Context(), args[0], args[1], delayMs)
 			if err != nil {
 				return err
@@ -243,6 +259,11 @@ func (a *app) topicAttachCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&delay, "delay", "", "make a delay child delivering records this long after the parent commit")
+	cmd.Flags().StringVar(&remote.URL, "remote", "", "attach a remote child: the target cluster's URL(s), comma-separated")
+	cmd.Flags().StringVar(&remote.Topic, "remote-topic", "", "remote child: the target topic")
+	cmd.Flags().StringVar(&remote.User, "remote-user", "", "remote child: the user on the target cluster")
+	cmd.Flags().StringVar(&remote.Password, "remote-password", "", "remote child: that user's password")
+	cmd.Flags().StringVar(&start, "start", "", "remote child start: attach (default), consumer_frontier or oldest")
 	return cmd
 }
 

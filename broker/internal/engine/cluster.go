@@ -69,6 +69,8 @@ type CursorReport struct {
 	NextOffset    int64
 	Stalled       bool
 	DueLagSeconds float64
+	RemoteState   string // remote links: the running cursor's state ("" when none runs)
+	LastError     string // remote links: the running cursor's last send error
 }
 
 // SetPeers installs the node RPC client (before the HTTP listener starts). Without it the

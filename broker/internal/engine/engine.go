@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +81,8 @@ type Engine struct {
 	probeSuspects suspects   // peers benched after a failed queue probe
 	parked        sync.Map   // topic → *atomic.Int32: queue long-polls parked here
 	cursorStatus  CursorStatus
+	remoteStatus  RemoteStatus
+	remoteHTTP    *http.Client // attach-time target checks (tests); nil → a client per check
 
 	quarantineListed atomic.Bool // the startup listing of quarantined copies ran (tests wait on it)
 }

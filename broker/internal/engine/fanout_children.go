@@ -81,7 +81,7 @@ func (e *Engine) Children(ctx context.Context, parent meta.Topic) []api.ChildSta
 		}
 		out = append(out, cs)
 	}
-	return out
+	return append(out, e.remoteChildren(parent, reports, owners)...)
 }
 
 func findCursor(cs []CursorReport, child, epoch string) (CursorReport, bool) {
@@ -125,6 +125,9 @@ func (e *Engine) LocalFanoutCursors(parent meta.Topic, p int) PartitionCursors {
 		c := CursorReport{Child: child, Epoch: st.Epoch, NextOffset: st.NextOffset}
 		if e.cursorStatus != nil {
 			c.Stalled, c.DueLagSeconds = e.cursorStatus(parent.Name, p, child)
+		}
+		if meta.IsRemoteID(child) && e.remoteStatus != nil {
+			c.RemoteState, c.LastError, _ = e.remoteStatus(parent.Name, p, child)
 		}
 		r.Cursors = append(r.Cursors, c)
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"narad.dev/broker/internal/fanout"
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/wal"
 )
@@ -36,6 +38,18 @@ func (h FanoutHost) DesiredCursors() ([]fanout.Desired, bool) {
 			out = append(out, fanout.Desired{Parent: parent.Name, Partition: p, Child: child.Name,
 				Epoch: child.AttachEpoch, AttachOffsets: child.AttachOffsets, DelayMs: child.FanoutDelayMs,
 				Dir: e.parts.partitionDir(parent.Name, p)})
+		}
+	}
+	for _, l := range e.meta.AllRemoteLinks() {
+		parent, ok := e.view.Topic(l.Parent)
+		if !ok || !slices.Contains(parent.RemoteLinks, meta.RemoteRef{ID: l.ID, Epoch: l.AttachEpoch}) {
+			continue
+		}
+		target := &fanout.RemoteTarget{URLs: l.URLs, Topic: l.Topic, User: l.User, Password: l.Password}
+		for _, p := range e.ownedPartitions(parent) {
+			out = append(out, fanout.Desired{Parent: parent.Name, Partition: p, Child: l.ID,
+				Epoch: l.AttachEpoch, AttachOffsets: l.AttachOffsets, DelayMs: l.DelayMs,
+				Dir: e.parts.partitionDir(parent.Name, p), Remote: target})
 		}
 	}
 	return out, true
@@ -77,12 +91,28 @@ func (h FanoutHost) ParentPartitions(parent string) int {
 
 // LinkCurrent implements fanout.Host.
 func (h FanoutHost) LinkCurrent(parent, child, epoch string) bool {
+	if meta.IsRemoteID(child) {
+		p, ok := h.e.view.Topic(parent)
+		return ok && slices.Contains(p.RemoteLinks, meta.RemoteRef{ID: child, Epoch: epoch})
+	}
 	t, ok := h.e.view.Topic(child)
 	return ok && t.Parent == parent && t.AttachEpoch == epoch
 }
 
 // LeaderLink implements fanout.Host with a leader-confirmed read of the child.
 func (h FanoutHost) LeaderLink(ctx context.Context, parent, child string) (string, bool, error) {
+	if meta.IsRemoteID(child) {
+		// A remote link is confirmed through its parent's record, which lists id and epoch.
+		p, found, err := h.e.meta.ConfirmTopic(ctx, parent)
+		if err != nil || !found {
+			return "", false, err
+		}
+		i := slices.IndexFunc(p.RemoteLinks, func(r meta.RemoteRef) bool { return r.ID == child })
+		if i < 0 {
+			return "", false, nil
+		}
+		return p.RemoteLinks[i].Epoch, true, nil
+	}
 	t, found, err := h.e.meta.ConfirmTopic(ctx, child)
 	if err != nil {
 		return "", false, err
@@ -170,4 +200,32 @@ func (o FanoutObserver) CursorCorrupt(string, string, int) {
 func (o FanoutObserver) Forget(parent, child string, p int) {
 	o.m.FanoutLag.DeleteLabelValues(parent, child, metrics.Partition(p))
 	o.m.FanoutDueLag.DeleteLabelValues(parent, child, metrics.Partition(p))
+}
+
+var _ fanout.RemoteObserver = FanoutObserver{}
+
+// RemoteLag implements fanout.RemoteObserver.
+func (o FanoutObserver) RemoteLag(parent, child string, p int, msgs int64) {
+	o.m.FanoutRemoteLag.WithLabelValues(parent, child, metrics.Partition(p)).Set(float64(msgs))
+}
+
+// RemoteDueLag implements fanout.RemoteObserver.
+func (o FanoutObserver) RemoteDueLag(parent, child string, p int, seconds float64) {
+	o.m.FanoutRemoteDueLag.WithLabelValues(parent, child, metrics.Partition(p)).Set(seconds)
+}
+
+// RemoteSent implements fanout.RemoteObserver.
+func (o FanoutObserver) RemoteSent(parent, child string, bytes int64) {
+	o.m.FanoutRemoteSentBytes.WithLabelValues(parent, child).Add(float64(bytes))
+}
+
+// RemoteSendError implements fanout.RemoteObserver.
+func (o FanoutObserver) RemoteSendError(parent, child, state string) {
+	o.m.FanoutRemoteSendErrors.WithLabelValues(parent, child, state).Inc()
+}
+
+// ForgetRemote implements fanout.RemoteObserver.
+func (o FanoutObserver) ForgetRemote(parent, child string, p int) {
+	o.m.FanoutRemoteLag.DeleteLabelValues(parent, child, metrics.Partition(p))
+	o.m.FanoutRemoteDueLag.DeleteLabelValues(parent, child, metrics.Partition(p))
 }

@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"log/slog"
+	"net/http"
 	"time"
 )
 
@@ -55,6 +56,13 @@ type Config struct {
 	MaxInFlight     int           // MaxInFlight
 	CommitTimeout   time.Duration // CommitTimeout
 	DueWakeCap      time.Duration // DueWakeCap
+	// RemoteClient is the HTTP client of every remote sender (tests); nil → one client per
+	// remote link (NewRemoteHTTPClient).
+	RemoteClient *http.Client
+	// RemoteLanes is the number of lanes of a remote slab (SenderLanes).
+	RemoteLanes int
+	// RemoteBackoffCap caps the jittered backoff after a failed remote slab (RemoteBackoffCap).
+	RemoteBackoffCap time.Duration
 	// QuickBackoffs are the waits between quick tries of a bucket (len+1 tries); nil → 100 ms,
 	// 200 ms.
 	QuickBackoffs []time.Duration
@@ -81,6 +89,8 @@ func (c Config) withDefaults() Config {
 	setInt(&c.MaxBatchRecords, MaxBatchRecords)
 	setInt(&c.MaxBatchBytes, MaxBatchBytes)
 	setInt(&c.MaxInFlight, MaxInFlight)
+	setInt(&c.RemoteLanes, SenderLanes)
+	setDur(&c.RemoteBackoffCap, RemoteBackoffCap)
 	if c.QuickBackoffs == nil {
 		c.QuickBackoffs = quickBackoffs
 	}

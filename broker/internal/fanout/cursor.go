@@ -3,6 +3,7 @@ package fanout
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"sync/atomic"
@@ -29,6 +30,9 @@ type cursor struct {
 	plog   ParentLog          // nil until opened, and again after the log was closed
 	hadLog bool               // plog was opened once: a closed directory may be peeked
 
+	sender *Sender     // remote links only, made on the first slab
+	remote remoteState // remote links only: state and last error for the listing
+
 	stalled atomic.Bool   // retrying buckets past their quick tries (listing state "stalled")
 	dueLag  atomic.Uint64 // float64 bits of the last due lag (delay children)
 }
@@ -37,7 +41,7 @@ type cursor struct {
 // cursor must stop: anchor unconfirmed (ErrUnconfirmed), link gone, parent log unavailable,
 // cursor file unwritable, or an injected fault. Either way the cursor's series are forgotten.
 func (c *cursor) run(ctx context.Context) error {
-	defer c.obs.Forget(c.d.Parent, c.d.Child, c.d.Partition)
+	defer c.forget()
 	defer func() {
 		if c.w != nil {
 			c.w.Close()
@@ -59,10 +63,26 @@ func (c *cursor) run(ctx context.Context) error {
 			}
 			continue
 		}
-		if len(s.recs) > 0 {
+		if len(s.recs) > 0 && c.d.Remote != nil {
+			if err := c.sendRemote(ctx, s); err != nil {
+				// seed: a slab not fully accepted is read again from the unadvanced position
+				// (duplicates on the target, never a gap).
+				c.report(s, pos)
+				wait := remoteBackoff(c.cfg.RetryBackoff, c.cfg.RemoteBackoffCap, c.remote.failures)
+				if sleepCtx(ctx, wait) != nil {
+					return nil
+				}
+				if !c.host.LinkCurrent(c.d.Parent, c.d.Child, c.d.Epoch) {
+					return errLinkGone
+				}
+				continue
+			}
+		} else if len(s.recs) > 0 {
 			if err := c.commitAll(ctx, entriesOf(s.recs)); err != nil {
 				return quiet(ctx, err) // never advance past a partially committed slab
 			}
+		}
+		if len(s.recs) > 0 {
 			if err := faults.Check(FaultAfterChildCommit); err != nil {
 				return err
 			}
@@ -78,6 +98,14 @@ func (c *cursor) run(ctx context.Context) error {
 					"skipped_corrupt", s.corrupt, "next_offset", pos)
 				c.obs.Dropped(c.d.Parent, c.d.Child, lost)
 			}
+			if c.d.Remote != nil {
+				switch {
+				case s.dropped > 0:
+					c.remote.set(RemoteBehindRetention, fmt.Sprintf("%d parent records aged out before they were sent", s.dropped))
+				case len(s.recs) > 0:
+					c.remote.set(RemoteActive, "")
+				}
+			}
 		}
 		c.report(s, pos)
 		if c.d.DelayMs > 0 && len(s.recs) == 0 && s.notDueAt != 0 {
@@ -91,6 +119,10 @@ func (c *cursor) run(ctx context.Context) error {
 
 // report sets the cursor's lag series (R-LAG): offset lag always, due lag for a delay child.
 func (c *cursor) report(s slab, pos int64) {
+	if c.d.Remote != nil {
+		c.reportRemote(s, pos)
+		return
+	}
 	if c.plog != nil {
 		c.obs.Lag(c.d.Parent, c.d.Child, c.d.Partition, max(0, c.plog.HighWatermark()-pos))
 	} else {

@@ -18,6 +18,9 @@ type Desired struct {
 	AttachOffsets []int64
 	DelayMs       int64  // fan-out delay of the child; immutable per epoch
 	Dir           string // the parent partition's directory (holds fanout-<child>.offset)
+	// Remote is set for a remote link (Child is then its id, remote:<topic>@<host:port>): the
+	// slab goes to the target cluster's batch produce instead of child partitions.
+	Remote *RemoteTarget
 }
 
 // key identifies a running cursor. A re-attach changes the epoch, hence the key (spec R-REC 1).

@@ -25,9 +25,10 @@ type Runner struct {
 	host Host
 	log  *slog.Logger
 
-	mu    sync.Mutex
-	slots map[slot]*running // running or stopping cursors, by cursor file
-	wg    sync.WaitGroup
+	mu      sync.Mutex
+	slots   map[slot]*running         // running or stopping cursors, by cursor file
+	senders map[linkKey]*sharedSender // one Sender (one HTTP client) per remote link
+	wg      sync.WaitGroup
 
 	exited atomic.Bool // a cursor exited since the last full pass
 	rr     sync.Map    // child → *atomic.Uint32, keyless round-robin per child topic
@@ -60,7 +61,8 @@ func NewRunner(cfg Config) (*Runner, error) {
 		return nil, ErrNoHost
 	}
 	cfg = cfg.withDefaults()
-	return &Runner{cfg: cfg, host: cfg.Host, log: cfg.Logger, slots: map[slot]*running{}}, nil
+	return &Runner{cfg: cfg, host: cfg.Host, log: cfg.Logger, slots: map[slot]*running{},
+		senders: map[linkKey]*sharedSender{}}, nil
 }
 
 // Run reconciles every Tick until ctx ends, then cancels every cursor and returns once all of
@@ -166,9 +168,15 @@ func (r *Runner) startLocked(ctx context.Context, d Desired) {
 		log: r.log.With("parent", d.Parent, "partition", d.Partition, "child", d.Child, "epoch", d.Epoch),
 	}
 	run.cur = c
+	if d.Remote != nil {
+		c.sender = r.acquireSenderLocked(d)
+	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
+		if d.Remote != nil {
+			defer r.releaseSender(d)
+		}
 		defer r.exited.Store(true) // after done is closed: the forced pass sees the slot free
 		defer close(run.done)
 		defer cancel()

@@ -44,11 +44,11 @@ func (x *txn) link(parent, child Topic, s AttachSpec) (Topic, Topic, Result) {
 		return parent, child, refused("%q is already attached to %q", child.Name, parent.Name)
 	case parent.Parent != "" || parent.Role == RoleChild:
 		return parent, child, refused("%q is a child; fan-out is one level deep", parent.Name)
-	case len(child.Children) > 0 || child.Role == RoleParent:
+	case len(child.Children) > 0 || child.Role == RoleParent || len(child.RemoteLinks) > 0:
 		return parent, child, refused("%q is a parent; fan-out is one level deep", child.Name)
 	case child.Parent != "":
 		return parent, child, refused("%q is already attached to %q", child.Name, child.Parent)
-	case len(parent.Children) >= MaxChildren:
+	case len(parent.Children)+len(parent.RemoteLinks) >= MaxChildren:
 		return parent, child, refused("%q already has %d children", parent.Name, MaxChildren)
 	case !retentionCoversDelay(parent.RetentionMs, s.DelayMs):
 		return parent, child, refused("%q: retention_ms %d below delay_ms %d + 1 h", parent.Name, parent.RetentionMs, s.DelayMs)

@@ -109,6 +109,12 @@ func (x *txn) updateTopic(c *updateTopicCmd) Result {
 			return refused("topic %q: retention_ms %d below delay child %q's delay + 1 h", n.Name, n.RetentionMs, name)
 		}
 	}
+	for _, ref := range cur.RemoteLinks {
+		var l RemoteLink
+		if x.get(remoteKey(cur.Name, ref.ID), &l) && !retentionCoversDelay(n.RetentionMs, l.DelayMs) {
+			return refused("topic %q: retention_ms %d below remote child %s's delay + 1 h", n.Name, n.RetentionMs, ref.ID)
+		}
+	}
 	if len(c.Schema) > 0 && cur.Parent != "" {
 		return refused("topic %q: the schema of an attached child is managed by its parent", n.Name)
 	}

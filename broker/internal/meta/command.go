@@ -28,6 +28,8 @@ const (
 	OpAbortMove           uint8 = 17
 	OpSetMemberDraining   uint8 = 18
 	OpRemoveMember        uint8 = 19
+	OpAttachRemote        uint8 = 20
+	OpDetachRemote        uint8 = 21
 
 	// OpRestore is not a command: Event.Op is OpRestore after a snapshot restore replaced the
 	// whole state (every cached view is stale).
@@ -175,6 +177,10 @@ func newPayload(op uint8) any {
 		return &abortMoveCmd{}
 	case OpSetMemberDraining:
 		return &drainCmd{}
+	case OpAttachRemote:
+		return &attachRemoteCmd{}
+	case OpDetachRemote:
+		return &detachRemoteCmd{}
 	}
 	return nil
 }

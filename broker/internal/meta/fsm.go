@@ -231,6 +231,10 @@ func (x *txn) dispatch(cmd command) Result {
 		return x.completeMove(p)
 	case *abortMoveCmd:
 		return x.abortMove(p)
+	case *attachRemoteCmd:
+		return x.attachRemote(p)
+	case *detachRemoteCmd:
+		return x.detachRemote(p)
 	}
 	return invalid("unhandled op %d", cmd.op)
 }

@@ -11,7 +11,7 @@ const (
 	prefixMember     = "n/"
 	prefixUser       = "u/"
 	prefixSchema     = "s/"
-	prefixRemote     = "r/" // remote links (v3.2, reserved; fanout.md §13)
+	prefixRemote     = "r/" // remote links r/<parent>\x00<id> (fanout.md §13)
 	prefixCluster    = "c/"
 )
 
@@ -41,7 +41,7 @@ func schemaKey(topic string, v uint32) []byte {
 	return binary.BigEndian.AppendUint32(schemaPrefix(topic), v)
 }
 
-// remotePrefix is "r/<parent>\x00" (reserved: nothing writes it yet; a topic delete clears it).
+// remotePrefix is "r/<parent>\x00": the parent's remote links (remote.go); a topic delete clears it.
 func remotePrefix(parent string) []byte { return []byte(prefixRemote + parent + "\x00") }
 
 // prefixEnd returns the smallest key greater than every key with the given prefix.

@@ -50,6 +50,9 @@ type Topic struct {
 	AttachEpoch               string   `json:"attach_epoch,omitempty"`
 	AttachOffsets             []int64  `json:"attach_offsets,omitempty"`
 	FanoutDelayMs             int64    `json:"fanout_delay_ms,omitempty"`
+	// RemoteLinks lists the parent's remote children (id + epoch; the links themselves live
+	// under r/). They count toward MaxChildren with Children.
+	RemoteLinks []RemoteRef `json:"remote_links,omitempty"`
 }
 
 // Assignment says which node serves a partition now (Owner) and where it should end up

@@ -47,6 +47,11 @@ type Metrics struct {
 	FanoutBatchRecords prometheus.Histogram
 	FanoutBatchBytes   prometheus.Histogram
 
+	FanoutRemoteLag        *prometheus.GaugeVec
+	FanoutRemoteDueLag     *prometheus.GaugeVec
+	FanoutRemoteSentBytes  *prometheus.CounterVec
+	FanoutRemoteSendErrors *prometheus.CounterVec
+
 	StorageFlushDuration     *prometheus.HistogramVec
 	StorageFlushBytes        *prometheus.CounterVec
 	StorageFsyncDuration     *prometheus.HistogramVec
@@ -120,6 +125,10 @@ func New() *Metrics {
 	m.FanoutDropped = f.counterVec("narad_fanout_child_dropped_messages", "Records a child lost (drop-behind or unreadable).", []string{"parent", "child"})
 	m.FanoutBatchRecords = f.hist("narad_fanout_batch_records", "Records per committed fan-out slab.", []float64{1, 8, 64, 256, 1024, 4096, 16384})
 	m.FanoutBatchBytes = f.hist("narad_fanout_batch_bytes", "Payload bytes per committed fan-out slab.", prometheus.ExponentialBuckets(1024, 4, 10))
+	m.FanoutRemoteLag = f.gaugeVec("narad_fanout_remote_lag_messages", "Parent hwm - remote link cursor next offset.", pcp)
+	m.FanoutRemoteDueLag = f.gaugeVec("narad_fanout_remote_due_lag_seconds", "Seconds the oldest unsent record of a remote link has been due.", pcp)
+	m.FanoutRemoteSentBytes = f.counterVec("narad_fanout_remote_sent_bytes_total", "Key + payload bytes a remote link's target accepted (202).", []string{"parent", "child"})
+	m.FanoutRemoteSendErrors = f.counterVec("narad_fanout_remote_send_errors_total", "Remote link slabs the target did not fully accept, by link state.", []string{"parent", "child", "state"})
 
 	m.StorageFlushDuration = f.histVec("narad_storage_flush_duration_seconds", "Segment write time per commit.", storageBuckets, tp)
 	m.StorageFlushBytes = f.counterVec("narad_storage_flush_bytes_total", "Bytes written to segments.", tp)
@@ -175,7 +184,8 @@ func (m *Metrics) DeleteTopic(topic string) {
 	}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.FanoutLag, m.FanoutDueLag, m.FanoutCommitted, m.FanoutDropped} {
+	}{m.FanoutLag, m.FanoutDueLag, m.FanoutCommitted, m.FanoutDropped,
+		m.FanoutRemoteLag, m.FanoutRemoteDueLag, m.FanoutRemoteSentBytes, m.FanoutRemoteSendErrors} {
 		v.DeletePartialMatch(prometheus.Labels{"parent": topic})
 		v.DeletePartialMatch(prometheus.Labels{"child": topic})
 	}

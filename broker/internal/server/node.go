@@ -89,13 +89,15 @@ func (s *nodeService) TopicPartitionStats(ctx context.Context, req *nodepb.Topic
 		return &nodepb.TopicPartitionStatsReply{Status: 421, Error: "not the owner"}, nil
 	}
 	if req.Mode == nodepb.StatsMode_STATS_MODE_EXACT {
-		// The attach point: open the log if needed so the HWM is exact.
-		hwm, err := s.e.ExactHighWatermark(t, int(req.Partition))
+		// The attach point: open the log if needed so the HWM is exact. A remote link's start
+		// point also reads the oldest offset and the consumer frontier.
+		sp, err := s.e.ExactStartPoint(t, int(req.Partition))
 		if err != nil {
 			st, msg := statusOf(err)
 			return &nodepb.TopicPartitionStatsReply{Status: st, Error: msg}, nil
 		}
-		return &nodepb.TopicPartitionStatsReply{Status: 200, Hwm: hwm, Exact: true, Available: true}, nil
+		return &nodepb.TopicPartitionStatsReply{Status: 200, Hwm: sp.HighWatermark, OldestOffset: sp.Oldest,
+			ConsumerFrontier: sp.Frontier, Exact: true, Available: true}, nil
 	}
 	st := s.e.LocalPartitionStats(t, int(req.Partition))
 	if len(st) != 1 {

@@ -52,7 +52,7 @@ func (s *nodeService) FanoutCursors(ctx context.Context, req *nodepb.FanoutCurso
 	rep := &nodepb.FanoutCursorsReply{Status: 200, HighWatermark: r.HighWatermark, HwmKnown: r.HWMKnown}
 	for _, c := range r.Cursors {
 		rep.Cursors = append(rep.Cursors, &nodepb.FanoutCursor{Child: c.Child, Epoch: c.Epoch, NextOffset: c.NextOffset,
-			Stalled: c.Stalled, DueLagSeconds: c.DueLagSeconds})
+			Stalled: c.Stalled, DueLagSeconds: c.DueLagSeconds, RemoteState: c.RemoteState, LastError: c.LastError})
 	}
 	return rep, nil
 }

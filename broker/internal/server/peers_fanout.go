@@ -68,7 +68,28 @@ func (p peers) FanoutCursors(ctx context.Context, addr, parent string, partition
 	out := engine.PartitionCursors{HighWatermark: rep.HighWatermark, HWMKnown: rep.HwmKnown}
 	for _, cur := range rep.Cursors {
 		out.Cursors = append(out.Cursors, engine.CursorReport{Child: cur.Child, Epoch: cur.Epoch, NextOffset: cur.NextOffset,
-			Stalled: cur.Stalled, DueLagSeconds: cur.DueLagSeconds})
+			Stalled: cur.Stalled, DueLagSeconds: cur.DueLagSeconds, RemoteState: cur.RemoteState, LastError: cur.LastError})
 	}
 	return out, nil
+}
+
+// ExactStartPoint implements the engine's start-point peer call (op 8, exact mode): HWM,
+// oldest offset and consumer frontier of a partition, for a remote link's start.
+func (p peers) ExactStartPoint(ctx context.Context, addr, topic string, partition int) (engine.StartPoint, error) {
+	c, err := p.client(addr)
+	if err != nil {
+		return engine.StartPoint{}, err
+	}
+	rep, err := c.TopicPartitionStats(ctx, &nodepb.TopicPartitionStatsRequest{Topic: topic, Partition: int32(partition),
+		Mode: nodepb.StatsMode_STATS_MODE_EXACT})
+	if err != nil {
+		return engine.StartPoint{}, transportError(addr, err)
+	}
+	if err := dataError(rep.Status, rep.Error); err != nil {
+		return engine.StartPoint{}, err
+	}
+	if !rep.Exact {
+		return engine.StartPoint{}, dataError(503, "the owner could not read an exact start point")
+	}
+	return engine.StartPoint{HighWatermark: rep.Hwm, Oldest: rep.OldestOffset, Frontier: rep.ConsumerFrontier}, nil
 }

@@ -154,6 +154,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		return fmt.Errorf("fan-out: %w", err)
 	}
 	e.SetCursorStatus(fan.CursorStatus)
+	e.SetRemoteStatus(fan.RemoteStatus)
 	eng.Store(e)
 
 	// Partition moves (spec/moves.md): this node's destination runner, its stale-copy sweep,

@@ -683,9 +683,12 @@ type TopicPartitionStatsReply struct {
 	// The numbers are exact (the log was open, or its directory was CLEAN).
 	Exact bool `protobuf:"varint,9,opt,name=exact,proto3" json:"exact,omitempty"`
 	// The partition directory exists on this node and could be read.
-	Available     bool `protobuf:"varint,10,opt,name=available,proto3" json:"available,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Available bool `protobuf:"varint,10,opt,name=available,proto3" json:"available,omitempty"`
+	// Exact mode only: the committed consumer offset (consumer frontier) of the partition, for a
+	// remote link starting at the consumer frontier; oldest_offset is then set too.
+	ConsumerFrontier int64 `protobuf:"varint,11,opt,name=consumer_frontier,json=consumerFrontier,proto3" json:"consumer_frontier,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TopicPartitionStatsReply) Reset() {
@@ -786,6 +789,13 @@ func (x *TopicPartitionStatsReply) GetAvailable() bool {
 		return x.Available
 	}
 	return false
+}
+
+func (x *TopicPartitionStatsReply) GetConsumerFrontier() int64 {
+	if x != nil {
+		return x.ConsumerFrontier
+	}
+	return 0
 }
 
 type ProduceEntry struct {
@@ -1999,6 +2009,9 @@ type FanoutCursor struct {
 	Stalled bool `protobuf:"varint,4,opt,name=stalled,proto3" json:"stalled,omitempty"`
 	// Delay children: seconds behind the due frontier.
 	DueLagSeconds float64 `protobuf:"fixed64,5,opt,name=due_lag_seconds,json=dueLagSeconds,proto3" json:"due_lag_seconds,omitempty"`
+	// Remote links: the running cursor's link state (empty: no cursor running) and last error.
+	RemoteState   string `protobuf:"bytes,6,opt,name=remote_state,json=remoteState,proto3" json:"remote_state,omitempty"`
+	LastError     string `protobuf:"bytes,7,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2066,6 +2079,20 @@ func (x *FanoutCursor) GetDueLagSeconds() float64 {
 		return x.DueLagSeconds
 	}
 	return 0
+}
+
+func (x *FanoutCursor) GetRemoteState() string {
+	if x != nil {
+		return x.RemoteState
+	}
+	return ""
+}
+
+func (x *FanoutCursor) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
 }
 
 type FanoutCursorsReply struct {
@@ -2870,7 +2897,7 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x1aTopicPartitionStatsRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12,\n" +
-	"\x04mode\x18\x03 \x01(\x0e2\x18.narad.node.v1.StatsModeR\x04mode\"\xc9\x02\n" +
+	"\x04mode\x18\x03 \x01(\x0e2\x18.narad.node.v1.StatsModeR\x04mode\"\xf6\x02\n" +
 	"\x18TopicPartitionStatsReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x10\n" +
@@ -2884,7 +2911,8 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x19oldest_segment_at_unix_ms\x18\b \x01(\x03R\x15oldestSegmentAtUnixMs\x12\x14\n" +
 	"\x05exact\x18\t \x01(\bR\x05exact\x12\x1c\n" +
 	"\tavailable\x18\n" +
-	" \x01(\bR\tavailable\"`\n" +
+	" \x01(\bR\tavailable\x12+\n" +
+	"\x11consumer_frontier\x18\v \x01(\x03R\x10consumerFrontier\"`\n" +
 	"\fProduceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12$\n" +
@@ -2976,14 +3004,17 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"partitions\"L\n" +
 	"\x14FanoutCursorsRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1c\n" +
-	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\x9d\x01\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\xdf\x01\n" +
 	"\fFanoutCursor\x12\x14\n" +
 	"\x05child\x18\x01 \x01(\tR\x05child\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\tR\x05epoch\x12\x1f\n" +
 	"\vnext_offset\x18\x03 \x01(\x03R\n" +
 	"nextOffset\x12\x18\n" +
 	"\astalled\x18\x04 \x01(\bR\astalled\x12&\n" +
-	"\x0fdue_lag_seconds\x18\x05 \x01(\x01R\rdueLagSeconds\"\xbd\x01\n" +
+	"\x0fdue_lag_seconds\x18\x05 \x01(\x01R\rdueLagSeconds\x12!\n" +
+	"\fremote_state\x18\x06 \x01(\tR\vremoteState\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\a \x01(\tR\tlastError\"\xbd\x01\n" +
 	"\x12FanoutCursorsReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12%\n" +

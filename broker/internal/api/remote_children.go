@@ -1,0 +1,151 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"narad.dev/broker/internal/meta"
+)
+
+// ErrTargetCheck is a remote attach whose target check failed (422, with a reason).
+var ErrTargetCheck = errors.New("remote target check failed")
+
+// TargetError is a failed attach-time check of a remote target: Reason is
+// target_unreachable, unauthorized, target_topic_missing or target_is_delay_child. Msg never
+// holds credentials.
+type TargetError struct {
+	Reason string
+	Msg    string
+}
+
+func (e *TargetError) Error() string { return "remote target check failed: " + e.Reason + ": " + e.Msg }
+func (e *TargetError) Unwrap() error { return ErrTargetCheck }
+
+// ErrorFields adds "reason" to the error body.
+func (e *TargetError) ErrorFields() map[string]any { return map[string]any{"reason": e.Reason} }
+
+// RemoteAttach is a validated remote attach request.
+type RemoteAttach struct {
+	Parent   string
+	URLs     []string // scheme://host:port each, tried in order
+	Topic    string
+	User     string
+	Password string
+	DelayMs  int64
+	Start    string // meta.Start*; "" = attach
+}
+
+// RemoteBackend is the remote-children half of the service layer (spec/fanout.md §13).
+type RemoteBackend interface {
+	// AttachRemote checks the target (TargetError), reads the start point (ErrUnavailable) and
+	// proposes the link (ErrConflict over the children limit or for a duplicate id). It returns
+	// the parent after the attach and the new link's listing entry.
+	AttachRemote(ctx context.Context, req RemoteAttach) (meta.Topic, ChildStatus, error)
+	// DetachRemote deletes parent's remote link id; ErrNotFound when there is none.
+	DetachRemote(ctx context.Context, parent, id string) error
+	// ResolveRemote maps a listing name or id of parent's remote link to its id.
+	ResolveRemote(parent, ref string) (string, bool)
+}
+
+type remoteBody struct {
+	URL      string `json:"url"`
+	Topic    string `json:"topic"`
+	User     string `json:"user"`
+	Password string `json:"password"`
+}
+
+// validRemote checks a remote attach body (400 on any bad field).
+func validRemote(parent string, b *remoteBody, delay int64, start string) (RemoteAttach, error) {
+	urls, err := meta.ParseRemoteURLs(b.URL)
+	switch {
+	case err != nil:
+		return RemoteAttach{}, invalidf("remote.url: %v", err)
+	case b.Topic == "" || !validTopicName(b.Topic):
+		return RemoteAttach{}, invalidf("remote.topic: invalid topic name %q", b.Topic)
+	case b.User != "" && !meta.ValidUsername(b.User):
+		return RemoteAttach{}, invalidf("remote.user: invalid username")
+	case len(b.Password) > 72 || (b.User != "" && b.Password == ""):
+		return RemoteAttach{}, invalidf("remote.password: 1 … 72 bytes with a user")
+	case delay < 0 || delay > meta.MaxDelayMs:
+		return RemoteAttach{}, invalidf("delay_ms must be 0 … %d", meta.MaxDelayMs)
+	case !meta.ValidStart(start):
+		return RemoteAttach{}, invalidf("start must be attach, consumer_frontier or oldest")
+	}
+	return RemoteAttach{Parent: parent, URLs: urls, Topic: b.Topic, User: b.User, Password: b.Password,
+		DelayMs: delay, Start: start}, nil
+}
+
+// attachRemote is the remote form of POST /v1/topics/{parent}/children: manage right on the
+// parent, then the backend's checks. The answer is the new link's listing entry.
+func (s *server) attachRemote(w http.ResponseWriter, r *http.Request, b attachBody) {
+	const op = "attach remote child"
+	rb, ok := s.be.(RemoteBackend)
+	if !ok {
+		s.writeErr(w, r, op, errors.Join(ErrUnavailable, errors.New("remote children are not available on this node")))
+		return
+	}
+	var delay int64
+	if b.DelayMs != nil {
+		delay = *b.DelayMs
+	}
+	parentName := r.PathValue("topic")
+	if b.Child != "" {
+		s.writeErr(w, r, op, invalidf("child and remote are exclusive"))
+		return
+	}
+	req, err := validRemote(parentName, b.Remote, delay, b.Start)
+	if err != nil {
+		s.writeErr(w, r, op, err)
+		return
+	}
+	parent, ok := s.topic(r.Context(), parentName)
+	if ok && !s.canManage(s.caller(r), parent) {
+		s.writeErr(w, r, op, forbiddenf("no manage right on topic %q", parentName))
+		return
+	}
+	if !ok {
+		s.writeErr(w, r, op, s.topicMissing(parentName))
+		return
+	}
+	_, cs, err := rb.AttachRemote(r.Context(), req)
+	if err != nil {
+		s.writeErr(w, r, op, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, cs)
+}
+
+// detachRemote is DELETE /v1/topics/{parent}/children/{ref} for a remote link (ref is its id
+// or listing name): manage right on the parent.
+func (s *server) detachRemote(w http.ResponseWriter, r *http.Request, parentName, ref string) {
+	const op = "detach remote child"
+	rb, ok := s.be.(RemoteBackend)
+	if !ok {
+		s.writeErr(w, r, op, notFoundf("no remote child %q", ref))
+		return
+	}
+	parent, ok := s.topic(r.Context(), parentName)
+	if ok && !s.canManage(s.caller(r), parent) {
+		s.writeErr(w, r, op, forbiddenf("no manage right on topic %q", parentName))
+		return
+	}
+	if !ok {
+		s.writeErr(w, r, op, s.topicMissing(parentName))
+		return
+	}
+	id, found := rb.ResolveRemote(parentName, ref)
+	if !found {
+		s.writeErr(w, r, op, notFoundf("topic %q has no remote child %q", parentName, ref))
+		return
+	}
+	if err := rb.DetachRemote(r.Context(), parentName, id); err != nil {
+		s.writeErr(w, r, op, err)
+		return
+	}
+	writeEmpty(w, http.StatusNoContent)
+}
+
+// isRemoteRef reports whether a detach path segment names a remote link.
+func isRemoteRef(child string) bool { return strings.HasPrefix(child, meta.RemotePrefix) }
