@@ -108,6 +108,52 @@ func TestFanoutLinkCELRules(t *testing.T) {
 	})
 }
 
+func TestRemoteFanoutLinkCELRules(t *testing.T) {
+	const (
+		base      = `"clusterRef":{"name":"narad"},"parent":"orders"`
+		byCluster = `"remote":{"clusterRef":{"name":"dr","namespace":"backup"},"topic":"orders"}`
+		byURL     = `"remote":{"url":"http://a.example:7942,https://b.example:7942","topic":"orders","credentialsSecretRef":{"name":"dr-writer"}}`
+	)
+	runCELCases(t, "fanoutlinks", "FanoutLink", []celCase{
+		{name: "remote by cluster", new: `{` + base + `,` + byCluster + `}`},
+		{name: "remote by url with credentials", new: `{` + base + `,` + byURL + `}`},
+		{name: "remote with every start mode", new: `{` + base + `,"remote":{"url":"http://a:7942","topic":"t","start":"consumer_frontier"}}`},
+		{name: "child and remote both set", new: `{` + base + `,"child":"audit",` + byCluster + `}`, reject: "exactly one of child and remote"},
+		{name: "neither child nor remote", new: `{` + base + `}`, reject: "exactly one of child and remote"},
+		{name: "remote with createChild", new: `{` + base + `,"createChild":true,` + byCluster + `}`, reject: "createChild is not used with remote"},
+		{name: "remote with clusterRef and url", new: `{` + base + `,"remote":{"clusterRef":{"name":"dr"},"url":"http://a:7942","topic":"t"}}`, reject: "exactly one of clusterRef and url"},
+		{name: "remote with neither clusterRef nor url", new: `{` + base + `,"remote":{"topic":"t"}}`, reject: "exactly one of clusterRef and url"},
+		{name: "remote without a topic", new: `{` + base + `,"remote":{"url":"http://a:7942"}}`, reject: "topic"},
+		{name: "remote topic dot-dot", new: `{` + base + `,"remote":{"url":"http://a:7942","topic":".."}}`, reject: "must not be '.' or '..'"},
+		{name: "url with a path", new: `{` + base + `,"remote":{"url":"http://a:7942/v1","topic":"t"}}`, reject: "should match"},
+		{name: "url without a scheme", new: `{` + base + `,"remote":{"url":"a:7942","topic":"t"}}`, reject: "should match"},
+		{name: "unknown start mode", new: `{` + base + `,"remote":{"url":"http://a:7942","topic":"t","start":"newest"}}`, reject: "Unsupported value"},
+		{name: "remote target changed", old: `{` + base + `,` + byCluster + `}`, new: `{` + base + `,"remote":{"clusterRef":{"name":"dr2","namespace":"backup"},"topic":"orders"}}`, reject: "remote is immutable"},
+		{name: "remote credentials changed", old: `{` + base + `,` + byURL + `}`, new: `{` + base + `,"remote":{"url":"http://a.example:7942,https://b.example:7942","topic":"orders","credentialsSecretRef":{"name":"other"}}}`, reject: "remote is immutable"},
+		{name: "remote unchanged", old: `{` + base + `,` + byURL + `}`, new: `{` + base + `,` + byURL + `}`},
+		{name: "local link turned remote", old: `{` + base + `,"child":"audit"}`, new: `{` + base + `,` + byCluster + `}`, reject: "cannot switch between child and remote"},
+		{name: "remote link turned local", old: `{` + base + `,` + byCluster + `}`, new: `{` + base + `,"child":"audit"}`, reject: "cannot switch between child and remote"},
+	})
+}
+
+// TestRemoteDefaults: start and the credential keys default to the documented values, so the
+// operator never sees them empty.
+func TestRemoteDefaults(t *testing.T) {
+	a := newAdmission(t, "fanoutlinks")
+	o := obj(t, "FanoutLink", `{"clusterRef":{"name":"narad"},"parent":"orders","remote":{"url":"http://a:7942","topic":"t","credentialsSecretRef":{"name":"s"}}}`)
+	if msgs := a.check(o, nil); len(msgs) > 0 {
+		t.Fatalf("refused: %v", msgs)
+	}
+	remote := o["spec"].(map[string]any)["remote"].(map[string]any)
+	creds := remote["credentialsSecretRef"].(map[string]any)
+	for field, got := range map[string]any{"start": remote["start"], "userKey": creds["userKey"], "passwordKey": creds["passwordKey"]} {
+		want := map[string]string{"start": "attach", "userKey": "username", "passwordKey": "password"}[field]
+		if got != want {
+			t.Errorf("%s defaulted to %v, want %q", field, got, want)
+		}
+	}
+}
+
 // TestDefaultsFillAnEmptyCluster: an empty spec must come out as the documented defaults, or
 // the operator would see zero replicas and no storage size.
 func TestDefaultsFillAnEmptyCluster(t *testing.T) {

@@ -81,13 +81,21 @@ var crdExpectations = []struct {
 		columns: []column{
 			{"Parent", ".spec.parent"}, {"Child", ".spec.child"}, {"Delay", ".spec.delayMs"},
 			{"State", ".status.state"}, {"Lag", ".status.lag"},
+			{"Remote", ".spec.remote.topic"}, {"Remote-State", ".status.remoteState"},
 		},
 		rules: map[string][]string{
-			"spec":            {"self.parent != self.child", "!has(self.childPartitions) || (has(self.createChild) && self.createChild)"},
-			"spec.delayMs":    {"self == oldSelf"},
-			"spec.parent":     {"self == oldSelf"},
-			"spec.child":      {"self == oldSelf"},
-			"spec.clusterRef": {"self == oldSelf"},
+			"spec": {
+				"has(self.child) != has(self.remote)", "has(self.remote) == has(oldSelf.remote)",
+				"!has(self.child) || self.parent != self.child",
+				"!has(self.childPartitions) || (has(self.createChild) && self.createChild)",
+				"!has(self.remote) || !has(self.createChild) || !self.createChild",
+			},
+			"spec.delayMs":      {"self == oldSelf"},
+			"spec.parent":       {"self == oldSelf"},
+			"spec.child":        {"self == oldSelf"},
+			"spec.clusterRef":   {"self == oldSelf"},
+			"spec.remote":       {"self == oldSelf", "has(self.clusterRef) != has(self.url)"},
+			"spec.remote.topic": {"self != '.' && self != '..'"},
 		},
 	},
 }

@@ -21,6 +21,7 @@ func TestSamplesAreValid(t *testing.T) {
 		{"narad_v1alpha1_naradcluster.yaml", "naradclusters", &NaradCluster{}},
 		{"narad_v1alpha1_topic.yaml", "topics", &Topic{}},
 		{"narad_v1alpha1_fanoutlink.yaml", "fanoutlinks", &FanoutLink{}},
+		{"narad_v1alpha1_fanoutlink_remote.yaml", "fanoutlinks", &FanoutLink{}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("../../config/samples", tc.file))

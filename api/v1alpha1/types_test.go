@@ -137,6 +137,39 @@ func fullLink() *FanoutLink {
 	}
 }
 
+// fullRemoteLink sets every field of the remote form; clusterRef and url are exclusive for
+// the API server, not for the Go type, so both are set here to cover their tags.
+func fullRemoteLink() *FanoutLink {
+	return &FanoutLink{
+		TypeMeta:   metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "FanoutLink"},
+		ObjectMeta: metav1.ObjectMeta{Name: "orders-dr", Namespace: "queues"},
+		Spec: FanoutLinkSpec{
+			ClusterRef: ClusterReference{Name: "narad"},
+			Parent:     "orders",
+			DelayMs:    1000,
+			Remote: &FanoutRemote{
+				ClusterRef: &RemoteClusterReference{Name: "dr", Namespace: "backup"},
+				URL:        "http://a:7942,http://b:7942",
+				Topic:      "orders",
+				CredentialsSecretRef: &CredentialsSecretReference{Name: "dr-writer", UserKey: "user",
+					PasswordKey: "pass"},
+				Start: FanoutStartConsumerFrontier,
+			},
+		},
+		Status: FanoutLinkStatus{
+			ObservedGeneration: 2,
+			Epoch:              "0123456789abcdef",
+			State:              FanoutLinkAttached,
+			Lag:                5,
+			LinkID:             "remote:orders@a:7942",
+			TargetURL:          "http://a:7942,http://b:7942",
+			RemoteState:        "target_unreachable",
+			RecoveryPoint:      map[string]int64{"0": 10, "1": 7},
+			LastError:          "dial tcp: connection refused",
+		},
+	}
+}
+
 // TestJSONRoundTripKeepsEveryField encodes each kind with every field set and decodes it back:
 // a missing or misspelled JSON tag, or a type the encoder cannot carry, breaks the equality.
 func TestJSONRoundTripKeepsEveryField(t *testing.T) {
@@ -148,6 +181,7 @@ func TestJSONRoundTripKeepsEveryField(t *testing.T) {
 		{"NaradCluster", fullCluster(), func() runtime.Object { return &NaradCluster{} }},
 		{"Topic", fullTopic(), func() runtime.Object { return &Topic{} }},
 		{"FanoutLink", fullLink(), func() runtime.Object { return &FanoutLink{} }},
+		{"remote FanoutLink", fullRemoteLink(), func() runtime.Object { return &FanoutLink{} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data, err := json.Marshal(tc.obj)
@@ -212,6 +246,14 @@ func TestJSONFieldNames(t *testing.T) {
 			{"spec", "clusterRef", "name"}, {"spec", "parent"}, {"spec", "child"}, {"spec", "delayMs"},
 			{"spec", "createChild"}, {"spec", "childPartitions"},
 			{"status", "epoch"}, {"status", "state"}, {"status", "lag"}, {"status", "dueLagSeconds"},
+		}},
+		{fullRemoteLink(), [][]string{
+			{"spec", "remote", "clusterRef", "name"}, {"spec", "remote", "clusterRef", "namespace"},
+			{"spec", "remote", "url"}, {"spec", "remote", "topic"}, {"spec", "remote", "start"},
+			{"spec", "remote", "credentialsSecretRef", "name"}, {"spec", "remote", "credentialsSecretRef", "userKey"},
+			{"spec", "remote", "credentialsSecretRef", "passwordKey"},
+			{"status", "linkID"}, {"status", "targetURL"}, {"status", "remoteState"},
+			{"status", "recoveryPoint", "0"}, {"status", "lastError"},
 		}},
 	} {
 		m := normalize(t, tc.obj)
@@ -304,6 +346,18 @@ func TestDeepCopyIsIndependent(t *testing.T) {
 		cp := orig.DeepCopy()
 		*cp.Spec.ChildPartitions = 3
 		cp.Spec.Parent = "x"
+		if got := normalize(t, orig); !reflect.DeepEqual(got, want) {
+			t.Fatalf("mutating the copy changed the original:\nwant %v\n got %v", want, got)
+		}
+	})
+	t.Run("remote FanoutLink", func(t *testing.T) {
+		orig := fullRemoteLink()
+		want := normalize(t, orig)
+		cp := orig.DeepCopy()
+		cp.Spec.Remote.ClusterRef.Name = "x"
+		cp.Spec.Remote.CredentialsSecretRef.Name = "x"
+		cp.Spec.Remote.Topic = "x"
+		cp.Status.RecoveryPoint["0"] = 0
 		if got := normalize(t, orig); !reflect.DeepEqual(got, want) {
 			t.Fatalf("mutating the copy changed the original:\nwant %v\n got %v", want, got)
 		}

@@ -2,9 +2,6 @@ package helm
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"narad.dev/operator/testsupport"
 )
 
 // One envtest API server (kube-apiserver and etcd on 127.0.0.1) for the package, started by the
@@ -36,18 +35,10 @@ var (
 func apiServer(t testing.TB) *rest.Config {
 	t.Helper()
 	envOnce.Do(func() {
-		root := repoRoot(t)
-		assets := os.Getenv("KUBEBUILDER_ASSETS")
-		if assets == "" {
-			var stderr strings.Builder
-			cmd := exec.Command("bash", filepath.Join(root, "hack", "setup-envtest.sh"))
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				envErr = fmt.Errorf("hack/setup-envtest.sh: %w\n%s", err, stderr.String())
-				return
-			}
-			assets = strings.TrimSpace(string(out))
+		assets, err := testsupport.EnvtestAssets()
+		if err != nil {
+			envErr = err
+			return
 		}
 		env = &envtest.Environment{
 			BinaryAssetsDirectory: assets,

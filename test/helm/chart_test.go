@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"narad.dev/operator/testsupport"
 )
 
 // The release every test renders. The Kubernetes version is the one envtest runs
@@ -42,23 +44,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// repoRoot is the directory holding go.work, found by walking up from the test's directory.
+// repoRoot is the directory holding go.work.
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := testsupport.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.work above the test directory")
-		}
-		dir = parent
-	}
+	return root
 }
 
 func chartDir(t testing.TB) string { return filepath.Join(repoRoot(t), "charts", "narad-operator") }

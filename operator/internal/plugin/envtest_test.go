@@ -3,10 +3,8 @@ package plugin
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +22,7 @@ import (
 
 	naradv1 "narad.dev/api/v1alpha1"
 	"narad.dev/operator/naming"
+	"narad.dev/operator/testsupport"
 )
 
 // The package's tests share one envtest API server (kube-apiserver + etcd with the narad CRDs);
@@ -40,21 +39,15 @@ func TestMain(m *testing.M) {
 }
 
 func runWithEnvtest(m *testing.M) int {
-	root, err := workspaceRoot()
+	root, err := testsupport.RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		setup := exec.Command("bash", filepath.Join(root, "hack", "setup-envtest.sh"))
-		setup.Stderr = os.Stderr
-		out, err := setup.Output()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "hack/setup-envtest.sh: %v\n", err)
-			return 1
-		}
-		assets = strings.TrimSpace(string(out))
+	assets, err := testsupport.EnvtestAssets()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	// envtest picks its ports by binding and releasing them; with other test binaries starting
 	// API servers on the same machine a port can be taken in between, so try a few times, each
@@ -108,24 +101,6 @@ func runWithEnvtest(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// workspaceRoot walks up from the working directory to the directory holding go.work.
-func workspaceRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.work above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // result is one in-process run of the plugin.

@@ -32,13 +32,33 @@ type linkRow struct {
 	Namespace     string `json:"namespace"`
 	Cluster       string `json:"cluster"`
 	Parent        string `json:"parent"`
-	Child         string `json:"child"`
+	Child         string `json:"child"` // for a remote link, its id (remote:<topic>@<host:port>)
 	DelayMs       int64  `json:"delayMs"`
 	State         string `json:"state"`
+	RemoteState   string `json:"remoteState,omitempty"` // the brokers' state of a remote link
 	Epoch         string `json:"epoch,omitempty"`
 	Lag           int64  `json:"lag"`
 	DueLagSeconds int64  `json:"dueLagSeconds"`
 	Ready         string `json:"ready"`
+}
+
+// linkRowOf is l as `links` shows it. A remote link's child is its id (or remote:<topic>
+// before the brokers gave one), and its state carries the brokers' remote state when that is
+// not active.
+func linkRowOf(l *naradv1.FanoutLink) linkRow {
+	r := linkRow{
+		Name: l.Name, Namespace: l.Namespace, Cluster: l.Spec.ClusterRef.Name,
+		Parent: l.Spec.Parent, Child: l.Spec.Child, DelayMs: l.Spec.DelayMs,
+		State: string(l.Status.State), Epoch: l.Status.Epoch, Lag: l.Status.Lag,
+		DueLagSeconds: l.Status.DueLagSeconds, Ready: readyOf(l.Status.Conditions),
+	}
+	if rm := l.Spec.Remote; rm != nil {
+		r.Child, r.RemoteState = l.Status.LinkID, l.Status.RemoteState
+		if r.Child == "" {
+			r.Child = "remote:" + rm.Topic
+		}
+	}
+	return r
 }
 
 // readyOf is the Ready condition's status, "Unknown" when the operator has not set it.
@@ -131,12 +151,7 @@ func newLinksCommand(s *session) *cobra.Command {
 				if f.cluster != "" && l.Spec.ClusterRef.Name != f.cluster {
 					continue
 				}
-				rows = append(rows, linkRow{
-					Name: l.Name, Namespace: l.Namespace, Cluster: l.Spec.ClusterRef.Name,
-					Parent: l.Spec.Parent, Child: l.Spec.Child, DelayMs: l.Spec.DelayMs,
-					State: string(l.Status.State), Epoch: l.Status.Epoch, Lag: l.Status.Lag,
-					DueLagSeconds: l.Status.DueLagSeconds, Ready: readyOf(l.Status.Conditions),
-				})
+				rows = append(rows, linkRowOf(&l))
 			}
 			slices.SortFunc(rows, func(a, b linkRow) int {
 				return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
@@ -152,7 +167,7 @@ func newLinksCommand(s *session) *cobra.Command {
 				"NAME", "CLUSTER", "PARENT", "CHILD", "DELAY", "STATE", "EPOCH", "LAG", "DUE LAG", "READY")...)
 			for _, r := range rows {
 				t.row(withNamespaceCell(f.allNamespaces, r.Namespace, r.Name, r.Cluster, r.Parent,
-					r.Child, (time.Duration(r.DelayMs) * time.Millisecond).String(), r.State, r.Epoch,
+					r.Child, (time.Duration(r.DelayMs) * time.Millisecond).String(), r.tableState(), r.Epoch,
 					itoa(r.Lag), (time.Duration(r.DueLagSeconds) * time.Second).String(), r.Ready)...)
 			}
 			return t.flush()
@@ -188,4 +203,12 @@ func withNamespaceCell(all bool, ns string, cells ...string) []string {
 		return append([]string{ns}, cells...)
 	}
 	return cells
+}
+
+// tableState is the State column: the link's state, with a remote link's trouble after it.
+func (r linkRow) tableState() string {
+	if r.RemoteState != "" && r.RemoteState != "active" {
+		return r.State + " (" + r.RemoteState + ")"
+	}
+	return r.State
 }

@@ -27,6 +27,7 @@ import (
 	"narad.dev/operator/brokers"
 	"narad.dev/operator/manager"
 	"narad.dev/operator/naming"
+	"narad.dev/operator/testsupport"
 	"narad.dev/test/operator/podrunner"
 )
 
@@ -54,7 +55,7 @@ func TestOperatorEndToEnd(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	assets, err := podrunner.EnvtestAssets()
+	assets, err := testsupport.EnvtestAssets()
 	Expect(err).NotTo(HaveOccurred())
 	testEnv = &envtest.Environment{
 		BinaryAssetsDirectory: assets,

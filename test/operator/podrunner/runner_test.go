@@ -24,6 +24,7 @@ import (
 	naradv1 "narad.dev/api/v1alpha1"
 	"narad.dev/broker/client"
 	"narad.dev/operator/naming"
+	"narad.dev/operator/testsupport"
 )
 
 const adminPassword = "runner-test-admin-pw"
@@ -31,7 +32,7 @@ const adminPassword = "runner-test-admin-pw"
 // startEnv starts an envtest API server for one test and stops it at cleanup.
 func startEnv(t *testing.T) *rest.Config {
 	t.Helper()
-	assets, err := EnvtestAssets()
+	assets, err := testsupport.EnvtestAssets()
 	if err != nil {
 		t.Fatalf("envtest assets: %v", err)
 	}

@@ -9,8 +9,8 @@ import (
 	"narad.dev/broker/client"
 )
 
-// link makes the brokers hold fl's link and records its state in st. See the package comment
-// for the decision order.
+// link makes the brokers hold fl's local link (spec.child) and records its state in st. See
+// the package comment for the decision order; remote links go through linkRemote.
 func (r *Reconciler) link(ctx context.Context, fl *naradv1.FanoutLink, cl *client.Client, st *status) {
 	parent, child := fl.Spec.Parent, fl.Spec.Child
 	kids, err := cl.Children(ctx, parent)

@@ -49,6 +49,9 @@ func (r *Reconciler) finalize(ctx context.Context, fl *naradv1.FanoutLink) (ctrl
 		r.event(fl, "Warning", "DetachFailed", "Detach", "cannot detach yet: %s", msg)
 		return ctrl.Result{RequeueAfter: deleteRetry(fl)}, nil
 	}
+	if fl.Spec.Remote != nil {
+		return r.detachRemote(ctx, fl, cl)
+	}
 	parent, child := fl.Spec.Parent, fl.Spec.Child
 	kids, err := cl.Children(ctx, parent)
 	switch {

@@ -4,7 +4,8 @@
 // starts from: a listed child with the spec's delay is the link (adopted if the operator did
 // not make it), a missing one is attached (again), and a child held some other way is a
 // refusal shown as state Failed with Degraded True. The parent and child Topic objects need
-// not exist: applications may create the topics themselves.
+// not exist: applications may create the topics themselves. A remote link (spec.remote) is
+// found in the same listing by its id; see remote.go.
 package fanoutlink
 
 import (
@@ -39,8 +40,12 @@ type Reconciler struct {
 	ResyncPeriod time.Duration
 }
 
-// clusterRefIndex indexes FanoutLinks by spec.clusterRef.name (see SetupWithManager).
-const clusterRefIndex = "fanoutlink-controller:spec.clusterRef.name"
+// Field indexes of FanoutLinks (see SetupWithManager): by spec.clusterRef.name, and by the
+// namespace/name of spec.remote.clusterRef.
+const (
+	clusterRefIndex = "fanoutlink-controller:spec.clusterRef.name"
+	targetRefIndex  = "fanoutlink-controller:spec.remote.clusterRef"
+)
 
 // SetupWithManager registers the controller: FanoutLinks (creation, spec changes, deletion)
 // and the NaradClusters they reference (created, deleted, Ready flipped), so a link waiting on
@@ -51,6 +56,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("index fanoutlinks by cluster: %w", err)
 	}
+	err = mgr.GetFieldIndexer().IndexField(context.Background(), &naradv1.FanoutLink{}, targetRefIndex,
+		func(o ctrlclient.Object) []string {
+			fl := o.(*naradv1.FanoutLink)
+			if fl.Spec.Remote == nil || fl.Spec.Remote.ClusterRef == nil {
+				return nil
+			}
+			return []string{targetKey(fl).String()}
+		})
+	if err != nil {
+		return fmt.Errorf("index fanoutlinks by remote target: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fanoutlink").
 		For(&naradv1.FanoutLink{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -59,16 +75,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// linksOfCluster maps a NaradCluster to the FanoutLinks that reference it.
+// linksOfCluster maps a NaradCluster to the FanoutLinks that reference it: as the cluster of
+// their parent (same namespace) or as their remote target (any namespace).
 func (r *Reconciler) linksOfCluster(ctx context.Context, o ctrlclient.Object) []ctrl.Request {
-	var list naradv1.FanoutLinkList
-	if err := r.Client.List(ctx, &list, ctrlclient.InNamespace(o.GetNamespace()),
+	var parents, targets naradv1.FanoutLinkList
+	if err := r.Client.List(ctx, &parents, ctrlclient.InNamespace(o.GetNamespace()),
 		ctrlclient.MatchingFields{clusterRefIndex: o.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "list fanoutlinks of cluster", "cluster", o.GetName())
 		return nil
 	}
-	reqs := make([]ctrl.Request, 0, len(list.Items))
-	for _, l := range list.Items {
+	if err := r.Client.List(ctx, &targets,
+		ctrlclient.MatchingFields{targetRefIndex: ctrlclient.ObjectKeyFromObject(o).String()}); err != nil {
+		log.FromContext(ctx).Error(err, "list fanoutlinks targeting cluster", "cluster", o.GetName())
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(parents.Items)+len(targets.Items))
+	for _, l := range append(parents.Items, targets.Items...) {
 		reqs = append(reqs, ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(&l)})
 	}
 	return reqs
@@ -117,6 +139,9 @@ func (r *Reconciler) sync(ctx context.Context, fl *naradv1.FanoutLink, st *statu
 		if err := r.Client.Patch(ctx, fl, patch); err != nil {
 			return fmt.Errorf("add finalizer: %w", err)
 		}
+	}
+	if fl.Spec.Remote != nil {
+		return r.linkRemote(ctx, fl, cl, st)
 	}
 	r.link(ctx, fl, cl, st)
 	return nil

@@ -29,6 +29,8 @@ type status struct {
 	reason  string
 	message string
 	link    client.ChildLink
+	remote  bool   // link is a remote link
+	urls    string // the remote link's target URLs
 }
 
 func newStatus(fl *naradv1.FanoutLink) *status { return &status{fl: fl} }
@@ -52,6 +54,21 @@ func (s *status) attached(l client.ChildLink) {
 	}
 }
 
+// attachedRemote records a listed remote link. A link whose broker state says records are not
+// flowing (unauthorized, target_unreachable, …) is Attached but not Ready, and Degraded with
+// that state as the reason and the link's last error as the message.
+func (s *status) attachedRemote(l client.ChildLink, urls string) {
+	s.attached(l)
+	s.remote, s.urls = true, urls
+	if remoteTrouble(l.State) {
+		s.reason = l.State
+		s.message = fmt.Sprintf("remote link state %s", l.State)
+		if l.LastError != "" {
+			s.message += ": " + l.LastError
+		}
+	}
+}
+
 // waiting reports whether the pass ended waiting on the cluster, the brokers or a topic.
 func (s *status) waiting() bool { return s.outcome == outcomeUnknown || s.outcome == outcomePending }
 
@@ -66,17 +83,25 @@ func (s *status) settle() {
 	}
 	switch s.outcome {
 	case outcomeAttached:
-		fs.State, fs.Epoch = naradv1.FanoutLinkAttached, s.link.AttachEpoch
+		fs.State, fs.Epoch = naradv1.FanoutLinkAttached, linkEpoch(s.link)
 		fs.Lag = s.link.LagMessages
 		fs.DueLagSeconds = int64(math.Ceil(s.link.DueLagSeconds))
+		s.settleRemote()
+		if s.remote && remoteTrouble(s.link.State) {
+			set(naradv1.ConditionReady, metav1.ConditionFalse, s.reason, s.message)
+			set(naradv1.ConditionDegraded, metav1.ConditionTrue, s.reason, s.message)
+			break
+		}
 		set(naradv1.ConditionReady, metav1.ConditionTrue, s.reason, s.message)
 		set(naradv1.ConditionDegraded, metav1.ConditionFalse, s.reason, s.message)
 	case outcomeFailed:
 		fs.State, fs.Epoch, fs.Lag, fs.DueLagSeconds = naradv1.FanoutLinkFailed, "", 0, 0
+		s.settleRemote()
 		set(naradv1.ConditionReady, metav1.ConditionFalse, s.reason, s.message)
 		set(naradv1.ConditionDegraded, metav1.ConditionTrue, s.reason, s.message)
 	case outcomePending:
 		fs.State, fs.Epoch, fs.Lag, fs.DueLagSeconds = naradv1.FanoutLinkPending, "", 0, 0
+		s.settleRemote()
 		set(naradv1.ConditionReady, metav1.ConditionFalse, s.reason, s.message)
 		set(naradv1.ConditionDegraded, metav1.ConditionFalse, s.reason, "waiting, not refused")
 	default: // the brokers could not be asked: what was last seen stands
@@ -85,4 +110,16 @@ func (s *status) settle() {
 		}
 		set(naradv1.ConditionReady, metav1.ConditionFalse, s.reason, s.message)
 	}
+}
+
+// settleRemote writes the remote link fields: the listed link's when the pass found one, none
+// otherwise (a Pending or Failed link holds nothing on the brokers).
+func (s *status) settleRemote() {
+	fs := &s.fl.Status
+	if s.outcome != outcomeAttached || !s.remote {
+		fs.LinkID, fs.TargetURL, fs.RemoteState, fs.RecoveryPoint, fs.LastError = "", "", "", nil, ""
+		return
+	}
+	fs.LinkID, fs.TargetURL, fs.RemoteState = s.link.ID, s.urls, s.link.State
+	fs.RecoveryPoint, fs.LastError = recoveryPoint(s.link.RecoveryPoint), s.link.LastError
 }

@@ -18,20 +18,30 @@ import (
 	"narad.dev/operator/naming"
 )
 
-// The suite runs the FanoutLink controller alone against envtest and one real narad process on
-// 127.0.0.52, reached through a resolver that maps every ordinal to it.
+// The suite runs the FanoutLink controller alone against envtest and two real narad
+// processes: the cluster of every parent on 127.0.0.52, and the target of remote links on
+// 127.0.0.53, which stands for the NaradClusters targetName (same namespace) and
+// farNamespace/farName. A resolver maps every ordinal of a cluster to its process.
 const (
 	namespace   = "fanoutlink-suite"
 	clusterName = "links"
 	brokerHost  = "127.0.0.52"
 	password    = "fanoutlink-suite-admin"
 	resync      = 2 * time.Second
+
+	targetName     = "dr"
+	farNamespace   = "fanoutlink-far"
+	farName        = "far"
+	targetHost     = "127.0.0.53"
+	targetPassword = "fanoutlink-suite-target"
 )
 
 var (
-	k8s    ctrlclient.Client // uncached
-	broker *client.Client    // admin client of the real broker
-	nodeID string            // the broker's node ID (ordinal 0 of the cluster)
+	k8s       ctrlclient.Client // uncached
+	broker    *client.Client    // admin client of the real broker
+	nodeID    string            // the broker's node ID (ordinal 0 of the cluster)
+	target    *client.Client    // admin client of the remote target broker
+	targetURL string            // its base URL, http://127.0.0.53:port
 )
 
 func TestFanoutLinkController(t *testing.T) {
@@ -59,8 +69,18 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(b.Stop)
 	broker = b.Client()
 
+	tb, err := testenv.StartBroker(bin, targetHost,
+		naming.NodeID(&naradv1.NaradCluster{ObjectMeta: metav1.ObjectMeta{Name: targetName}}, 0), targetPassword)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(tb.Stop)
+	target, targetURL = tb.Client(), tb.URL
+
 	ctx := context.Background()
 	cl, err := testenv.CreateCluster(ctx, k8s, namespace, clusterName, password, b.URL)
+	Expect(err).NotTo(HaveOccurred())
+	_, err = cl.AddCluster(ctx, k8s, namespace, targetName, targetPassword, tb.URL)
+	Expect(err).NotTo(HaveOccurred())
+	_, err = cl.AddCluster(ctx, k8s, farNamespace, farName, targetPassword, tb.URL)
 	Expect(err).NotTo(HaveOccurred())
 
 	mgr, err := api.NewManager()

@@ -1,20 +1,19 @@
 // Package testenv bootstraps the controller suites: a real kube-apiserver and etcd (envtest)
-// with the narad.dev CRDs, and a real single-node narad broker on a loopback address the
-// operator reaches through a brokers.ResolverFunc. It is imported by tests only.
+// with the narad.dev CRDs, and real single-node narad brokers on loopback addresses, each
+// standing for one or more NaradClusters the operator reaches through the Cluster's Resolver.
+// It is imported by tests only.
 package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -27,25 +26,11 @@ import (
 	naradv1 "narad.dev/api/v1alpha1"
 	"narad.dev/operator/brokers"
 	"narad.dev/operator/naming"
+	"narad.dev/operator/testsupport"
 )
 
-// RepoRoot walks up from the working directory to the directory holding go.work.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.work not found above the working directory")
-		}
-		dir = parent
-	}
-}
+// RepoRoot is the directory holding go.work (testsupport.RepoRoot).
+func RepoRoot() (string, error) { return testsupport.RepoRoot() }
 
 // Scheme returns a scheme with the built-in kinds and narad.dev/v1alpha1.
 func Scheme() *runtime.Scheme {
@@ -69,14 +54,9 @@ func StartAPIServer() (*APIServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		out, err := exec.Command("bash", filepath.Join(root, "hack", "setup-envtest.sh")).Output()
-		if err != nil {
-			return nil, fmt.Errorf("hack/setup-envtest.sh: %w", err)
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		assets = strings.TrimSpace(lines[len(lines)-1])
+	assets, err := testsupport.EnvtestAssets()
+	if err != nil {
+		return nil, err
 	}
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
@@ -117,13 +97,61 @@ const Unreachable = "http://127.0.0.1:1"
 // Cluster is a NaradCluster object standing for a running broker, with its admin Secret.
 type Cluster struct {
 	Object   *naradv1.NaradCluster
-	Resolver brokers.Resolver // every ordinal → the broker's URL
+	Resolver brokers.Resolver // every ordinal → the broker's URL; see AddCluster
+	routes   *routes
+}
+
+// routes maps NaradClusters to the URL of the broker standing for them; any other cluster
+// resolves to Unreachable. Safe for concurrent use (controllers resolve while specs add).
+type routes struct {
+	mu  sync.Mutex
+	url map[types.NamespacedName]string
+}
+
+func (r *routes) PodURL(nc *naradv1.NaradCluster, _ int32) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u, ok := r.url[types.NamespacedName{Namespace: nc.Namespace, Name: nc.Name}]; ok {
+		return u
+	}
+	return Unreachable
+}
+
+func (r *routes) add(nc *naradv1.NaradCluster, url string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.url[types.NamespacedName{Namespace: nc.Namespace, Name: nc.Name}] = url
 }
 
 // CreateCluster creates namespace ns (if needed), a one-replica NaradCluster named name and
 // its admin Secret holding password. Its Resolver maps every ordinal of that cluster to the
 // broker at url, and any other cluster to Unreachable.
 func CreateCluster(ctx context.Context, c ctrlclient.Client, ns, name, password, url string) (*Cluster, error) {
+	nc, err := createClusterObjects(ctx, c, ns, name, password)
+	if err != nil {
+		return nil, err
+	}
+	rt := &routes{url: map[types.NamespacedName]string{}}
+	rt.add(nc, url)
+	return &Cluster{Object: nc, Resolver: rt, routes: rt}, nil
+}
+
+// AddCluster creates one more NaradCluster ns/name (namespace included, if needed) with its
+// admin Secret holding password, standing for the broker at url: c's Resolver maps every
+// ordinal of it to url from now on. A second broker so added is, for example, the target of a
+// remote fan-out link.
+func (c *Cluster) AddCluster(ctx context.Context, k ctrlclient.Client, ns, name, password, url string) (*naradv1.NaradCluster, error) {
+	nc, err := createClusterObjects(ctx, k, ns, name, password)
+	if err != nil {
+		return nil, err
+	}
+	c.routes.add(nc, url)
+	return nc, nil
+}
+
+// createClusterObjects creates namespace ns (if needed), a one-replica NaradCluster and its
+// admin Secret.
+func createClusterObjects(ctx context.Context, c ctrlclient.Client, ns, name, password string) (*naradv1.NaradCluster, error) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); ctrlclient.IgnoreAlreadyExists(err) != nil {
 		return nil, fmt.Errorf("create namespace: %w", err)
 	}
@@ -141,13 +169,7 @@ func CreateCluster(ctx context.Context, c ctrlclient.Client, ns, name, password,
 	if err := c.Create(ctx, sec); err != nil {
 		return nil, fmt.Errorf("create admin Secret: %w", err)
 	}
-	resolve := func(o *naradv1.NaradCluster, _ int32) string {
-		if o.Namespace == ns && o.Name == name {
-			return url
-		}
-		return Unreachable
-	}
-	return &Cluster{Object: nc, Resolver: brokers.ResolverFunc(resolve)}, nil
+	return nc, nil
 }
 
 // Connector returns a Connector reaching the cluster's broker with credentials read by r.
