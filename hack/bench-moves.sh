@@ -6,6 +6,7 @@
 # Usage: hack/bench-moves.sh path/to/narad [GiB]
 #   BENCH_MOVE_HOT_RATE=N  msg/s written into mv-hot/3 during the run (default 2000; 0 = none)
 #   BENCH_MOVE_HEADER=0    print only the table rows (for a second run under another load)
+#   BENCH_PPROF_DIR=dir    CPU profiles of the four nodes during the copy (BENCH_PPROF_SECONDS, 4)
 set -euo pipefail
 narad="${1:?usage: hack/bench-moves.sh path/to/narad [GiB]}"
 gib="${2:-${BENCH_MOVE_GIB:-1}}"
@@ -23,7 +24,7 @@ log() { echo "bench-moves: $*" >&2; }
 # the median of three runs, since a single run varies severalfold on a shared virtual disk.
 dd_once() {
   dd if=/dev/zero of="$work/dd.tmp" bs=1M count=1024 conv=fdatasync 2>&1 |
-    awk '/copied/ { v = $(NF-1); u = $NF; if (u ~ /^GB/) v *= 1000; if (u ~ /^kB/) v /= 1000; printf "%.0f\n", v }'
+    awk '/copied/ { printf "%.0f\n", $1 / $(NF-3) / 1e6 }'
   rm -f "$work/dd.tmp"
 }
 seq_all="$(for _ in 1 2 3; do dd_once; done | sort -n | tr '\n' ' ')"
@@ -82,12 +83,26 @@ if [ "$hot_rate" != 0 ]; then
   sleep 5
 fi
 
+# The same dd again with the cluster up, the fill written and the load running, right before
+# the copy: the denominator under the conditions the copy itself meets (the copy and dd write
+# the same filesystem, and the copy is durable the same way: every segment fdatasynced).
+near_all="$(for _ in 1 2 3; do dd_once; done | sort -n | tr '\n' ' ')"
+near_mbs="$(echo "$near_all" | awk '{ print $2 }')"
+log "sequential write right before the copy: ${near_mbs} MB/s (median of ${near_all})"
+
 t0="$(date +%s.%N)"
 curl -fsS -XPOST "${urls[0]}/v1/cluster/members/n4/decommission" >/dev/null
-# BENCH_PPROF_DIR=dir: CPU profiles of every node over the first 8 s of the decommission.
+# BENCH_PPROF_DIR=dir: CPU profiles of every node over BENCH_PPROF_SECONDS (default 4) taken
+# once mv-bulk/3's copy has started (the controller tick delays it by up to 10 s after the POST).
 if [ -n "${BENCH_PPROF_DIR:-}" ]; then
   mkdir -p "$BENCH_PPROF_DIR"
-  for i in 1 2 3 4; do curl -fsS -o "$BENCH_PPROF_DIR/n$i.pprof" "http://127.0.0.4$i:16060/debug/pprof/profile?seconds=8" & done
+  for _ in $(seq 1 300); do
+    curl -fsS "${urls[0]}/v1/cluster/moves?detail=true" | python3 -c 'import json,sys; m=[x for x in json.load(sys.stdin)["moves"] if x["topic"]=="mv-bulk"]; sys.exit(0 if m and m[0].get("detail",{}).get("phase")=="copying" else 1)' && break
+    sleep 0.1
+  done
+  for i in 1 2 3 4; do
+    curl -fsS -o "$BENCH_PPROF_DIR/n$i.pprof" "http://127.0.0.4$i:16060/debug/pprof/profile?seconds=${BENCH_PPROF_SECONDS:-4}" &
+  done
 fi
 for _ in $(seq 1 3000); do
   members | python3 -c 'import json,sys; m=[x for x in json.load(sys.stdin)["members"] if x["id"]=="n4"][0]; sys.exit(0 if m["raft_role"]=="none" and m["owned_partitions"]==0 else 1)' && break
@@ -99,10 +114,10 @@ if [ -n "$hot" ]; then
   wait "$hot" 2>/dev/null || true
 fi
 
-python3 - "$work" "$t0" "$t1" "$seq_mbs" "$bulk_bytes" "$gib" "$hot_rate" "${BENCH_MOVE_HEADER:-1}" <<'PY'
+python3 - "$work" "$t0" "$t1" "$seq_mbs" "$bulk_bytes" "$gib" "$hot_rate" "${BENCH_MOVE_HEADER:-1}" "$near_mbs" <<'PY'
 import glob, json, statistics, sys
 work, t0, t1, seq_mbs, bulk_bytes, gib = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-hot_rate, header = int(sys.argv[7]), sys.argv[8] != "0"
+hot_rate, header, near_mbs = int(sys.argv[7]), sys.argv[8] != "0", float(sys.argv[9])
 load = "%s msg/s into mv-hot/3" % format(hot_rate, ",") if hot_rate else "no other load"
 flips, freezes, catchups = {}, {}, {}
 for path in glob.glob(work + "/n*.log"):
@@ -131,13 +146,14 @@ if header:
     print()
     print("| run | measure | value |")
     print("|---|---|---|")
-    print("| - | disk sequential write (dd 1 GiB, conv=fdatasync, median of 3) | %.0f MB/s |" % seq_mbs)
+    print("| - | disk sequential write before the nodes start (dd 1 GiB, conv=fdatasync, median of 3) | %.0f MB/s |" % seq_mbs)
 cu = catchups.get(("mv-bulk", 3))
 if cu:
     secs = cu["copy_duration"] / 1e9
     bw = cu["copied_bytes"] / secs / 1e6
     print("| %s | mv-bulk/3 pre-copy (CatchUp, %d passes) | %.0f MB in %.2f s |" % (load, cu["passes"], cu["copied_bytes"] / 1e6, secs))
-    print("| %s | move copy bandwidth (pre-copy) | %.0f MB/s = %.0f%% of the disk's sequential write rate (median of 3 dd runs before this run: %.0f MB/s) |" % (load, bw, 100 * bw / seq_mbs, seq_mbs))
+    print("| %s | disk sequential write right before the copy, same filesystem (dd as above) | %.0f MB/s |" % (load, near_mbs))
+    print("| %s | move copy bandwidth (pre-copy, every sealed segment fdatasynced) | %.0f MB/s = %.0f%% of dd right before the copy (%.0f%% of dd before the nodes started) |" % (load, bw, 100 * bw / near_mbs, 100 * bw / seq_mbs))
 if bulk:
     secs = bulk["duration"] / 1e9
     print("| %s | mv-bulk/3 whole move, worker start to flip | %.0f MB in %.1f s |" % (load, bulk["copied_bytes"] / 1e6, secs))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -199,7 +200,7 @@ func (w *worker) copyPass(ctx context.Context, l transfer.Listing) (copied int64
 func (w *worker) copySegment(ctx context.Context, addr string, seg transfer.Segment, have int64) (copied int64, full bool, err error) {
 	s := w.sess
 	path := s.segPath(seg.Base)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openStaged(path, seg.Sealed)
 	if err != nil {
 		return 0, false, fmt.Errorf("open staged segment: %w", err)
 	}
@@ -233,7 +234,7 @@ func (w *worker) copySegment(ctx context.Context, addr string, seg transfer.Segm
 // from have on. It stops at the first error or short chunk (the end of what the source can
 // serve now); bytes of later chunks already fetched are not written, so the staged file never
 // holds a gap.
-func (w *worker) fetchInto(ctx context.Context, f *os.File, addr string, seg transfer.Segment, have int64) (int64, error) {
+func (w *worker) fetchInto(ctx context.Context, f io.WriterAt, addr string, seg transfer.Segment, have int64) (int64, error) {
 	type chunk struct {
 		b   []byte
 		err error
@@ -313,6 +314,7 @@ func (w *worker) catchUp(ctx context.Context) error {
 		}
 		if pass >= 1 {
 			if copied <= w.cfg.LagBytes {
+				w.sess.waitSyncs() // as below, for a non-converged cutover
 				w.log.Info("move: catch-up converged", "passes", pass+1, "last_pass_bytes", copied,
 					"copied_bytes", total, "copy_duration", time.Since(began))
 				return nil
@@ -323,6 +325,9 @@ func (w *worker) catchUp(ctx context.Context) error {
 				noProgress++
 			}
 			if noProgress >= w.cfg.NoProgressPasses || pass+1 >= w.cfg.MaxPasses {
+				// The pre-copy ends: the freeze must not wait on a sealed segment's fsync
+				// still running, and copy_duration includes the copy's durability (§5.7).
+				w.sess.waitSyncs()
 				w.log.Warn("move: non-converged cutover", "passes", pass+1, "last_pass_bytes", copied,
 					"min_pass_bytes", minBytes, "lag_bytes", w.cfg.LagBytes, "copied_bytes", total,
 					"copy_duration", time.Since(began))

@@ -24,7 +24,7 @@ var loopSecret = []byte("peers-move-test-secret")
 
 // serveLoopback serves impl on a real cluster port on 127.0.0.1 (mux + gRPC + proof of
 // secret) and returns its address and a peers client; everything stops at cleanup.
-func serveLoopback(t *testing.T, impl nodepb.NodeServer) (string, peers) {
+func serveLoopback(t testing.TB, impl nodepb.NodeServer) (string, peers) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
