@@ -101,6 +101,9 @@ moves_md="$(BENCH_MOVE_HOT_RATE=0 "$root/hack/bench-moves.sh" "$narad")"
 moves_md="$moves_md"$'\n'"$(BENCH_MOVE_HEADER=0 BENCH_MOVE_HOT_RATE=2000 "$root/hack/bench-moves.sh" "$narad")"
 moves_md="$moves_md"$'\n\n'"Reproduce: \`hack/bench-moves.sh bin/narad [GiB]\` with BENCH_MOVE_HOT_RATE=0 and 2000 (part of \`make bench\`)."
 
+# Remote children: a remote child into a second cluster against a local child, same backlog.
+remote_md="$("$root/hack/bench-remote.sh" "$narad")"
+
 # Fan-out copy rate (Go benchmarks on one node, 100,000 × 1 KiB parent records backlogged).
 fanout_bench="$(cd "$root/broker" && go test -run '^$' -bench 'BenchmarkFanout' -benchtime 1x ./internal/engine/ | grep '^Benchmark')"
 idle_bench="$(cd "$root/broker" && go test -run '^$' -bench 'BenchmarkIdleDelayCursor' -benchtime 1x ./internal/fanout/ | grep '^Benchmark')"
@@ -194,6 +197,15 @@ for line in sys.stdin:
 '
   echo
   echo "$moves_md"
+  echo
+  echo "## Remote children"
+  echo
+  echo "A remote child copying a backlog of 1 KiB records into a topic of another cluster over"
+  echo "loopback, against a local child working off the same backlog (target: at least 50 %):"
+  echo
+  echo "$remote_md"
+  echo
+  echo "Reproduce: \`hack/bench-remote.sh bin/narad [records] [size]\` (part of \`make bench\`)."
   echo
   echo "Reproduce: \`make bench\` (set BENCH_COUNT to change the message count, default 50000;"
   echo "the batched run uses ten times as many). Load generator and broker share the machine."

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +96,10 @@ type Sender struct {
 	ownHC     bool           // hc was made by NewSender: Close releases its connections
 	targets   []remoteTarget // one per Target.URLs entry, same order
 	preferred atomic.Int32   // index of the URL that answered last (failover starts there)
+	// refused is set while the target refuses the link's credentials: the next Send probes
+	// with one lane only, so a wrong password does not cost the target user one failed login
+	// per lane and cursor (the target throttles the user after a few).
+	refused atomic.Bool
 }
 
 // remoteTarget is one base URL of the target cluster with its API client (nil when the URL is
@@ -165,17 +170,34 @@ func lane(e plog.Entry, parentPartition, lanes int) int {
 func (s *Sender) Send(ctx context.Context, parentPartition int, entries []plog.Entry) (int64, error) {
 	n := max(1, s.Lanes)
 	if n == 1 || len(entries) < 2 {
-		return s.sendLane(ctx, entries)
+		b, err := s.sendLane(ctx, entries)
+		s.refused.Store(StateOf(err) == RemoteUnauthorized)
+		return b, err
 	}
 	lanes := make([][]plog.Entry, n)
 	for _, e := range entries {
 		l := lane(e, parentPartition, n)
 		lanes[l] = append(lanes[l], e)
 	}
+	var sent int64
+	if s.refused.Load() {
+		// Probe with the first lane alone; the others follow only once it is accepted.
+		for i, es := range lanes {
+			if len(es) == 0 {
+				continue
+			}
+			b, err := s.sendLane(ctx, es)
+			if err != nil {
+				s.refused.Store(StateOf(err) == RemoteUnauthorized)
+				return b, err
+			}
+			sent, lanes[i] = b, nil
+			break
+		}
+	}
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
-		sent  int64
 		first error
 	)
 	for _, es := range lanes {
@@ -195,6 +217,7 @@ func (s *Sender) Send(ctx context.Context, parentPartition int, entries []plog.E
 		}()
 	}
 	wg.Wait()
+	s.refused.Store(StateOf(first) == RemoteUnauthorized)
 	return sent, first
 }
 
@@ -333,10 +356,16 @@ func asSendError(method, base string, err error) *SendError {
 }
 
 // classify maps a target's non-2xx answer to a link state.
+// throttledLogins is the message of the 429 a Narad node answers once a user has failed to
+// log in several times running (spec/api.md §1.2).
+const throttledLogins = "too many failed authentication attempts"
+
 func classify(status int, msg, base string) *SendError {
 	m := fmt.Sprintf("%s answered %d: %s", base, status, msg)
 	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	case status == http.StatusUnauthorized || status == http.StatusForbidden,
+		status == http.StatusTooManyRequests && strings.Contains(msg, throttledLogins):
+		// A 429 for failed logins means the credentials were refused a few times running.
 		return &SendError{State: RemoteUnauthorized, Msg: m}
 	case status == http.StatusNotFound:
 		return &SendError{State: RemoteTopicMissing, Msg: m}

@@ -324,3 +324,63 @@ func TestRemoteBackoffIsJitteredAndCapped(t *testing.T) {
 		t.Fatalf("backoff after 20 failures %v below half the cap", d)
 	}
 }
+
+// A target that throttles the link's user after refused logins answers 429: still the
+// credentials' fault (unauthorized, not unreachable). While refused, a slab is probed with
+// one lane only, so the link does not keep the user locked out with a request per lane; once
+// the credentials work again every record goes through.
+func TestSenderThrottledLoginsAreUnauthorizedAndProbedWithOneLane(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		wrong = true
+		posts int
+	)
+	ft := &fakeTarget{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		refuse := wrong
+		if r.Method == http.MethodPost {
+			posts++
+		}
+		n := posts
+		mu.Unlock()
+		switch {
+		case !refuse:
+			ft.ServeHTTP(w, r)
+		case n <= 2:
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":"authentication required"}`))
+		default:
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"error":"too many failed authentication attempts"}`))
+		}
+	}))
+	defer srv.Close()
+	s := newTestSender(srv.URL)
+	s.Lanes = 8
+	entries := testEntries(40, 8)
+	count := func() int { mu.Lock(); defer mu.Unlock(); return posts }
+
+	if _, err := s.Send(context.Background(), 0, entries); StateOf(err) != RemoteUnauthorized {
+		t.Fatalf("first send: %q (%v), want unauthorized", StateOf(err), err)
+	}
+	if c := count(); c < 8 {
+		t.Fatalf("first send made %d posts, want one per lane (8)", c)
+	}
+	before := count()
+	if _, err := s.Send(context.Background(), 0, entries); StateOf(err) != RemoteUnauthorized {
+		t.Fatalf("throttled send: %q (%v), want unauthorized", StateOf(err), err)
+	}
+	if c := count() - before; c != 1 {
+		t.Fatalf("a refused link sent %d requests, want a single probe", c)
+	}
+	mu.Lock()
+	wrong = false
+	mu.Unlock()
+	if _, err := s.Send(context.Background(), 0, entries); err != nil {
+		t.Fatalf("send after the fix: %v", err)
+	}
+	if got := len(ft.accepted()); got != len(entries) {
+		t.Fatalf("target accepted %d records, want all %d", got, len(entries))
+	}
+}
