@@ -198,11 +198,6 @@ for line in sys.stdin:
   echo
   echo "$moves_md"
   echo
-  echo "## Remote children"
-  echo
-  echo "A remote child copying a backlog of 1 KiB records into a topic of another cluster over"
-  echo "loopback, against a local child working off the same backlog (target: at least 50 %):"
-  echo
   echo "$remote_md"
   echo
   echo "Reproduce: \`hack/bench-remote.sh bin/narad [records] [size]\` (part of \`make bench\`)."
