@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -90,4 +91,65 @@ func AvailabilityChanged() predicate.Predicate {
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+// Cleanup is what a deletion needs to know about the cluster an object references.
+type Cleanup struct {
+	// Client reaches a broker of the cluster; nil when none answers (or the cluster is gone).
+	Client *client.Client
+	// Gone is set when nothing is left to clean up on the brokers: the NaradCluster does not
+	// exist, or it is being deleted and no broker answers. Why says which, for the event.
+	Gone bool
+	Why  string
+}
+
+// ForCleanup reads the NaradCluster ns/name for the deletion of an object that references it.
+// Without Client and without Gone, the brokers are unreachable for now (Why says why): retry.
+func ForCleanup(ctx context.Context, c ctrlclient.Reader, conn *brokers.Connector, ns, name string) (Cleanup, error) {
+	var nc naradv1.NaradCluster
+	err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &nc)
+	if apierrors.IsNotFound(err) {
+		return Cleanup{Gone: true, Why: fmt.Sprintf("NaradCluster %q is gone", name)}, nil
+	}
+	if err != nil {
+		return Cleanup{}, fmt.Errorf("read NaradCluster: %w", err)
+	}
+	_, cl, _, msg := Connect(ctx, c, conn, ns, name)
+	switch {
+	case cl != nil:
+		return Cleanup{Client: cl}, nil
+	case !nc.DeletionTimestamp.IsZero():
+		return Cleanup{Gone: true, Why: fmt.Sprintf("NaradCluster %q is being deleted and no broker answers", name)}, nil
+	default:
+		return Cleanup{Why: msg}, nil
+	}
+}
+
+// AddFinalizer puts finalizer on obj (a patch) unless it is there already.
+func AddFinalizer(ctx context.Context, c ctrlclient.Client, obj ctrlclient.Object, finalizer string) error {
+	if controllerutil.ContainsFinalizer(obj, finalizer) {
+		return nil
+	}
+	patch := ctrlclient.MergeFrom(obj.DeepCopyObject().(ctrlclient.Object))
+	controllerutil.AddFinalizer(obj, finalizer)
+	if err := c.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("add finalizer: %w", err)
+	}
+	return nil
+}
+
+// Release removes finalizer from obj (a patch); an object already gone is fine.
+func Release(ctx context.Context, c ctrlclient.Client, obj ctrlclient.Object, finalizer string) error {
+	patch := ctrlclient.MergeFrom(obj.DeepCopyObject().(ctrlclient.Object))
+	controllerutil.RemoveFinalizer(obj, finalizer)
+	if err := c.Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer: %w", err)
+	}
+	return nil
+}
+
+// DeleteRetry backs off a failing cleanup by the time the deletion has been pending, within
+// [MinRetry, MaxRetry].
+func DeleteRetry(obj ctrlclient.Object) time.Duration {
+	return min(max(time.Since(obj.GetDeletionTimestamp().Time), MinRetry), MaxRetry)
 }

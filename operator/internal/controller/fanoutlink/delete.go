@@ -3,12 +3,8 @@ package fanoutlink
 import (
 	"context"
 	"fmt"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	naradv1 "narad.dev/api/v1alpha1"
@@ -31,24 +27,18 @@ func (r *Reconciler) finalize(ctx context.Context, fl *naradv1.FanoutLink) (ctrl
 			return ctrl.Result{}, fmt.Errorf("write status: %w", err)
 		}
 	}
-	var nc naradv1.NaradCluster
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: fl.Namespace, Name: fl.Spec.ClusterRef.Name}, &nc)
-	if apierrors.IsNotFound(err) {
-		r.event(fl, "Warning", "ClusterGone", "Detach", "NaradCluster %q is gone; nothing to detach", fl.Spec.ClusterRef.Name)
+	cu, err := clusterref.ForCleanup(ctx, r.Client, r.Brokers, fl.Namespace, fl.Spec.ClusterRef.Name)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case cu.Gone:
+		r.event(fl, "Warning", "ClusterGone", "Detach", "%s; releasing without detaching", cu.Why)
 		return ctrl.Result{}, r.release(ctx, fl)
+	case cu.Client == nil:
+		r.event(fl, "Warning", "DetachFailed", "Detach", "cannot detach yet: %s", cu.Why)
+		return ctrl.Result{RequeueAfter: clusterref.DeleteRetry(fl)}, nil
 	}
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("read NaradCluster: %w", err)
-	}
-	_, cl, _, msg := clusterref.Connect(ctx, r.Client, r.Brokers, fl.Namespace, fl.Spec.ClusterRef.Name)
-	if cl == nil {
-		if !nc.DeletionTimestamp.IsZero() {
-			r.event(fl, "Warning", "ClusterGone", "Detach", "NaradCluster %q is being deleted and no broker answers; releasing", nc.Name)
-			return ctrl.Result{}, r.release(ctx, fl)
-		}
-		r.event(fl, "Warning", "DetachFailed", "Detach", "cannot detach yet: %s", msg)
-		return ctrl.Result{RequeueAfter: deleteRetry(fl)}, nil
-	}
+	cl := cu.Client
 	if fl.Spec.Remote != nil {
 		return r.detachRemote(ctx, fl, cl)
 	}
@@ -59,14 +49,14 @@ func (r *Reconciler) finalize(ctx context.Context, fl *naradv1.FanoutLink) (ctrl
 		return ctrl.Result{}, r.release(ctx, fl) // no parent, no link
 	case err != nil:
 		r.event(fl, "Warning", "DetachFailed", "Detach", "list children of %q: %v", parent, err)
-		return ctrl.Result{RequeueAfter: deleteRetry(fl)}, nil
+		return ctrl.Result{RequeueAfter: clusterref.DeleteRetry(fl)}, nil
 	}
 	if l := findChild(kids, child); l == nil || l.DelayMs != fl.Spec.DelayMs {
 		return ctrl.Result{}, r.release(ctx, fl)
 	}
 	if err := cl.Detach(ctx, parent, child); err != nil && !client.IsStatus(err, 404) {
 		r.event(fl, "Warning", "DetachFailed", "Detach", "detach %s → %s: %v", parent, child, err)
-		return ctrl.Result{RequeueAfter: deleteRetry(fl)}, nil
+		return ctrl.Result{RequeueAfter: clusterref.DeleteRetry(fl)}, nil
 	}
 	r.event(fl, "Normal", "Detached", "Detach", "detached %q from %q", child, parent)
 	return ctrl.Result{}, r.release(ctx, fl)
@@ -74,15 +64,5 @@ func (r *Reconciler) finalize(ctx context.Context, fl *naradv1.FanoutLink) (ctrl
 
 // release removes the FanoutLink finalizer.
 func (r *Reconciler) release(ctx context.Context, fl *naradv1.FanoutLink) error {
-	patch := ctrlclient.MergeFrom(fl.DeepCopy())
-	controllerutil.RemoveFinalizer(fl, naradv1.FanoutLinkFinalizer)
-	if err := r.Client.Patch(ctx, fl, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove finalizer: %w", err)
-	}
-	return nil
-}
-
-// deleteRetry backs off a failing detach by the time the deletion has been pending.
-func deleteRetry(fl *naradv1.FanoutLink) time.Duration {
-	return min(max(time.Since(fl.DeletionTimestamp.Time), clusterref.MinRetry), clusterref.MaxRetry)
+	return clusterref.Release(ctx, r.Client, fl, naradv1.FanoutLinkFinalizer)
 }

@@ -20,7 +20,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -132,13 +131,9 @@ func (r *Reconciler) sync(ctx context.Context, fl *naradv1.FanoutLink, st *statu
 		st.unknown(reason, msg)
 		return nil
 	}
-	if !controllerutil.ContainsFinalizer(fl, naradv1.FanoutLinkFinalizer) {
-		// seed: finalizer before the first attach, so no link outlives its object
-		patch := ctrlclient.MergeFrom(fl.DeepCopy())
-		controllerutil.AddFinalizer(fl, naradv1.FanoutLinkFinalizer)
-		if err := r.Client.Patch(ctx, fl, patch); err != nil {
-			return fmt.Errorf("add finalizer: %w", err)
-		}
+	// seed: finalizer before the first attach, so no link outlives its object
+	if err := clusterref.AddFinalizer(ctx, r.Client, fl, naradv1.FanoutLinkFinalizer); err != nil {
+		return err
 	}
 	if fl.Spec.Remote != nil {
 		return r.linkRemote(ctx, fl, cl, st)

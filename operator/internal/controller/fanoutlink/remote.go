@@ -11,6 +11,7 @@ import (
 
 	naradv1 "narad.dev/api/v1alpha1"
 	"narad.dev/broker/client"
+	"narad.dev/operator/internal/controller/clusterref"
 )
 
 // Remote links (spec.remote, spec/fanout.md §13): the child is a topic of another Narad
@@ -122,14 +123,14 @@ func (r *Reconciler) detachRemote(ctx context.Context, fl *naradv1.FanoutLink, c
 		return ctrl.Result{}, r.release(ctx, fl) // no parent, no link
 	case err != nil:
 		r.event(fl, "Warning", "DetachFailed", "Detach", "list children of %q: %v", parent, err)
-		return ctrl.Result{RequeueAfter: deleteRetry(fl)}, nil
+		return ctrl.Result{RequeueAfter: clusterref.DeleteRetry(fl)}, nil
 	}
 	if l := findRemote(kids, id); l == nil || l.DelayMs != fl.Spec.DelayMs {
 		return ctrl.Result{}, r.release(ctx, fl)
 	}
 	if err := cl.Detach(ctx, parent, id); err != nil && !client.IsStatus(err, 404) {
 		r.event(fl, "Warning", "DetachFailed", "Detach", "detach %s → %s: %v", parent, id, err)
-		return ctrl.Result{RequeueAfter: deleteRetry(fl)}, nil
+		return ctrl.Result{RequeueAfter: clusterref.DeleteRetry(fl)}, nil
 	}
 	r.event(fl, "Normal", "Detached", "Detach", "detached remote child %s from %q", id, parent)
 	return ctrl.Result{}, r.release(ctx, fl)

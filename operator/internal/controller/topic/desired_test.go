@@ -2,14 +2,11 @@ package topic
 
 import (
 	"testing"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	naradv1 "narad.dev/api/v1alpha1"
 	"narad.dev/broker/client"
-	"narad.dev/operator/internal/controller/clusterref"
 )
 
 func i64(v int64) *int64 { return &v }
@@ -92,27 +89,4 @@ func FuzzParseLag(f *testing.F) {
 			}
 		}
 	})
-}
-
-func TestRetryAfterDoublesWithTheConditionAgeWithinBounds(t *testing.T) {
-	now := time.Now()
-	cond := func(status metav1.ConditionStatus, age time.Duration) []metav1.Condition {
-		return []metav1.Condition{{Type: naradv1.ConditionReady, Status: status,
-			LastTransitionTime: metav1.NewTime(now.Add(-age))}}
-	}
-	cases := []struct {
-		conds []metav1.Condition
-		want  time.Duration
-	}{
-		{nil, clusterref.MinRetry},
-		{cond(metav1.ConditionTrue, time.Hour), clusterref.MinRetry},
-		{cond(metav1.ConditionFalse, 0), clusterref.MinRetry},
-		{cond(metav1.ConditionFalse, 40*time.Second), 40 * time.Second},
-		{cond(metav1.ConditionFalse, time.Hour), clusterref.MaxRetry},
-	}
-	for _, c := range cases {
-		if got := clusterref.RetryAfter(c.conds, now); got != c.want {
-			t.Errorf("clusterref.RetryAfter(%v) = %s, want %s", c.conds, got, c.want)
-		}
-	}
 }

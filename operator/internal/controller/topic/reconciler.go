@@ -19,7 +19,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -119,13 +118,9 @@ func (r *Reconciler) sync(ctx context.Context, t *naradv1.Topic, st *status) err
 		st.notReady(reason, msg)
 		return nil
 	}
-	if !controllerutil.ContainsFinalizer(t, naradv1.TopicFinalizer) {
-		// seed: finalizer before the first broker create, so no broker topic outlives its object
-		patch := ctrlclient.MergeFrom(t.DeepCopy())
-		controllerutil.AddFinalizer(t, naradv1.TopicFinalizer)
-		if err := r.Client.Patch(ctx, t, patch); err != nil {
-			return fmt.Errorf("add finalizer: %w", err)
-		}
+	// seed: finalizer before the first broker create, so no broker topic outlives its object
+	if err := clusterref.AddFinalizer(ctx, r.Client, t, naradv1.TopicFinalizer); err != nil {
+		return err
 	}
 	d, err := r.ensureExists(ctx, t, cl, st)
 	if err != nil || d == nil {
