@@ -74,6 +74,14 @@ type consumeBody struct {
 // decodeConsume decodes a consume body: {"messages": [...]} or one Message object. An empty
 // messages list yields nil.
 func decodeConsume(body []byte) ([]Message, error) {
+	if msgs, ok := decodeConsumeFast(body); ok {
+		return msgs, nil
+	}
+	return decodeConsumeGeneric(body)
+}
+
+// decodeConsumeGeneric is decodeConsume with the reflection-based decoder only.
+func decodeConsumeGeneric(body []byte) ([]Message, error) {
 	var b consumeBody
 	if err := json.Unmarshal(body, &b); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"narad.dev/broker/internal/consume"
 	"narad.dev/broker/internal/meta"
@@ -155,9 +156,27 @@ func (s *server) ackBatch(w http.ResponseWriter, r *http.Request) {
 			results[slots[k]] = s.ackEntryResult(r, e)
 		}
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Results []ackResult `json:"results"`
-	}{results})
+	writeRawJSON(w, http.StatusOK, encodeAckResults(results))
+}
+
+// encodeAckResults encodes the batch ack answer {"results":[...]} followed by "\n", without
+// reflection: most entries are {"status":204}.
+func encodeAckResults(results []ackResult) []byte {
+	dst := make([]byte, 0, 16+len(results)*len(`{"status":204},`))
+	dst = append(dst, `{"results":[`...)
+	for i := range results {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"status":`...)
+		dst = strconv.AppendInt(dst, int64(results[i].Status), 10)
+		if results[i].Error != "" {
+			dst = append(dst, `,"error":`...)
+			dst = appendJSONString(dst, results[i].Error)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}\n"...)
 }
 
 // ackEntryResult maps one Backend ack verdict to its per-entry result.

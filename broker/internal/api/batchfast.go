@@ -78,16 +78,22 @@ func (p *fastParser) str() ([]byte, bool) {
 		return nil, false
 	}
 	start := p.i
+	ascii := true
 	for p.i < len(p.b) {
+		p.i += plainPrefixLen(p.b[p.i:]) // runs of plain ASCII, eight bytes a step
+		if p.i >= len(p.b) {
+			break
+		}
 		c := p.b[p.i]
 		switch {
 		case c == '"':
 			s := p.b[start:p.i]
 			p.i++
-			return s, utf8.Valid(s)
+			return s, ascii || utf8.Valid(s)
 		case c == '\\' || c < 0x20:
 			return nil, false
 		}
+		ascii = false // c ≥ 0x80
 		p.i++
 	}
 	return nil, false

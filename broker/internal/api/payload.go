@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
@@ -13,8 +15,18 @@ import (
 // anything else is standard padded base64 in a JSON string. UTF-8 is checked first so the
 // response itself is always valid UTF-8.
 func appendPayload(dst, p []byte) (out []byte, base64Encoded bool) {
+	// Fast path: printable ASCII without '"' or '\\' is valid UTF-8 and needs no escaping, so
+	// unless it is a JSON text it goes out between quotes as it is (one scan, one copy).
+	if plainPrefixLen(p) == len(p) {
+		if mayBeJSON(p) && json.Valid(p) {
+			return append(dst, p...), false
+		}
+		dst = append(dst, '"')
+		dst = append(dst, p...)
+		return append(dst, '"'), false
+	}
 	if utf8.Valid(p) {
-		if json.Valid(p) {
+		if mayBeJSON(p) && json.Valid(p) {
 			return append(dst, p...), false
 		}
 		return appendJSONString(dst, string(p)), false
@@ -22,6 +34,72 @@ func appendPayload(dst, p []byte) (out []byte, base64Encoded bool) {
 	dst = append(dst, '"')
 	dst = base64.StdEncoding.AppendEncode(dst, p)
 	return append(dst, '"'), true
+}
+
+// mayBeJSON is a cheap pre-check of json.Valid: false only for bytes json.Valid rejects (a
+// JSON text starts, after whitespace, with one of {["-0-9 or the literals true, false, null).
+func mayBeJSON(p []byte) bool {
+	i := 0
+	for i < len(p) && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r') {
+		i++
+	}
+	if i == len(p) {
+		return false
+	}
+	switch c := p[i]; {
+	case c == '{', c == '[', c == '"', c == '-', c >= '0' && c <= '9':
+		return true
+	case c == 't':
+		return bytes.HasPrefix(p[i:], []byte("true"))
+	case c == 'f':
+		return bytes.HasPrefix(p[i:], []byte("false"))
+	case c == 'n':
+		return bytes.HasPrefix(p[i:], []byte("null"))
+	}
+	return false
+}
+
+// SWAR constants for plainPrefixLen: one byte value repeated in every byte of a word.
+const (
+	swarOnes  = 0x0101010101010101
+	swarHighs = 0x8080808080808080
+)
+
+// plainPrefixLen returns the length of p's longest prefix of bytes 0x20…0x7f other than '"' and
+// '\\': bytes a JSON string carries as they are. Eight bytes are tested per step: a word has
+// no byte to stop at when no byte has its high bit set, none is below 0x20 and none equals '"'
+// or '\\' (the usual "has a zero byte" test on x XOR the repeated character).
+func plainPrefixLen(p []byte) int {
+	i := 0
+	for ; i+8 <= len(p); i += 8 {
+		x := binary.LittleEndian.Uint64(p[i:])
+		q := x ^ (swarOnes * '"')
+		b := x ^ (swarOnes * '\\')
+		stop := (x | // high bit set: non-ASCII
+			((x - swarOnes*0x20) & ^x) | // a byte below 0x20 (exact while no high bit is set)
+			((q - swarOnes) & ^q) | // a '"'
+			((b - swarOnes) & ^b)) & swarHighs // a '\\'
+		if stop != 0 && !plainBytes(p[i:i+8]) { // the test may flag a plain word: check it
+			break
+		}
+	}
+	for ; i < len(p); i++ {
+		if !plainByte(p[i]) {
+			return i
+		}
+	}
+	return i
+}
+
+func plainByte(c byte) bool { return c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' }
+
+func plainBytes(p []byte) bool {
+	for _, c := range p {
+		if !plainByte(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // appendJSONString appends s as a JSON string: '"', '\\' and control characters are escaped,

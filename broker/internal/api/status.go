@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/consume"
@@ -166,13 +167,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeRawJSON(w, status, append(b, '\n'))
 }
 
-// writeRawJSON writes an already-encoded JSON body (ending in "\n").
+// writeRawJSON writes an already-encoded JSON body (ending in "\n"). The Content-Length is
+// set so a large body (a batch consume) goes out in one piece rather than chunked, and the
+// client can size its read buffer once.
 func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
+
+// jsonContentType is shared by every JSON answer (the header map holds it read-only).
+var jsonContentType = []string{"application/json"}
 
 // writeEmpty answers status (202/204) with an empty body.
 func writeEmpty(w http.ResponseWriter, status int) {

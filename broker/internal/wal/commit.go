@@ -63,7 +63,11 @@ func (w *WAL) Append(ctx context.Context, recs ...Record) (firstSeq uint64, err 
 	if len(b.entries) == 0 {
 		b.first = first
 	}
-	b.buf = slices.Grow(b.buf, total)
+	if cap(b.buf)-len(b.buf) < total {
+		// Double at least: append's growth for large slices is about 1.25×, which re-copied a
+		// staging buffer of concurrent batch produces several times over under mu.
+		b.buf = slices.Grow(b.buf, max(total, cap(b.buf)))
+	}
 	for i := range recs {
 		seq := first + uint64(i)
 		off := len(b.buf)
@@ -93,7 +97,7 @@ func (w *WAL) newStage() *batch {
 		s.done = make(chan struct{})
 		return s
 	}
-	size := max(w.lastBatch, minStageBytes)
+	size := max(w.lastBatch+w.lastBatch/4, minStageBytes) // headroom: batches vary in size
 	return &batch{buf: make([]byte, 0, size), done: make(chan struct{})}
 }
 
@@ -237,7 +241,9 @@ func (w *WAL) ensureSegment(b *batch) error {
 func (w *WAL) finish(b *batch, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.lastBatch = (3*w.lastBatch + len(b.buf)) / 4 // smoothed size for the next staging buffer
+	// Size the next staging buffer by a slowly decaying peak rather than an average: a buffer
+	// that has to grow under mu costs a copy and a zeroed allocation while producers wait.
+	w.lastBatch = max(len(b.buf), w.lastBatch-w.lastBatch/8)
 	if err != nil {
 		if w.failed == nil {
 			w.failed = err
