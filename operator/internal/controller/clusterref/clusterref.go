@@ -13,6 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -152,4 +153,29 @@ func Release(ctx context.Context, c ctrlclient.Client, obj ctrlclient.Object, fi
 // [MinRetry, MaxRetry].
 func DeleteRetry(obj ctrlclient.Object) time.Duration {
 	return min(max(time.Since(obj.GetDeletionTimestamp().Time), MinRetry), MaxRetry)
+}
+
+// RequeueOnConflict turns a conflict (the object changed under the pass) into a quick
+// requeue instead of an error: the next pass reads the new version.
+func RequeueOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	return res, err
+}
+
+// Finish ends a pass over obj: it writes obj's status when the pass changed it, then requeues
+// after the backoff of a wait for the cluster (RetryAfter on conds) or, otherwise, after
+// resync (drift correction and status refresh).
+func Finish(ctx context.Context, c ctrlclient.Client, obj ctrlclient.Object, changed, waiting bool,
+	conds []metav1.Condition, resync time.Duration) (ctrl.Result, error) {
+	if changed {
+		if err := c.Status().Update(ctx, obj); err != nil {
+			return RequeueOnConflict(ctrl.Result{}, fmt.Errorf("write status: %w", err))
+		}
+	}
+	if waiting {
+		return ctrl.Result{RequeueAfter: RetryAfter(conds, time.Now())}, nil
+	}
+	return ctrl.Result{RequeueAfter: resync}, nil
 }

@@ -42,7 +42,17 @@ func (r *Reconciler) finalize(ctx context.Context, fl *naradv1.FanoutLink) (ctrl
 	if fl.Spec.Remote != nil {
 		return r.detachRemote(ctx, fl, cl)
 	}
-	parent, child := fl.Spec.Parent, fl.Spec.Child
+	child := fl.Spec.Child
+	return r.detach(ctx, fl, cl, child, func(kids *client.ChildList) *client.ChildLink { return findChild(kids, child) },
+		fmt.Sprintf("%q", child))
+}
+
+// detach removes the link called name (a child topic, or a remote link's id) from the parent
+// when the brokers' listing still shows it with the spec's delay, and then releases fl. A link
+// with another delay is someone else's and is left alone; a failure is retried with backoff.
+func (r *Reconciler) detach(ctx context.Context, fl *naradv1.FanoutLink, cl *client.Client, name string,
+	find func(*client.ChildList) *client.ChildLink, what string) (ctrl.Result, error) {
+	parent := fl.Spec.Parent
 	kids, err := cl.Children(ctx, parent)
 	switch {
 	case client.IsStatus(err, 404):
@@ -51,14 +61,14 @@ func (r *Reconciler) finalize(ctx context.Context, fl *naradv1.FanoutLink) (ctrl
 		r.event(fl, "Warning", "DetachFailed", "Detach", "list children of %q: %v", parent, err)
 		return ctrl.Result{RequeueAfter: clusterref.DeleteRetry(fl)}, nil
 	}
-	if l := findChild(kids, child); l == nil || l.DelayMs != fl.Spec.DelayMs {
+	if l := find(kids); l == nil || l.DelayMs != fl.Spec.DelayMs {
 		return ctrl.Result{}, r.release(ctx, fl)
 	}
-	if err := cl.Detach(ctx, parent, child); err != nil && !client.IsStatus(err, 404) {
-		r.event(fl, "Warning", "DetachFailed", "Detach", "detach %s → %s: %v", parent, child, err)
+	if err := cl.Detach(ctx, parent, name); err != nil && !client.IsStatus(err, 404) {
+		r.event(fl, "Warning", "DetachFailed", "Detach", "detach %s → %s: %v", parent, name, err)
 		return ctrl.Result{RequeueAfter: clusterref.DeleteRetry(fl)}, nil
 	}
-	r.event(fl, "Normal", "Detached", "Detach", "detached %q from %q", child, parent)
+	r.event(fl, "Normal", "Detached", "Detach", "detached %s from %q", what, parent)
 	return ctrl.Result{}, r.release(ctx, fl)
 }
 

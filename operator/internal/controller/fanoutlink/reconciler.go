@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -103,24 +102,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	if !fl.DeletionTimestamp.IsZero() {
-		return requeueOnConflict(r.finalize(ctx, &fl))
+		return clusterref.RequeueOnConflict(r.finalize(ctx, &fl))
 	}
 	before := fl.Status.DeepCopy()
 	st := newStatus(&fl)
 	if err := r.sync(ctx, &fl, st); err != nil {
-		return requeueOnConflict(ctrl.Result{}, err)
+		return clusterref.RequeueOnConflict(ctrl.Result{}, err)
 	}
 	st.settle()
-	if !equality.Semantic.DeepEqual(before, &fl.Status) {
-		if err := r.Client.Status().Update(ctx, &fl); err != nil {
-			return requeueOnConflict(ctrl.Result{}, fmt.Errorf("write status: %w", err))
-		}
-	}
-	if st.waiting() {
-		return ctrl.Result{RequeueAfter: clusterref.RetryAfter(fl.Status.Conditions, time.Now())}, nil
-	}
 	// Attached: refresh the lag; Failed: the brokers refused, so retry slowly.
-	return ctrl.Result{RequeueAfter: r.ResyncPeriod}, nil
+	return clusterref.Finish(ctx, r.Client, &fl, !equality.Semantic.DeepEqual(before, &fl.Status), st.waiting(),
+		fl.Status.Conditions, r.ResyncPeriod)
 }
 
 // sync does one pass against the brokers and records the outcome in st. Only Kubernetes API
@@ -147,12 +139,4 @@ func (r *Reconciler) event(fl *naradv1.FanoutLink, typ, reason, action, note str
 	if r.Recorder != nil {
 		r.Recorder.Eventf(fl, nil, typ, reason, action, note, args...)
 	}
-}
-
-// requeueOnConflict turns an optimistic-concurrency conflict into a quiet short requeue.
-func requeueOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
-	return res, err
 }

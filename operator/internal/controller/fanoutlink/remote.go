@@ -11,7 +11,6 @@ import (
 
 	naradv1 "narad.dev/api/v1alpha1"
 	"narad.dev/broker/client"
-	"narad.dev/operator/internal/controller/clusterref"
 )
 
 // Remote links (spec.remote, spec/fanout.md §13): the child is a topic of another Narad
@@ -103,7 +102,6 @@ func (r *Reconciler) linkRemote(ctx context.Context, fl *naradv1.FanoutLink, cl 
 // link is named by the id the status recorded, else by the id of the target as it resolves
 // now; when neither is known nothing was attached by this object.
 func (r *Reconciler) detachRemote(ctx context.Context, fl *naradv1.FanoutLink, cl *client.Client) (ctrl.Result, error) {
-	parent := fl.Spec.Parent
 	id := fl.Status.LinkID
 	if id == "" {
 		t, f, err := r.resolveTarget(ctx, fl)
@@ -117,23 +115,8 @@ func (r *Reconciler) detachRemote(ctx context.Context, fl *naradv1.FanoutLink, c
 	if id == "" {
 		return ctrl.Result{}, r.release(ctx, fl)
 	}
-	kids, err := cl.Children(ctx, parent)
-	switch {
-	case client.IsStatus(err, 404):
-		return ctrl.Result{}, r.release(ctx, fl) // no parent, no link
-	case err != nil:
-		r.event(fl, "Warning", "DetachFailed", "Detach", "list children of %q: %v", parent, err)
-		return ctrl.Result{RequeueAfter: clusterref.DeleteRetry(fl)}, nil
-	}
-	if l := findRemote(kids, id); l == nil || l.DelayMs != fl.Spec.DelayMs {
-		return ctrl.Result{}, r.release(ctx, fl)
-	}
-	if err := cl.Detach(ctx, parent, id); err != nil && !client.IsStatus(err, 404) {
-		r.event(fl, "Warning", "DetachFailed", "Detach", "detach %s → %s: %v", parent, id, err)
-		return ctrl.Result{RequeueAfter: clusterref.DeleteRetry(fl)}, nil
-	}
-	r.event(fl, "Normal", "Detached", "Detach", "detached remote child %s from %q", id, parent)
-	return ctrl.Result{}, r.release(ctx, fl)
+	return r.detach(ctx, fl, cl, id, func(kids *client.ChildList) *client.ChildLink { return findRemote(kids, id) },
+		"remote child "+id)
 }
 
 // findRemote returns the remote link id in the listing, nil when parent has none.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -82,32 +81,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	if !t.DeletionTimestamp.IsZero() {
-		return requeueOnConflict(r.finalize(ctx, &t))
+		return clusterref.RequeueOnConflict(r.finalize(ctx, &t))
 	}
 	if t.Spec.Name == "" {
 		// The CEL rule makes the name immutable from here on.
 		patch := ctrlclient.MergeFrom(t.DeepCopy())
 		t.Spec.Name = t.Name
 		if err := r.Client.Patch(ctx, &t, patch); err != nil {
-			return requeueOnConflict(ctrl.Result{}, fmt.Errorf("write spec.name: %w", err))
+			return clusterref.RequeueOnConflict(ctrl.Result{}, fmt.Errorf("write spec.name: %w", err))
 		}
 	}
 	before := t.Status.DeepCopy()
 	st := newStatus(&t)
 	err := r.sync(ctx, &t, st)
 	if err != nil {
-		return requeueOnConflict(ctrl.Result{}, err)
+		return clusterref.RequeueOnConflict(ctrl.Result{}, err)
 	}
 	st.settle()
-	if !equality.Semantic.DeepEqual(before, &t.Status) {
-		if err := r.Client.Status().Update(ctx, &t); err != nil {
-			return requeueOnConflict(ctrl.Result{}, fmt.Errorf("write status: %w", err))
-		}
-	}
-	if st.waiting() {
-		return ctrl.Result{RequeueAfter: clusterref.RetryAfter(t.Status.Conditions, time.Now())}, nil
-	}
-	return ctrl.Result{RequeueAfter: r.ResyncPeriod}, nil
+	return clusterref.Finish(ctx, r.Client, &t, !equality.Semantic.DeepEqual(before, &t.Status), st.waiting(),
+		t.Status.Conditions, r.ResyncPeriod)
 }
 
 // sync does one pass against the brokers and records what it saw in st. Only Kubernetes API
@@ -223,13 +215,4 @@ func (r *Reconciler) event(t *naradv1.Topic, typ, reason, action, note string, a
 func isRejection(err error) bool {
 	var e *client.Error
 	return errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != 429
-}
-
-// requeueOnConflict turns an optimistic-concurrency conflict into a quiet short requeue: the
-// next pass reads the newer object.
-func requeueOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
-	return res, err
 }
