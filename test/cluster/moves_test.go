@@ -238,11 +238,17 @@ var _ = Describe("Partition moves", func() {
 		newID := c.ID(added)
 		after := waitSettled(c, 0, topics, map[string]int{"n1": 2, "n2": 2, "n3": 1, newID: 1}, 90*time.Second)
 		Expect(changedOwners(before, after)).To(HaveLen(1))
-		log, err := os.ReadFile(c.Node(added).LogPath)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(string(log)).To(ContainSubstring("move: flip outcome unknown"), "the injected lost reply happened")
+		// The flip applies (the owners settle) before the worker, whose reply was lost, has
+		// resolved the outcome with a leader read and logged it: wait for that.
+		var log []byte
+		Eventually(func(g Gomega) {
+			var err error
+			log, err = os.ReadFile(c.Node(added).LogPath)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(log)).To(ContainSubstring("move: flip outcome unknown"), "the injected lost reply happened")
+			g.Expect(metricValue(c, added, "narad_moves_total", map[string]string{"outcome": "completed"})).To(Equal(1.0))
+		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 		Expect(string(log)).NotTo(ContainSubstring("copy taken off the partition path"), "the committed install was never taken back")
-		Expect(metricValue(c, added, "narad_moves_total", map[string]string{"outcome": "completed"})).To(Equal(1.0))
 		Expect(metricValue(c, added, "narad_quarantined_copies", nil)).To(BeZero())
 		n := tr.accepted()
 		Eventually(tr.accepted).WithTimeout(20 * time.Second).Should(BeNumerically(">=", n+100))
