@@ -56,8 +56,8 @@ var _ = Describe("NaradCluster status", func() {
 		Eventually(func() *metav1.Condition { return clusterCondition(nc.Name, naradv1.ConditionRebalancing) }).Should(
 			haveCondition(metav1.ConditionFalse, ReasonNoMoves))
 		var got naradv1.NaradCluster
-		mustGet(nc.Name, &got)
-		Expect(got.Status.Moves).To(Equal(naradv1.MovesStatus{}))
+		Eventually(func() naradv1.MovesStatus { mustGet(nc.Name, &got); return got.Status.Moves }).Should(
+			Equal(naradv1.MovesStatus{}))
 
 		By("a pod going unready")
 		setPodReady(nc, 2, false)
@@ -72,14 +72,14 @@ var _ = Describe("NaradCluster status", func() {
 		currentFake().Update(func(c *brokertest.Cluster) { c.Leader = "" })
 		Eventually(func() *metav1.Condition { return clusterCondition(nc.Name, naradv1.ConditionReady) }).Should(
 			haveCondition(metav1.ConditionFalse, ReasonNoLeader))
-		mustGet(nc.Name, &got)
-		Expect(got.Status.Leader).To(BeEmpty())
+		Eventually(func() string { mustGet(nc.Name, &got); return got.Status.Leader }).Should(BeEmpty())
 
 		By("the brokers not answering")
 		currentFake().Update(func(c *brokertest.Cluster) { c.NotReady = true })
 		Eventually(func() *metav1.Condition { return clusterCondition(nc.Name, naradv1.ConditionReady) }).Should(
 			haveCondition(metav1.ConditionFalse, ReasonBrokersUnreachable))
-		Expect(clusterCondition(nc.Name, naradv1.ConditionRebalancing).Status).To(Equal(metav1.ConditionUnknown))
+		Eventually(func() metav1.ConditionStatus { return clusterCondition(nc.Name, naradv1.ConditionRebalancing).Status }).Should(
+			Equal(metav1.ConditionUnknown))
 		Eventually(func() []string { return eventReasons(nc.Name) }).Should(ContainElement(ReasonBrokersUnreachable))
 		mustGet(nc.Name, &got)
 		Expect(got.Status.Members).To(HaveLen(4), "the last members seen stay in the status")
