@@ -29,14 +29,21 @@ func toSet(ids []string) map[string]bool {
 	return out
 }
 
-// setOf renders a set as a sorted slice (readable diffs in failures).
-func setOf(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// setDiff returns, sorted, the members of want missing from got and the members of got not in want.
+func setDiff(want, got map[string]bool) (missing, extra []string) {
+	for k := range want {
+		if !got[k] {
+			missing = append(missing, k)
+		}
 	}
-	slices.Sort(out)
-	return out
+	for k := range got {
+		if !want[k] {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	return missing, extra
 }
 
 // keyOrder summarises expectKeyOrder.

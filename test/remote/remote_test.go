@@ -281,6 +281,8 @@ var _ = Describe("Remote children into another cluster", Ordered, ContinueOnFail
 			Expect(harness.AckAll(ctx(10*time.Second), p.src.Client(0), parent, ds, time.Now().Add(10*time.Second))).To(Succeed())
 		}
 
+		ownersAtAttach, _, err := harness.TopicOwners(ctx(10*time.Second), p.src.Client(0), parent)
+		Expect(err).NotTo(HaveOccurred())
 		modes := []string{"oldest", "consumer_frontier", "attach"}
 		ids := map[string]string{}
 		for _, m := range modes {
@@ -320,7 +322,12 @@ var _ = Describe("Remote children into another cluster", Ordered, ContinueOnFail
 			target := "rc-sm-" + strings.ReplaceAll(m, "_", "-")
 			p.waitLink(parent, ids[m], "caught up", 30*time.Second, caughtUp)
 			got := payloads(readUntil(p.dst.Client(1), target, toSet(want[m]), 30*time.Second))
-			Expect(setOf(got)).To(Equal(setOf(toSet(want[m]))), "start=%s copies exactly the records from its start point on", m)
+			if missing, extra := setDiff(toSet(want[m]), got); len(missing)+len(extra) > 0 {
+				owners, _, _ := harness.TopicOwners(ctx(10*time.Second), p.src.Client(0), parent)
+				l, _ := p.link(parent, ids[m])
+				Fail(fmt.Sprintf("start=%s: %s holds %d records, missing %v, unexpected %v; owners of %s at attach %v, now %v; link %+v",
+					m, target, len(got), missing, extra, parent, ownersAtAttach, owners, l))
+			}
 			logf("start=%s: %d records on %s as expected", m, len(got), target)
 		}
 
