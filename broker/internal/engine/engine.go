@@ -69,7 +69,7 @@ type Engine struct {
 	shuttingDown atomic.Bool
 	createGate   chan struct{} // closed once creates may proceed (boot order step 7)
 	gateOnce     sync.Once
-	undispatched func() uint64
+	undispatched atomic.Pointer[func() uint64] // set once the dispatcher runs; read by node RPCs already serving
 
 	peers         Peers // node RPC; nil on a node that never talks to peers
 	placementLock interface {
@@ -150,7 +150,7 @@ func (e *Engine) SetReady(ok bool) {
 func (e *Engine) SetShuttingDown() { e.shuttingDown.Store(true) }
 
 // SetUndispatched installs the dispatcher's backlog function (NodeStatus, metrics).
-func (e *Engine) SetUndispatched(f func() uint64) { e.undispatched = f }
+func (e *Engine) SetUndispatched(f func() uint64) { e.undispatched.Store(&f) }
 
 // SetDraining sets the local draining flag (decommission).
 func (e *Engine) SetDraining(on bool) { e.draining.Store(on) }
@@ -265,8 +265,8 @@ func (e *Engine) RefusingProduce() bool { return e.draining.Load() }
 // Undispatched is the ingress backlog (spec/produce-consume.md §2.6); 0 before the
 // dispatcher starts.
 func (e *Engine) Undispatched() uint64 {
-	if e.undispatched == nil {
-		return 0
+	if f := e.undispatched.Load(); f != nil {
+		return (*f)()
 	}
-	return e.undispatched()
+	return 0
 }

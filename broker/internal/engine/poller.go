@@ -45,8 +45,8 @@ func (e *Engine) pollGauges() {
 		parts += t.Partitions
 	}
 	e.m.PartitionsTotal.Set(float64(parts))
-	if e.undispatched != nil {
-		e.m.IngressUndispatched.Set(float64(e.undispatched()))
+	if f := e.undispatched.Load(); f != nil {
+		e.m.IngressUndispatched.Set(float64((*f)()))
 	}
 	topicBytes := map[string]int64{}
 	now := e.now()
