@@ -120,7 +120,8 @@ type Dispatcher struct {
 	late     []*group       // detached commits that finished, for the next pass to account
 	detached sync.WaitGroup // detached commits still running (Run waits for them)
 
-	readErrAt, advanceErrAt time.Time // last error logs (rate limit)
+	adv       *advancer // durable checkpoint writer of the current Run
+	readErrAt time.Time // last read error log (rate limit)
 
 	snapMu    sync.Mutex
 	snapCP    uint64 // checkpoint after the last pass
@@ -155,6 +156,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	defer d.running.Store(false)
 	defer d.detached.Wait() // detached commits see the cancelled ctx and end quickly
+	d.adv = newAdvancer(d.w, d.log)
+	go d.adv.run()
+	defer d.adv.stop() // after the last pass: its checkpoint is written before Run returns
 	idle := time.NewTimer(d.opts.IdlePoll)
 	defer idle.Stop()
 	for {

@@ -138,13 +138,11 @@ func (d *Dispatcher) pass(ctx context.Context) bool {
 	}
 	st.Waiting = st.Scanned - st.Committed - st.Discarded
 
-	// seed: checkpoint only after verified commit — it moves to the lowest unfinished seq.
+	// seed: checkpoint only after verified commit — it moves to the lowest unfinished seq. The
+	// next pass scans from it at once; the advancer makes it durable and compacts behind it.
 	if newCP := d.ahead.firstUnset(); newCP > cp {
-		if err := d.w.Advance(newCP); err != nil {
-			d.logError(&d.advanceErrAt, "dispatch: advancing the WAL checkpoint failed", "offset", newCP, "err", err)
-		} else {
-			d.ahead.advanceTo(newCP)
-		}
+		d.ahead.advanceTo(newCP)
+		d.adv.request(newCP)
 	}
 	d.prune(now)
 	d.window = min(max(WindowPerPartition*len(s.srcs), MinWindow), MaxWindow)

@@ -1,0 +1,93 @@
+package dispatch
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"narad.dev/broker/internal/wal"
+)
+
+func openTestWAL(t *testing.T, records int) *wal.WAL {
+	t.Helper()
+	w, err := wal.Open(t.TempDir(), wal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	for range records {
+		if _, err := w.Append(context.Background(), wal.Record{Topic: "t", Incarnation: "A", Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// Requests coalesce into writes of the newest value, and the durable checkpoint never passes
+// what was asked for.
+func TestAdvancerWritesTheNewestRequestedCheckpoint(t *testing.T) {
+	w := openTestWAL(t, 100)
+	a := newAdvancer(w, slog.New(slog.DiscardHandler))
+	go a.run()
+	defer a.stop()
+	for cp := uint64(1); cp <= 60; cp++ {
+		a.request(cp)
+		if got := w.Checkpoint(); got > cp {
+			t.Fatalf("durable checkpoint %d passed the newest request %d", got, cp)
+		}
+	}
+	a.request(40) // an older value never lowers what was asked
+	waitFor(t, "checkpoint 60", func() bool { return w.Checkpoint() == 60 })
+}
+
+// stop writes the last request at once, even inside the pacing interval, so a clean shutdown
+// leaves the durable checkpoint where the last pass put it.
+func TestAdvancerStopWritesTheLastRequest(t *testing.T) {
+	w := openTestWAL(t, 10)
+	a := newAdvancer(w, slog.New(slog.DiscardHandler))
+	go a.run()
+	a.request(3)
+	waitFor(t, "checkpoint 3", func() bool { return w.Checkpoint() == 3 })
+	a.request(9) // inside advanceEvery of the first write: paced
+	a.stop()
+	if got := w.Checkpoint(); got != 9 {
+		t.Fatalf("checkpoint after stop = %d, want 9", got)
+	}
+}
+
+// A write the WAL refuses (here: a checkpoint past the next seq) is retried without a new
+// request once it can succeed.
+func TestAdvancerRetriesAFailedWrite(t *testing.T) {
+	w := openTestWAL(t, 5)
+	a := newAdvancer(w, slog.New(slog.DiscardHandler))
+	go a.run()
+	defer a.stop()
+	a.request(8)
+	time.Sleep(3 * advanceRetry / 2) // at least one refused write
+	if got := w.Checkpoint(); got != 0 {
+		t.Fatalf("checkpoint %d moved past the WAL's next seq 5", got)
+	}
+	for range 3 {
+		if _, err := w.Append(context.Background(), wal.Record{Topic: "t", Incarnation: "A", Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "checkpoint 8 after the retry", func() bool { return w.Checkpoint() == 8 })
+}
+
+// Run hands every pass's checkpoint to the advancer and writes the last one before returning.
+func TestRunLeavesTheDurableCheckpointAtTheLastPass(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.topo.set("t", "A", 1)
+	h.appendRecs(t, "t", "A", 0, 50)
+	h.start(t)
+	waitFor(t, "50 committed", func() bool { return len(h.com.snapshot()) == 50 })
+	h.appendRecs(t, "t", "A", 0, 7)
+	waitFor(t, "57 committed", func() bool { return len(h.com.snapshot()) == 57 })
+	h.waitPasses(t, 1) // the pass that committed them has handed its checkpoint over
+	h.stop()
+	if got := h.w.Checkpoint(); got != 57 {
+		t.Fatalf("checkpoint after Run returned = %d, want 57", got)
+	}
+}
