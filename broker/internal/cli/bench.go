@@ -90,7 +90,7 @@ func (a *app) benchCmd() *cobra.Command {
 			if cfg.Consume {
 				conns += cfg.Consumers
 			}
-			c, err := a.newClient(cmd, conns)
+			c, err := a.newClientAt(cmd, "", conns, true)
 			if err != nil {
 				return err
 			}
@@ -99,7 +99,7 @@ func (a *app) benchCmd() *cobra.Command {
 				clients = clients[:0]
 				per := conns/len(servers) + 1
 				for _, s := range servers {
-					sc, err := a.newClientAt(cmd, s, per)
+					sc, err := a.newClientAt(cmd, s, per, true)
 					if err != nil {
 						return err
 					}

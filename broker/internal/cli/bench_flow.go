@@ -96,15 +96,16 @@ func (r *benchRun) run(parent context.Context) (benchResult, error) {
 	produceEnd := time.Now()
 	r.producersDone.Store(true)
 	r.checkDone()
+	end := produceEnd
 	if r.cfg.Consume {
 		select {
 		case <-r.done:
 		case <-rctx.Done():
 		}
+		end = time.Now() // the last ack: consumers still parked in a long poll do not count
 		ccancel()
 		cwg.Wait()
 	}
-	end := time.Now()
 
 	res := r.result(produceEnd.Sub(start), end.Sub(start))
 	r.mu.Lock()

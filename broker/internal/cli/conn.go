@@ -107,12 +107,13 @@ func normalizeServer(s string) string {
 // newClient builds an API client from the resolved settings. maxConns sizes the keep-alive
 // pool (the load generator passes its worker count).
 func (a *app) newClient(cmd *cobra.Command, maxConns int) (*client.Client, error) {
-	return a.newClientAt(cmd, "", maxConns)
+	return a.newClientAt(cmd, "", maxConns, false)
 }
 
 // newClientAt is newClient with the server URL replaced by server (unless it is empty):
-// the same credentials and TLS trust, another node (narad bench --servers).
-func (a *app) newClientAt(cmd *cobra.Command, server string, maxConns int) (*client.Client, error) {
+// the same credentials and TLS trust, another node (narad bench --servers). bench sends the
+// requests through benchTransport instead of the standard one.
+func (a *app) newClientAt(cmd *cobra.Command, server string, maxConns int, bench bool) (*client.Client, error) {
 	c, err := a.resolveConn(cmd)
 	if err != nil {
 		return nil, err
@@ -120,20 +121,24 @@ func (a *app) newClientAt(cmd *cobra.Command, server string, maxConns int) (*cli
 	if server != "" {
 		c.Server = server
 	}
+	var tlsConfig *tls.Config
+	if c.CAFile != "" {
+		if tlsConfig, err = trustCAFile(c.CAFile); err != nil {
+			return nil, err
+		}
+	}
 	opts := []client.Option{
-		client.WithHTTPClient(&http.Client{Transport: client.NewTransport(maxConns)}),
 		client.WithTimeout(30 * time.Second),
 		client.WithUserAgent("narad-cli/" + versionString(a.opts.Version)),
 	}
+	switch {
+	case bench:
+		opts = append(opts, client.WithHTTPClient(&http.Client{Transport: newBenchTransport(maxConns, tlsConfig)}))
+	default:
+		opts = append(opts, client.WithHTTPClient(&http.Client{Transport: client.NewTransport(maxConns)}), client.WithTLSConfig(tlsConfig))
+	}
 	if c.User != "" || c.Password != "" {
 		opts = append(opts, client.WithBasicAuth(c.User, c.Password))
-	}
-	if c.CAFile != "" {
-		cfg, err := trustCAFile(c.CAFile)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, client.WithTLSConfig(cfg))
 	}
 	return client.New(normalizeServer(c.Server), opts...)
 }
