@@ -91,3 +91,29 @@ func TestRunLeavesTheDurableCheckpointAtTheLastPass(t *testing.T) {
 		t.Fatalf("checkpoint after Run returned = %d, want 57", got)
 	}
 }
+
+// After a pass that found less than a window, the next one waits PartialPause: a trickle of
+// appends is committed in a few larger commits rather than one commit per record.
+func TestPartialPassesPauseSoRecordsGatherIntoFewerCommits(t *testing.T) {
+	commits := func(pause time.Duration) int {
+		h := newHarness(t, Options{IdlePoll: time.Millisecond, PartialPause: pause})
+		h.topo.set("t", "A", 1)
+		h.start(t)
+		defer h.stop()
+		for range 20 {
+			h.appendRecs(t, "t", "A", 0, 1)
+			time.Sleep(5 * time.Millisecond)
+		}
+		waitFor(t, "20 committed", func() bool { return len(h.com.snapshot()) == 20 })
+		return h.com.attemptsFor("t", 0)
+	}
+	paced, unpaced := commits(400*time.Millisecond), commits(-1)
+	// 20 appends 5 ms apart span about 100 ms: with a 400 ms pause, the first record's pass
+	// and at most one or two after it; without a pause, a commit every few appends at most.
+	if paced > 3 {
+		t.Fatalf("with a 400 ms pause the trickle took %d commits, want ≤ 3", paced)
+	}
+	if unpaced < 8 {
+		t.Fatalf("without a pause the trickle took only %d commits; the comparison proves nothing", unpaced)
+	}
+}

@@ -29,6 +29,7 @@ const (
 	WindowPerPartition   = 64    // next window = 64 × distinct partitions seen
 	Lookahead            = 16    // scan horizon in windows past the checkpoint
 	DefaultIdlePoll      = 10 * time.Millisecond
+	DefaultPartialPause  = 2 * time.Millisecond
 	DefaultCommitFanout  = 16
 	DefaultCommitTimeout = 30 * time.Second // a slow fsync is not a dead node
 	DefaultBackoff       = time.Second      // per-destination retry pacing after a failure
@@ -53,6 +54,10 @@ type Options struct {
 	RerouteGrace time.Duration
 	// IdlePoll: pass interval when no append wakes the dispatcher (0 → 10 ms).
 	IdlePoll time.Duration
+	// PartialPause: after a pass that found records but less than a window, the next pass
+	// starts no sooner than this (0 → 2 ms; negative → none), so records gather into fewer,
+	// larger commits instead of a commit per few records.
+	PartialPause time.Duration
 	// CommitFanout: commits in flight at once (0 → 16).
 	CommitFanout int
 	// CommitTimeout bounds one Commit and one ConfirmAbsent call (0 → 30 s).
@@ -79,6 +84,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.IdlePoll <= 0 {
 		o.IdlePoll = DefaultIdlePoll
+	}
+	switch {
+	case o.PartialPause == 0:
+		o.PartialPause = DefaultPartialPause
+	case o.PartialPause < 0:
+		o.PartialPause = 0
 	}
 	if o.CommitFanout <= 0 {
 		o.CommitFanout = DefaultCommitFanout
@@ -109,6 +120,7 @@ type Dispatcher struct {
 
 	// Owned by the Run goroutine.
 	window  int
+	partial bool                    // the last pass found records, but less than a window
 	ahead   *seqSet                 // committedAhead; base = checkpoint
 	stuck   map[partKey]*stuckState // failing destinations
 	dead    map[partKey]time.Time   // dead owners already logged → last seen
@@ -166,6 +178,17 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		again := d.pass(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if d.partial && d.opts.PartialPause > 0 {
+			// The commit of a few records costs an owner about what a window's costs; with
+			// the checkpoint written off the pass's path, back-to-back passes would split a
+			// steady stream into many small commits.
+			idle.Reset(d.opts.PartialPause)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-idle.C:
+			}
 		}
 		if again {
 			continue

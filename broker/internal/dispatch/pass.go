@@ -94,6 +94,7 @@ func (d *Dispatcher) pass(ctx context.Context) bool {
 	s.reset()
 	defer s.reset()
 	cp := d.ahead.base
+	d.partial = false
 	next := d.w.NextSeq()
 	horizon := min(next, cp+uint64(d.window)*Lookahead)
 	scanEnd, err := d.scan(cp, horizon)
@@ -107,6 +108,7 @@ func (d *Dispatcher) pass(ctx context.Context) bool {
 			Duration: time.Since(start)})
 		return false
 	}
+	d.partial = len(s.entries) < d.window
 	st := PassStats{Window: d.window, Scanned: len(s.entries)}
 	st.Committed += d.settleLate(d.opts.Now())
 	d.bucket()
