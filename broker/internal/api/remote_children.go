@@ -100,13 +100,7 @@ func (s *server) attachRemote(w http.ResponseWriter, r *http.Request, b attachBo
 		s.writeErr(w, r, op, err)
 		return
 	}
-	parent, ok := s.topic(r.Context(), parentName)
-	if ok && !s.canManage(s.caller(r), parent) {
-		s.writeErr(w, r, op, forbiddenf("no manage right on topic %q", parentName))
-		return
-	}
-	if !ok {
-		s.writeErr(w, r, op, s.topicMissing(parentName))
+	if !s.manageParent(w, r, op, parentName) {
 		return
 	}
 	_, cs, err := rb.AttachRemote(r.Context(), req)
@@ -126,13 +120,7 @@ func (s *server) detachRemote(w http.ResponseWriter, r *http.Request, parentName
 		s.writeErr(w, r, op, notFoundf("no remote child %q", ref))
 		return
 	}
-	parent, ok := s.topic(r.Context(), parentName)
-	if ok && !s.canManage(s.caller(r), parent) {
-		s.writeErr(w, r, op, forbiddenf("no manage right on topic %q", parentName))
-		return
-	}
-	if !ok {
-		s.writeErr(w, r, op, s.topicMissing(parentName))
+	if !s.manageParent(w, r, op, parentName) {
 		return
 	}
 	id, found := rb.ResolveRemote(parentName, ref)
@@ -149,3 +137,18 @@ func (s *server) detachRemote(w http.ResponseWriter, r *http.Request, parentName
 
 // isRemoteRef reports whether a detach path segment names a remote link.
 func isRemoteRef(child string) bool { return strings.HasPrefix(child, meta.RemotePrefix) }
+
+// manageParent reports whether the caller may manage the existing topic name; otherwise it
+// answers 403 (a known topic without the manage right) or the missing topic's 404/503.
+func (s *server) manageParent(w http.ResponseWriter, r *http.Request, op, name string) bool {
+	parent, ok := s.topic(r.Context(), name)
+	switch {
+	case ok && !s.canManage(s.caller(r), parent):
+		s.writeErr(w, r, op, forbiddenf("no manage right on topic %q", name))
+		return false
+	case !ok:
+		s.writeErr(w, r, op, s.topicMissing(name))
+		return false
+	}
+	return true
+}

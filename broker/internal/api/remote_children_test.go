@@ -81,6 +81,8 @@ func TestRemoteAttachValidationAndStatuses(t *testing.T) {
 	expectStatus(t, env.do("DELETE", path+"/remote:t@x:1", "alice", nil), 204)
 	expectStatus(t, env.do("DELETE", path+"/remote:http:%2F%2Fx:1%2Ft", "alice", nil), 204)
 	expectStatus(t, env.do("DELETE", path+"/remote:nope@x:1", "alice", nil), 404)
+	expectStatus(t, env.do("DELETE", "/v1/topics/other/children/remote:t@x:1", "alice", nil), 403)
+	expectStatus(t, env.do("DELETE", "/v1/topics/orders-nope/children/remote:t@x:1", "alice", nil), 404)
 	if len(rf.detached) != 2 {
 		t.Fatalf("detach calls %v", rf.detached)
 	}
