@@ -289,106 +289,117 @@ func readCapped(path string, limit int64) ([]byte, error) {
 
 // FetchSegmentChunk reads up to n (capped at transfer.ChunkBytes) committed bytes of segment
 // base of (topic, p) from byte position at (node RPC op 23, spec/moves.md §4.2), on the owner
-// only. It never returns bytes at or past the committed boundary; a short or empty read is
-// normal at the end. An open log is read through plog.Log.ReadCommitted; a closed one from its
-// file, clamped to the boundary plog.ListClosed computes (a closed log whose HWM is not exact
-// is opened first). A segment the partition does not hold (retention deleted it since the
-// listing) wraps plog.ErrNoSegment and api.ErrUnavailable: the destination re-lists. Other
-// errors as PrepareHandoff's.
+// only, into a new slice; nil when there is nothing to read. See ReadSegmentChunk.
 func (e *Engine) FetchSegmentChunk(ctx context.Context, topic string, p int, base, at int64, n int) ([]byte, error) {
-	t, err := e.transferTopic(topic, p)
-	if err != nil {
+	buf := make([]byte, max(0, min(n, transfer.ChunkBytes)))
+	k, err := e.ReadSegmentChunk(ctx, topic, p, base, at, buf)
+	if err != nil || k == 0 {
 		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, unavailable(err)
-	}
-	if at < 0 {
-		return nil, fmt.Errorf("position %d: %w", at, api.ErrInvalid)
-	}
-	n = min(n, transfer.ChunkBytes)
-	if n <= 0 {
-		return nil, nil
-	}
-	for range 2 { // a log closed under the read is read again, from its file or reopened
-		if pt := e.parts.peek(topic, p); pt != nil && pt.incarnation == t.Incarnation {
-			b, err := readOpen(pt, base, at, n)
-			if errors.Is(err, plog.ErrClosed) {
-				continue
-			}
-			return b, err
-		}
-		b, read, err := e.readClosed(t, p, base, at, n)
-		if err != nil || read {
-			return b, err
-		}
-		pt, err := e.parts.get(t, p)
-		if err != nil {
-			return nil, transferErr(err)
-		}
-		b, err = readOpen(pt, base, at, n)
-		if !errors.Is(err, plog.ErrClosed) {
-			return b, err
-		}
-	}
-	return nil, unavailable(fmt.Errorf("%s/%d closed during the read", topic, p))
-}
-
-// readOpen reads through the open log.
-func readOpen(pt *partition, base, at int64, n int) ([]byte, error) {
-	buf := make([]byte, n)
-	k, err := pt.log.ReadCommitted(base, at, buf)
-	if errors.Is(err, plog.ErrClosed) {
-		return nil, err
-	}
-	if err != nil {
-		return nil, unavailable(err)
 	}
 	return buf[:k], nil
 }
 
+// ReadSegmentChunk reads up to len(buf) (capped at transfer.ChunkBytes) committed bytes of
+// segment base of (topic, p) from byte position at into buf and returns how many it read (op 23
+// and its stream, spec/moves.md §4.2), on the owner only. It never reads bytes at or past the
+// committed boundary; a short or empty read is normal at the end. An open log is read through
+// plog.Log.ReadCommitted; a closed one from its file, clamped to the boundary plog.ListClosed
+// computes (a closed log whose HWM is not exact is opened first). A segment the partition does
+// not hold (retention deleted it since the listing) wraps plog.ErrNoSegment and
+// api.ErrUnavailable: the destination re-lists. Other errors as PrepareHandoff's.
+func (e *Engine) ReadSegmentChunk(ctx context.Context, topic string, p int, base, at int64, buf []byte) (int, error) {
+	t, err := e.transferTopic(topic, p)
+	if err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, unavailable(err)
+	}
+	if at < 0 {
+		return 0, fmt.Errorf("position %d: %w", at, api.ErrInvalid)
+	}
+	buf = buf[:min(len(buf), transfer.ChunkBytes)]
+	if len(buf) == 0 {
+		return 0, nil
+	}
+	for range 2 { // a log closed under the read is read again, from its file or reopened
+		if pt := e.parts.peek(topic, p); pt != nil && pt.incarnation == t.Incarnation {
+			k, err := readOpen(pt, base, at, buf)
+			if errors.Is(err, plog.ErrClosed) {
+				continue
+			}
+			return k, err
+		}
+		k, read, err := e.readClosed(t, p, base, at, buf)
+		if err != nil || read {
+			return k, err
+		}
+		pt, err := e.parts.get(t, p)
+		if err != nil {
+			return 0, transferErr(err)
+		}
+		k, err = readOpen(pt, base, at, buf)
+		if !errors.Is(err, plog.ErrClosed) {
+			return k, err
+		}
+	}
+	return 0, unavailable(fmt.Errorf("%s/%d closed during the read", topic, p))
+}
+
+// readOpen reads through the open log.
+func readOpen(pt *partition, base, at int64, buf []byte) (int, error) {
+	k, err := pt.log.ReadCommitted(base, at, buf)
+	if errors.Is(err, plog.ErrClosed) {
+		return 0, err
+	}
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return k, nil
+}
+
 // readClosed reads a closed partition's segment file under the topic's open guard, clamped to
 // the committed boundary. read=false: the log is open now or its HWM is not exact.
-func (e *Engine) readClosed(t meta.Topic, p int, base, at int64, n int) ([]byte, bool, error) {
+func (e *Engine) readClosed(t meta.Topic, p int, base, at int64, buf []byte) (int, bool, error) {
 	g := e.parts.guard(t.Name)
 	g.RLock()
 	defer g.RUnlock()
 	if e.parts.peek(t.Name, p) != nil {
-		return nil, false, nil
+		return 0, false, nil
 	}
 	dir := e.parts.partitionDir(t.Name, p)
 	_, segs, exact, err := e.parts.closedLister.List(dir)
 	if err != nil {
-		return nil, false, unavailable(err)
+		return 0, false, unavailable(err)
 	}
 	if !exact {
-		return nil, false, nil
+		return 0, false, nil
 	}
 	seg, ok := plog.FindSegment(segs, base)
 	if !ok {
 		path := filepath.Join(dir, plog.SegmentFileName(base))
 		if _, err := os.Stat(path); err == nil && len(segs) > 0 && base > segs[len(segs)-1].Base {
-			return nil, true, nil // past the boundary segment: only hidden-tail records
+			return 0, true, nil // past the boundary segment: only hidden-tail records
 		}
-		return nil, false, unavailable(fmt.Errorf("segment %d of %s/%d: %w", base, t.Name, p, plog.ErrNoSegment))
+		return 0, false, unavailable(fmt.Errorf("segment %d of %s/%d: %w", base, t.Name, p, plog.ErrNoSegment))
 	}
 	if at >= seg.Size {
-		return nil, true, nil
+		return 0, true, nil
 	}
 	f, err := os.Open(filepath.Join(dir, plog.SegmentFileName(base)))
 	if err != nil {
-		return nil, false, unavailable(err)
+		return 0, false, unavailable(err)
 	}
 	defer f.Close()
-	buf := make([]byte, min(int64(n), seg.Size-at))
+	buf = buf[:min(int64(len(buf)), seg.Size-at)]
 	k, err := f.ReadAt(buf, at)
 	if k < len(buf) {
 		if err == nil || errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, false, unavailable(fmt.Errorf("read segment %d of %s/%d at %d: %w", base, t.Name, p, at, err))
+		return 0, false, unavailable(fmt.Errorf("read segment %d of %s/%d at %d: %w", base, t.Name, p, at, err))
 	}
-	return buf, true, nil
+	return k, true, nil
 }
 
 // transferTopic checks that the topic and partition exist in the local replica and that this

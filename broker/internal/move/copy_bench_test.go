@@ -32,6 +32,12 @@ func (m memSource) Fetch(_ context.Context, _, _ string, _ int, base, at int64, 
 	return bytes.Clone(b[at:min(int64(len(b)), at+int64(n))]), nil
 }
 
+func (m memSource) Stream(ctx context.Context, addr, topic string, p int, base, at, n int64, chunk int) (transfer.SegmentStream, error) {
+	return &fetchStream{ctx: ctx, at: at, left: n, chunk: chunk, fetch: func(ctx context.Context, at int64, n int) ([]byte, error) {
+		return m.Fetch(ctx, addr, topic, p, base, at, n)
+	}}, nil
+}
+
 // copyWorker returns a worker whose session stages into dir and whose source is src.
 func copyWorker(tb testing.TB, dir string, src transfer.Source) *worker {
 	tb.Helper()
@@ -97,6 +103,33 @@ func TestStagedCopyIsVerbatimWithDirectAndBufferedWrites(t *testing.T) {
 				t.Fatalf("copied %d bytes, want %d", copied, want)
 			}
 		})
+	}
+}
+
+// overSource streams past what it was asked for, as a broken source would.
+type overSource struct{ memSource }
+
+func (o overSource) Stream(ctx context.Context, addr, topic string, p int, base, at, n int64, chunk int) (transfer.SegmentStream, error) {
+	return &fetchStream{ctx: ctx, at: at, left: n + 100, chunk: chunk, fetch: func(ctx context.Context, at int64, n int) ([]byte, error) {
+		return bytes.Repeat([]byte{'x'}, n), nil
+	}}, nil
+}
+
+// A stream that sends more than the listed segment holds fails the pass, and the staged file
+// never holds more than the listing reported.
+func TestAStreamLongerThanAskedIsRefused(t *testing.T) {
+	src, l := memSegments(2, 3<<20)
+	w := copyWorker(t, t.TempDir(), overSource{src})
+	_, complete, err := w.copyPass(context.Background(), l)
+	if err == nil || complete {
+		t.Fatalf("copyPass: complete %v err %v; want a refusal", complete, err)
+	}
+	fi, err := os.Stat(w.sess.segPath(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > l.Segments[0].Size {
+		t.Fatalf("staged %d bytes of a segment listed at %d", fi.Size(), l.Segments[0].Size)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,12 +192,54 @@ func TestDamagedSealedSegmentIsCopiedVerbatimAndSkippedAlike(t *testing.T) {
 	}
 }
 
-// Fetches of one segment overlap (FetchesInFlight), and a copy made with small chunks, many in
+// The copy goes over the segment stream: one stream per segment a pass copies.
+func TestTheCopyStreamsSegments(t *testing.T) {
+	h := newHarness(t, 64<<10)
+	for range 10 {
+		h.src.MustProduce(20, 100)
+	}
+	h.start()
+	h.waitFlipped(20 * time.Second)
+	h.checkInstalled()
+	if h.src.streams.Load() == 0 {
+		t.Fatal("no segment stream was opened")
+	}
+}
+
+// A source that goes silent mid-stream for longer than CallTimeout is given up on, and the
+// next attempt copies the rest.
+func TestASilentStreamIsAbandonedAndTheCopyResumes(t *testing.T) {
+	h := newHarness(t, 64<<10)
+	h.cfg.CallTimeout = 300 * time.Millisecond
+	h.cfg.ChunkBytes = 1 << 10
+	var stalled atomic.Bool
+	h.src.onFetch = func(s *fakeSource, base, at int64) {
+		if s.fetches.Load() == 3 && stalled.CompareAndSwap(false, true) {
+			time.Sleep(time.Second)
+		}
+	}
+	for range 10 {
+		h.src.MustProduce(20, 100)
+	}
+	h.start()
+	h.waitFlipped(30 * time.Second)
+	h.checkInstalled()
+	if !stalled.Load() {
+		t.Fatal("the stall was never hit")
+	}
+	if got := h.src.cancelledStreams.Load(); got != 1 {
+		t.Fatalf("%d streams cancelled by the destination; want the silent one", got)
+	}
+}
+
+// A source without the segment stream (an older release): the destination falls back to
+// op-23 fetches, which overlap (FetchesInFlight), and a copy made with small chunks, many in
 // flight, is still byte for byte the source's.
-func TestChunkFetchesOverlapAndTheCopyStaysExact(t *testing.T) {
+func TestWithoutTheStreamChunkFetchesOverlapAndTheCopyStaysExact(t *testing.T) {
 	h := newHarness(t, 64<<10)
 	h.cfg.ChunkBytes = 1 << 10
 	h.cfg.FetchesInFlight = 4
+	h.src.noStream.Store(true)
 	h.src.fetchDelay.Store(int64(2 * time.Millisecond))
 	for range 10 {
 		h.src.MustProduce(20, 100)
@@ -204,6 +247,9 @@ func TestChunkFetchesOverlapAndTheCopyStaysExact(t *testing.T) {
 	h.start()
 	h.waitFlipped(20 * time.Second)
 	h.checkInstalled()
+	if got := h.src.streams.Load(); got != 1 {
+		t.Fatalf("%d streams tried; want 1, then fetches only", got)
+	}
 	if got := h.src.maxFetching.Load(); got < 2 {
 		t.Fatalf("at most %d fetch in flight; want overlapping fetches", got)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"narad.dev/broker/internal/durable"
@@ -34,6 +35,11 @@ type session struct {
 	// bg tracks the background fsyncs of sealed segments; bgSem runs one at a time.
 	bg    sync.WaitGroup
 	bgSem chan struct{}
+	// noStream: the source answered the segment stream with Unimplemented (an older
+	// release); chunks are fetched with op 23 instead.
+	noStream bool
+	// chunks are the receive buffers of the segment stream, directAlign-aligned, made once.
+	chunks [][]byte
 }
 
 func newSession(dir string) *session {
@@ -212,7 +218,17 @@ func (w *worker) copySegment(ctx context.Context, addr string, seg transfer.Segm
 		have = seg.Size
 		s.synced[seg.Base] = false
 	}
-	n, err := w.fetchInto(ctx, f, addr, seg, have)
+	var n int64
+	if s.noStream {
+		n, err = w.fetchInto(ctx, f, addr, seg, have)
+	} else {
+		n, err = w.streamInto(ctx, f, addr, seg, have)
+		if errors.Is(err, transfer.ErrStreamUnsupported) && n == 0 {
+			w.log.Info("move: the source does not serve the segment stream; fetching chunks one by one", "source", addr)
+			s.noStream = true
+			n, err = w.fetchInto(ctx, f, addr, seg, have)
+		}
+	}
 	have += n
 	copied += n
 	if n > 0 {
@@ -281,6 +297,96 @@ func (w *worker) fetchInto(ctx context.Context, f io.WriterAt, addr string, seg 
 			return wrote, nil // a short chunk: the source has no more for now
 		}
 	}
+}
+
+// streamChunks is how many chunks of the segment stream may be received ahead of the writes:
+// while one is written, the stream fills the others.
+const streamChunks = 4
+
+// streamInto copies seg's bytes from position have up to seg.Size into f over one segment
+// stream (op 23 streamed), writing each chunk while the next ones arrive, and returns how many
+// contiguous bytes it wrote from have on. A stream the source ends early (its committed
+// boundary) is normal. A source that sends nothing for CallTimeout is given up on.
+func (w *worker) streamInto(ctx context.Context, f io.WriterAt, addr string, seg transfer.Segment, have int64) (int64, error) {
+	if have >= seg.Size {
+		return 0, nil
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := w.cfg.Source.Stream(sctx, addr, w.topic, w.p, seg.Base, have, seg.Size-have, w.cfg.ChunkBytes)
+	if err != nil {
+		return 0, fmt.Errorf("%w: stream %d@%d: %w", errSourceCall, seg.Base, have, err)
+	}
+	defer st.Close()
+
+	s := w.sess
+	if len(s.chunks) == 0 || len(s.chunks[0]) != w.cfg.ChunkBytes {
+		s.chunks = s.chunks[:0]
+		for range streamChunks {
+			s.chunks = append(s.chunks, alignedBuffer(w.cfg.ChunkBytes))
+		}
+	}
+	free := make(chan []byte, len(s.chunks))
+	for _, b := range s.chunks {
+		free <- b
+	}
+	full := make(chan []byte, len(s.chunks))
+	var (
+		wrote int64
+		werr  error
+		done  = make(chan struct{})
+	)
+	go func() { // the writer: chunks in order, so the staged file never holds a gap
+		defer close(done)
+		for b := range full {
+			if werr == nil {
+				if _, err := f.WriteAt(b, have+wrote); err != nil {
+					werr = fmt.Errorf("write staged segment: %w", err)
+					cancel()
+				} else {
+					wrote += int64(len(b))
+				}
+			}
+			free <- b[:cap(b)]
+		}
+	}()
+
+	var silent atomic.Bool
+	idle := time.AfterFunc(w.cfg.CallTimeout, func() { silent.Store(true); cancel() })
+	defer idle.Stop()
+	var rerr error
+	for received, want := int64(0), seg.Size-have; ; {
+		b := <-free
+		idle.Reset(w.cfg.CallTimeout)
+		n, err := st.Recv(b)
+		idle.Stop()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				rerr = err
+			}
+			break
+		}
+		if received += int64(n); received > want { // never stage more than the listing reported
+			rerr = fmt.Errorf("%w: the source sent %d bytes for %d asked", transfer.ErrUnavailable, received, want)
+			break
+		}
+		if n == 0 {
+			free <- b
+			continue
+		}
+		full <- b[:n]
+	}
+	close(full)
+	<-done
+	switch {
+	case werr != nil:
+		return wrote, werr
+	case rerr != nil && silent.Load():
+		return wrote, fmt.Errorf("%w: stream %d@%d: no chunk for %v", errSourceCall, seg.Base, have+wrote, w.cfg.CallTimeout)
+	case rerr != nil:
+		return wrote, fmt.Errorf("%w: stream %d@%d: %w", errSourceCall, seg.Base, have+wrote, rerr)
+	}
+	return wrote, nil
 }
 
 func (w *worker) fetch(ctx context.Context, addr string, base, at int64, n int) ([]byte, error) {

@@ -49,24 +49,28 @@ type fakeSource struct {
 	produced  int             // records committed through Produce
 
 	// Knobs (set before the runner starts, or atomically).
-	noToken     bool                                // an older release: no token, no fence
-	fileSizes   atomic.Bool                         // an older release: lists whole files
-	down        atomic.Bool                         // every call fails as unreachable
-	downArm     atomic.Bool                         // arms (PrepareHandoff without a token) fail as unreachable
-	downFetch   atomic.Bool                         // fetches fail as unreachable
-	fetchDelay  atomic.Int64                        // ns slept per fetch
-	fetching    atomic.Int64                        // fetches running now
-	maxFetching atomic.Int64                        // most fetches seen running at once
-	frozenSlow  atomic.Int64                        // ns slept per fetch while frozen
-	srcClock    func() time.Time                    // listed_at_ms
-	recvClock   func() time.Time                    // the destination's clock for ReceivedAt
-	onList      func(s *fakeSource, n int64)        // called under the lock before a listing is read (n = 1-based list call)
-	onArm       func(s *fakeSource)                 // called under the lock before a freeze is armed
-	onFence     func(s *fakeSource, n int64)        // called under the lock before a fence is judged
-	racyList    func(s *fakeSource, n int64) bool   // list n reads its segments before an append it then reports in the HWM
-	onFetch     func(s *fakeSource, base, at int64) // called outside the lock
-	onPrepare   func(req transfer.PrepareRequest)   // called outside the lock, first
-	rearmSeen   func(token string, lapsed bool)     // called for each re-arm outcome
+	noToken   bool         // an older release: no token, no fence
+	fileSizes atomic.Bool  // an older release: lists whole files
+	down      atomic.Bool  // every call fails as unreachable
+	downArm   atomic.Bool  // arms (PrepareHandoff without a token) fail as unreachable
+	downFetch atomic.Bool  // fetches fail as unreachable
+	noStream  atomic.Bool  // an older release: no segment stream
+	streams   atomic.Int64 // segment streams opened
+	// segment streams the destination cancelled while they had more to send
+	cancelledStreams atomic.Int64
+	fetchDelay       atomic.Int64                        // ns slept per fetch
+	fetching         atomic.Int64                        // fetches running now
+	maxFetching      atomic.Int64                        // most fetches seen running at once
+	frozenSlow       atomic.Int64                        // ns slept per fetch while frozen
+	srcClock         func() time.Time                    // listed_at_ms
+	recvClock        func() time.Time                    // the destination's clock for ReceivedAt
+	onList           func(s *fakeSource, n int64)        // called under the lock before a listing is read (n = 1-based list call)
+	onArm            func(s *fakeSource)                 // called under the lock before a freeze is armed
+	onFence          func(s *fakeSource, n int64)        // called under the lock before a fence is judged
+	racyList         func(s *fakeSource, n int64) bool   // list n reads its segments before an append it then reports in the HWM
+	onFetch          func(s *fakeSource, base, at int64) // called outside the lock
+	onPrepare        func(req transfer.PrepareRequest)   // called outside the lock, first
+	rearmSeen        func(token string, lapsed bool)     // called for each re-arm outcome
 
 	lists, fetches, arms, rearms, fences, fenceRefusals, lapsedRearms atomic.Int64
 	fetchedBytes, frozenFetchedBytes                                  atomic.Int64
@@ -264,6 +268,56 @@ func (s *fakeSource) List(ctx context.Context, addr, topic string, partition int
 	l.ReceivedAt = s.recvClock()
 	return l, nil
 }
+
+// Stream serves the segment stream as a sequence of Fetch calls, so every fetch knob applies
+// to it, and ends it at the first short chunk, as the engine's stream ends at the boundary.
+func (s *fakeSource) Stream(ctx context.Context, addr, topic string, partition int, base, at, n int64, chunk int) (transfer.SegmentStream, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	s.streams.Add(1)
+	return &fetchStream{ctx: ctx, unsupported: s.noStream.Load(), at: at, left: n, chunk: chunk, cancelled: &s.cancelledStreams,
+		fetch: func(ctx context.Context, at int64, n int) ([]byte, error) {
+			return s.Fetch(ctx, addr, topic, partition, base, at, n)
+		}}, nil
+}
+
+// fetchStream is a transfer.SegmentStream over a fetch function.
+type fetchStream struct {
+	ctx         context.Context
+	unsupported bool
+	at, left    int64
+	chunk       int
+	cancelled   *atomic.Int64 // counts a Recv that finds the stream cancelled; nil: not counted
+	ended       bool
+	fetch       func(ctx context.Context, at int64, n int) ([]byte, error)
+}
+
+func (f *fetchStream) Recv(buf []byte) (int, error) {
+	if f.unsupported {
+		return 0, fmt.Errorf("%w: fake", transfer.ErrStreamUnsupported)
+	}
+	if f.ended || f.left <= 0 {
+		return 0, io.EOF
+	}
+	if err := f.ctx.Err(); err != nil {
+		if f.cancelled != nil {
+			f.cancelled.Add(1)
+		}
+		return 0, fmt.Errorf("%w: %w", transfer.ErrUnavailable, err)
+	}
+	n := int(min(f.left, int64(f.chunk)))
+	b, err := f.fetch(f.ctx, f.at, n)
+	if err != nil {
+		return 0, err
+	}
+	k := copy(buf, b)
+	f.at, f.left = f.at+int64(k), f.left-int64(k)
+	f.ended = k < n
+	return k, nil
+}
+
+func (f *fetchStream) Close() {}
 
 func (s *fakeSource) Fetch(ctx context.Context, addr, topic string, partition int, base, at int64, n int) ([]byte, error) {
 	s.fetches.Add(1)

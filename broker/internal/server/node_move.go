@@ -6,10 +6,13 @@ import (
 	"errors"
 	"time"
 
+	"google.golang.org/grpc/mem"
+
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/engine"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/rpc"
 	"narad.dev/broker/internal/rpc/nodepb"
 	"narad.dev/broker/internal/transfer"
 )
@@ -19,7 +22,7 @@ import (
 // api.ErrNotFound (404), the transfer fence sentinels (409 with a reason), anything else 503.
 type moveSource interface {
 	TransferListing(ctx context.Context, topic string, p int) (transfer.Listing, error)
-	FetchSegmentChunk(ctx context.Context, topic string, p int, base, at int64, n int) ([]byte, error)
+	ReadSegmentChunk(ctx context.Context, topic string, p int, base, at int64, buf []byte) (int, error)
 	PrepareHandoff(ctx context.Context, topic string, p int, req transfer.PrepareRequest) (transfer.Listing, error)
 }
 
@@ -121,16 +124,69 @@ func (s *nodeService) FetchSegmentChunk(ctx context.Context, req *nodepb.FetchSe
 	case s.mv.source == nil:
 		return &nodepb.FetchSegmentChunkReply{Status: 503, Error: errMoveUnwired.Error()}, nil
 	}
-	n := min(int(req.Len), transfer.ChunkBytes)
-	data, err := s.mv.source.FetchSegmentChunk(ctx, req.Topic, int(req.Partition), req.Base, req.At, n)
+	buf := make([]byte, min(int(req.Len), transfer.ChunkBytes))
+	k, err := s.mv.source.ReadSegmentChunk(ctx, req.Topic, int(req.Partition), req.Base, req.At, buf)
 	if err != nil {
 		st, _, msg := transferStatus(err)
 		return &nodepb.FetchSegmentChunkReply{Status: st, Error: msg}, nil
 	}
-	if len(data) > n { // the contract is "up to n": never ship more than asked
-		data = data[:n]
+	return &nodepb.FetchSegmentChunkReply{Status: 200, Data: buf[:min(k, len(buf))]}, nil
+}
+
+// StreamSegment (op 23 streamed, cluster.md §10.1): the committed bytes of one segment from
+// at on, up to len, in replies of at most chunk (≤ transfer.ChunkBytes); the stream ends early at the
+// committed boundary (a short read). A refusal or a failed read is one reply with its status,
+// as op 23 answers it, after the chunks already sent. A stream opened with the segment codec
+// gets each chunk as the pooled buffer it was read into (no copy); otherwise each is sent as a
+// protobuf reply.
+func (s *nodeService) StreamSegment(req *nodepb.StreamSegmentRequest, stream nodepb.Node_StreamSegmentServer) error {
+	refuse := func(status int32, msg string) error {
+		return stream.Send(&nodepb.FetchSegmentChunkReply{Status: status, Error: msg})
 	}
-	return &nodepb.FetchSegmentChunkReply{Status: 200, Data: data}, nil
+	switch {
+	case badPartition(req.Topic, req.Partition):
+		return refuse(400, "topic and a partition ≥ 0 are required")
+	case req.Base < 0 || req.At < 0 || req.Len <= 0:
+		return refuse(400, "base and at must be ≥ 0 and len > 0")
+	case s.mv.source == nil:
+		return refuse(503, errMoveUnwired.Error())
+	}
+	ctx := stream.Context()
+	raw := rpc.SegmentCodecIn(ctx)
+	pool := mem.DefaultBufferPool()
+	chunk := int64(transfer.ChunkBytes)
+	if req.Chunk > 0 && int64(req.Chunk) < chunk {
+		chunk = int64(req.Chunk)
+	}
+	for at, left := req.At, req.Len; left > 0; {
+		n := int(min(left, chunk))
+		buf := pool.Get(n)
+		k, err := s.mv.source.ReadSegmentChunk(ctx, req.Topic, int(req.Partition), req.Base, at, *buf)
+		k = min(k, n)
+		if err != nil || k == 0 {
+			pool.Put(buf)
+			if err != nil {
+				st, _, msg := transferStatus(err)
+				return refuse(st, msg)
+			}
+			return nil
+		}
+		if raw {
+			*buf = (*buf)[:k]
+			err = stream.SendMsg(&rpc.SegmentChunk{Status: 200, Data: mem.NewBuffer(buf, pool)})
+		} else {
+			err = stream.Send(&nodepb.FetchSegmentChunkReply{Status: 200, Data: (*buf)[:k]})
+			pool.Put(buf) // the protobuf codec copied it
+		}
+		if err != nil {
+			return err
+		}
+		at, left = at+int64(k), left-int64(k)
+		if k < n {
+			return nil // the committed boundary
+		}
+	}
+	return nil
 }
 
 // PrepareHandoff (op 24): arm, re-arm or fence the handoff freeze (spec/moves.md §3.3).

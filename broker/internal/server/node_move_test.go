@@ -34,11 +34,14 @@ func (f *fakeSource) TransferListing(context.Context, string, int) (transfer.Lis
 	return f.listing, f.err
 }
 
-func (f *fakeSource) FetchSegmentChunk(_ context.Context, _ string, _ int, _, at int64, n int) ([]byte, error) {
+func (f *fakeSource) ReadSegmentChunk(_ context.Context, _ string, _ int, _, at int64, buf []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.fetchN, f.fetchAt = n, at
-	return f.data, f.err
+	f.fetchN, f.fetchAt = len(buf), at
+	if f.err != nil {
+		return 0, f.err
+	}
+	return copy(buf, f.data), nil
 }
 
 // seen returns the last fetch size and position and the last prepare request.

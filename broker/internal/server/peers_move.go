@@ -5,7 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/meta"
@@ -110,6 +115,61 @@ func (s transferSource) Fetch(ctx context.Context, addr, topic string, partition
 		return nil, fmt.Errorf("%w: source %s sent %d bytes for a %d-byte chunk", transfer.ErrUnavailable, addr, len(rep.Data), n)
 	}
 	return rep.Data, nil
+}
+
+// Stream implements transfer.Source (op 23 streamed), over the segment codec: each chunk is
+// copied once, from the transport's buffers into the caller's.
+func (s transferSource) Stream(ctx context.Context, addr, topic string, partition int, base, at, n int64, chunk int) (transfer.SegmentStream, error) {
+	if chunk <= 0 || chunk > transfer.ChunkBytes {
+		chunk = transfer.ChunkBytes
+	}
+	c, err := s.client(addr)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	st, err := c.StreamSegment(sctx, &nodepb.StreamSegmentRequest{Topic: topic, Partition: int32(partition),
+		Base: base, At: at, Len: n, Chunk: int32(chunk)}, rpc.WithSegmentCodec())
+	if err != nil {
+		cancel()
+		return nil, streamError(addr, err)
+	}
+	return &segmentStream{addr: addr, st: st, cancel: cancel, chunk: chunk}, nil
+}
+
+// segmentStream is the receiving end of one StreamSegment call.
+type segmentStream struct {
+	addr   string
+	st     grpc.ClientStream
+	cancel context.CancelFunc
+	chunk  int
+}
+
+func (s *segmentStream) Recv(buf []byte) (int, error) {
+	if len(buf) < s.chunk {
+		return 0, fmt.Errorf("segment stream: a %d-byte buffer for chunks of up to %d", len(buf), s.chunk)
+	}
+	m := rpc.SegmentChunk{Into: buf[:s.chunk]}
+	if err := s.st.RecvMsg(&m); err != nil {
+		if errors.Is(err, io.EOF) {
+			return 0, io.EOF
+		}
+		return 0, streamError(s.addr, err)
+	}
+	if err := sourceError(m.Status, "", m.Error); err != nil {
+		return 0, err
+	}
+	return m.N, nil
+}
+
+func (s *segmentStream) Close() { s.cancel() }
+
+// streamError maps a transport error of the segment stream: Unimplemented is an older source.
+func streamError(addr string, err error) error {
+	if status.Code(err) == codes.Unimplemented {
+		return fmt.Errorf("%w: source %s: %w", transfer.ErrStreamUnsupported, addr, errPeerTooOld)
+	}
+	return sourceUnavailable(addr, err)
 }
 
 // Prepare implements transfer.Source (op 24), with a deadline of 5 s plus the lease drain.

@@ -15,11 +15,28 @@ type Source interface {
 	// Fetch reads up to n (≤ ChunkBytes) committed bytes of segment base from position at
 	// (op 23). A short or empty read is normal at the end of the committed bytes.
 	Fetch(ctx context.Context, addr, topic string, partition int, base, at int64, n int) ([]byte, error)
+	// Stream opens a stream of the committed bytes of segment base from position at on, up
+	// to n bytes in all, in chunks of at most chunk (≤ ChunkBytes) bytes (op 23 streamed): see
+	// SegmentStream. A source that predates the stream fails the stream's first Recv with
+	// ErrStreamUnsupported; the destination then uses Fetch.
+	Stream(ctx context.Context, addr, topic string, partition int, base, at, n int64, chunk int) (SegmentStream, error)
 	// Prepare arms, re-arms or fences the handoff freeze (op 24, spec/moves.md §3.3). An arm
 	// returns the full listing read under the source's produce lock plus Token; a re-arm or
 	// fence returns Token, HighWatermark and ExpiresInMs only.
 	Prepare(ctx context.Context, addr, topic string, partition int, req PrepareRequest) (Listing, error)
 }
+
+// SegmentStream is an open segment stream. Recv reads the next chunk into buf, which must
+// hold the stream's chunk size, and returns its length; io.EOF once the source has sent
+// everything it will: all n bytes, or fewer when it reached its committed boundary (normal,
+// as a short Fetch). Errors are those of Fetch. Close ends the stream (always call it).
+type SegmentStream interface {
+	Recv(buf []byte) (int, error)
+	Close()
+}
+
+// ErrStreamUnsupported: the source does not serve the segment stream (an older release).
+var ErrStreamUnsupported = errors.New("source does not serve the segment stream")
 
 // Local is what a move destination needs from its own node's engine (spec/moves.md §5.2,
 // §5.9, §7.9). Every method that acts on a partition path runs under the topic's open guard

@@ -121,6 +121,9 @@ func (f *fakeSource) List(_ context.Context, addr, topic string, p int) (transfe
 func (f *fakeSource) Fetch(context.Context, string, string, int, int64, int64, int) ([]byte, error) {
 	return nil, transfer.ErrUnavailable
 }
+func (f *fakeSource) Stream(context.Context, string, string, int, int64, int64, int64, int) (transfer.SegmentStream, error) {
+	return nil, transfer.ErrUnavailable
+}
 func (f *fakeSource) Prepare(context.Context, string, string, int, transfer.PrepareRequest) (transfer.Listing, error) {
 	return transfer.Listing{}, transfer.ErrUnavailable
 }

@@ -2428,6 +2428,94 @@ func (x *FetchSegmentChunkReply) GetData() []byte {
 	return nil
 }
 
+type StreamSegmentRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// Base offset of the segment.
+	Base int64 `protobuf:"varint,3,opt,name=base,proto3" json:"base,omitempty"`
+	// Byte position inside the segment file to start at.
+	At int64 `protobuf:"varint,4,opt,name=at,proto3" json:"at,omitempty"`
+	// Most bytes to send in all (> 0; typically the rest of the listed segment).
+	Len int64 `protobuf:"varint,5,opt,name=len,proto3" json:"len,omitempty"`
+	// Most bytes per reply: 0 or over 1 MiB mean 1 MiB.
+	Chunk         int32 `protobuf:"varint,6,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamSegmentRequest) Reset() {
+	*x = StreamSegmentRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamSegmentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamSegmentRequest) ProtoMessage() {}
+
+func (x *StreamSegmentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamSegmentRequest.ProtoReflect.Descriptor instead.
+func (*StreamSegmentRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *StreamSegmentRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *StreamSegmentRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *StreamSegmentRequest) GetBase() int64 {
+	if x != nil {
+		return x.Base
+	}
+	return 0
+}
+
+func (x *StreamSegmentRequest) GetAt() int64 {
+	if x != nil {
+		return x.At
+	}
+	return 0
+}
+
+func (x *StreamSegmentRequest) GetLen() int64 {
+	if x != nil {
+		return x.Len
+	}
+	return 0
+}
+
+func (x *StreamSegmentRequest) GetChunk() int32 {
+	if x != nil {
+		return x.Chunk
+	}
+	return 0
+}
+
 type PrepareHandoffRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -2445,7 +2533,7 @@ type PrepareHandoffRequest struct {
 
 func (x *PrepareHandoffRequest) Reset() {
 	*x = PrepareHandoffRequest{}
-	mi := &file_nodepb_node_proto_msgTypes[34]
+	mi := &file_nodepb_node_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2457,7 +2545,7 @@ func (x *PrepareHandoffRequest) String() string {
 func (*PrepareHandoffRequest) ProtoMessage() {}
 
 func (x *PrepareHandoffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nodepb_node_proto_msgTypes[34]
+	mi := &file_nodepb_node_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2470,7 +2558,7 @@ func (x *PrepareHandoffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareHandoffRequest.ProtoReflect.Descriptor instead.
 func (*PrepareHandoffRequest) Descriptor() ([]byte, []int) {
-	return file_nodepb_node_proto_rawDescGZIP(), []int{34}
+	return file_nodepb_node_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PrepareHandoffRequest) GetTopic() string {
@@ -2532,7 +2620,7 @@ type PrepareHandoffReply struct {
 
 func (x *PrepareHandoffReply) Reset() {
 	*x = PrepareHandoffReply{}
-	mi := &file_nodepb_node_proto_msgTypes[35]
+	mi := &file_nodepb_node_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2544,7 +2632,7 @@ func (x *PrepareHandoffReply) String() string {
 func (*PrepareHandoffReply) ProtoMessage() {}
 
 func (x *PrepareHandoffReply) ProtoReflect() protoreflect.Message {
-	mi := &file_nodepb_node_proto_msgTypes[35]
+	mi := &file_nodepb_node_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2557,7 +2645,7 @@ func (x *PrepareHandoffReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareHandoffReply.ProtoReflect.Descriptor instead.
 func (*PrepareHandoffReply) Descriptor() ([]byte, []int) {
-	return file_nodepb_node_proto_rawDescGZIP(), []int{35}
+	return file_nodepb_node_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PrepareHandoffReply) GetStatus() int32 {
@@ -2604,7 +2692,7 @@ type DecommissionMemberRequest struct {
 
 func (x *DecommissionMemberRequest) Reset() {
 	*x = DecommissionMemberRequest{}
-	mi := &file_nodepb_node_proto_msgTypes[36]
+	mi := &file_nodepb_node_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2616,7 +2704,7 @@ func (x *DecommissionMemberRequest) String() string {
 func (*DecommissionMemberRequest) ProtoMessage() {}
 
 func (x *DecommissionMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nodepb_node_proto_msgTypes[36]
+	mi := &file_nodepb_node_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2629,7 +2717,7 @@ func (x *DecommissionMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionMemberRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionMemberRequest) Descriptor() ([]byte, []int) {
-	return file_nodepb_node_proto_rawDescGZIP(), []int{36}
+	return file_nodepb_node_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DecommissionMemberRequest) GetId() string {
@@ -2678,7 +2766,7 @@ type DecommissionMemberReply struct {
 
 func (x *DecommissionMemberReply) Reset() {
 	*x = DecommissionMemberReply{}
-	mi := &file_nodepb_node_proto_msgTypes[37]
+	mi := &file_nodepb_node_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2690,7 +2778,7 @@ func (x *DecommissionMemberReply) String() string {
 func (*DecommissionMemberReply) ProtoMessage() {}
 
 func (x *DecommissionMemberReply) ProtoReflect() protoreflect.Message {
-	mi := &file_nodepb_node_proto_msgTypes[37]
+	mi := &file_nodepb_node_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2703,7 +2791,7 @@ func (x *DecommissionMemberReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionMemberReply.ProtoReflect.Descriptor instead.
 func (*DecommissionMemberReply) Descriptor() ([]byte, []int) {
-	return file_nodepb_node_proto_rawDescGZIP(), []int{37}
+	return file_nodepb_node_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DecommissionMemberReply) GetStatus() int32 {
@@ -2751,7 +2839,7 @@ type MoveReportRequest struct {
 
 func (x *MoveReportRequest) Reset() {
 	*x = MoveReportRequest{}
-	mi := &file_nodepb_node_proto_msgTypes[38]
+	mi := &file_nodepb_node_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2763,7 +2851,7 @@ func (x *MoveReportRequest) String() string {
 func (*MoveReportRequest) ProtoMessage() {}
 
 func (x *MoveReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nodepb_node_proto_msgTypes[38]
+	mi := &file_nodepb_node_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2776,7 +2864,7 @@ func (x *MoveReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveReportRequest.ProtoReflect.Descriptor instead.
 func (*MoveReportRequest) Descriptor() ([]byte, []int) {
-	return file_nodepb_node_proto_rawDescGZIP(), []int{38}
+	return file_nodepb_node_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *MoveReportRequest) GetTopic() string {
@@ -2806,7 +2894,7 @@ type MoveReportReply struct {
 
 func (x *MoveReportReply) Reset() {
 	*x = MoveReportReply{}
-	mi := &file_nodepb_node_proto_msgTypes[39]
+	mi := &file_nodepb_node_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2818,7 +2906,7 @@ func (x *MoveReportReply) String() string {
 func (*MoveReportReply) ProtoMessage() {}
 
 func (x *MoveReportReply) ProtoReflect() protoreflect.Message {
-	mi := &file_nodepb_node_proto_msgTypes[39]
+	mi := &file_nodepb_node_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2831,7 +2919,7 @@ func (x *MoveReportReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveReportReply.ProtoReflect.Descriptor instead.
 func (*MoveReportReply) Descriptor() ([]byte, []int) {
-	return file_nodepb_node_proto_rawDescGZIP(), []int{39}
+	return file_nodepb_node_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *MoveReportReply) GetStatus() int32 {
@@ -3037,7 +3125,14 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x16FetchSegmentChunkReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x12\n" +
-	"\x04data\x18\x03 \x01(\fR\x04data\"\xad\x01\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\"\x96\x01\n" +
+	"\x14StreamSegmentRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x12\n" +
+	"\x04base\x18\x03 \x01(\x03R\x04base\x12\x0e\n" +
+	"\x02at\x18\x04 \x01(\x03R\x02at\x12\x10\n" +
+	"\x03len\x18\x05 \x01(\x03R\x03len\x12\x14\n" +
+	"\x05chunk\x18\x06 \x01(\x05R\x05chunk\"\xad\x01\n" +
 	"\x15PrepareHandoffRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x15\n" +
@@ -3079,7 +3174,7 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\tStatsMode\x12\x1a\n" +
 	"\x16STATS_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fSTATS_MODE_PEEK\x10\x01\x12\x14\n" +
-	"\x10STATS_MODE_EXACT\x10\x022\xb7\x0e\n" +
+	"\x10STATS_MODE_EXACT\x10\x022\x96\x0f\n" +
 	"\x04Node\x12E\n" +
 	"\aConsume\x12\x1d.narad.node.v1.ConsumeRequest\x1a\x1b.narad.node.v1.ConsumeReply\x12i\n" +
 	"\x13TopicPartitionStats\x12).narad.node.v1.TopicPartitionStatsRequest\x1a'.narad.node.v1.TopicPartitionStatsReply\x12f\n" +
@@ -3100,7 +3195,8 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\vDetachChild\x12 .narad.node.v1.TopicWriteRequest\x1a\x1e.narad.node.v1.TopicWriteReply\x12W\n" +
 	"\rFanoutCursors\x12#.narad.node.v1.FanoutCursorsRequest\x1a!.narad.node.v1.FanoutCursorsReply\x12o\n" +
 	"\x15ListPartitionSegments\x12+.narad.node.v1.ListPartitionSegmentsRequest\x1a).narad.node.v1.ListPartitionSegmentsReply\x12c\n" +
-	"\x11FetchSegmentChunk\x12'.narad.node.v1.FetchSegmentChunkRequest\x1a%.narad.node.v1.FetchSegmentChunkReply\x12Z\n" +
+	"\x11FetchSegmentChunk\x12'.narad.node.v1.FetchSegmentChunkRequest\x1a%.narad.node.v1.FetchSegmentChunkReply\x12]\n" +
+	"\rStreamSegment\x12#.narad.node.v1.StreamSegmentRequest\x1a%.narad.node.v1.FetchSegmentChunkReply0\x01\x12Z\n" +
 	"\x0ePrepareHandoff\x12$.narad.node.v1.PrepareHandoffRequest\x1a\".narad.node.v1.PrepareHandoffReply\x12f\n" +
 	"\x12DecommissionMember\x12(.narad.node.v1.DecommissionMemberRequest\x1a&.narad.node.v1.DecommissionMemberReply\x12N\n" +
 	"\n" +
@@ -3119,7 +3215,7 @@ func file_nodepb_node_proto_rawDescGZIP() []byte {
 }
 
 var file_nodepb_node_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_nodepb_node_proto_goTypes = []any{
 	(AckMode)(0),                         // 0: narad.node.v1.AckMode
 	(StatsMode)(0),                       // 1: narad.node.v1.StatsMode
@@ -3157,12 +3253,13 @@ var file_nodepb_node_proto_goTypes = []any{
 	(*ListPartitionSegmentsReply)(nil),   // 33: narad.node.v1.ListPartitionSegmentsReply
 	(*FetchSegmentChunkRequest)(nil),     // 34: narad.node.v1.FetchSegmentChunkRequest
 	(*FetchSegmentChunkReply)(nil),       // 35: narad.node.v1.FetchSegmentChunkReply
-	(*PrepareHandoffRequest)(nil),        // 36: narad.node.v1.PrepareHandoffRequest
-	(*PrepareHandoffReply)(nil),          // 37: narad.node.v1.PrepareHandoffReply
-	(*DecommissionMemberRequest)(nil),    // 38: narad.node.v1.DecommissionMemberRequest
-	(*DecommissionMemberReply)(nil),      // 39: narad.node.v1.DecommissionMemberReply
-	(*MoveReportRequest)(nil),            // 40: narad.node.v1.MoveReportRequest
-	(*MoveReportReply)(nil),              // 41: narad.node.v1.MoveReportReply
+	(*StreamSegmentRequest)(nil),         // 36: narad.node.v1.StreamSegmentRequest
+	(*PrepareHandoffRequest)(nil),        // 37: narad.node.v1.PrepareHandoffRequest
+	(*PrepareHandoffReply)(nil),          // 38: narad.node.v1.PrepareHandoffReply
+	(*DecommissionMemberRequest)(nil),    // 39: narad.node.v1.DecommissionMemberRequest
+	(*DecommissionMemberReply)(nil),      // 40: narad.node.v1.DecommissionMemberReply
+	(*MoveReportRequest)(nil),            // 41: narad.node.v1.MoveReportRequest
+	(*MoveReportReply)(nil),              // 42: narad.node.v1.MoveReportReply
 }
 var file_nodepb_node_proto_depIdxs = []int32{
 	3,  // 0: narad.node.v1.ConsumeReply.messages:type_name -> narad.node.v1.Message
@@ -3191,32 +3288,34 @@ var file_nodepb_node_proto_depIdxs = []int32{
 	29, // 23: narad.node.v1.Node.FanoutCursors:input_type -> narad.node.v1.FanoutCursorsRequest
 	32, // 24: narad.node.v1.Node.ListPartitionSegments:input_type -> narad.node.v1.ListPartitionSegmentsRequest
 	34, // 25: narad.node.v1.Node.FetchSegmentChunk:input_type -> narad.node.v1.FetchSegmentChunkRequest
-	36, // 26: narad.node.v1.Node.PrepareHandoff:input_type -> narad.node.v1.PrepareHandoffRequest
-	38, // 27: narad.node.v1.Node.DecommissionMember:input_type -> narad.node.v1.DecommissionMemberRequest
-	40, // 28: narad.node.v1.Node.MoveReport:input_type -> narad.node.v1.MoveReportRequest
-	4,  // 29: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
-	10, // 30: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
-	13, // 31: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
-	15, // 32: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
-	17, // 33: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
-	19, // 34: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
-	8,  // 35: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
-	21, // 36: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 37: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 38: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
-	23, // 39: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
-	25, // 40: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
-	28, // 41: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
-	21, // 42: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
-	21, // 43: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
-	31, // 44: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
-	33, // 45: narad.node.v1.Node.ListPartitionSegments:output_type -> narad.node.v1.ListPartitionSegmentsReply
-	35, // 46: narad.node.v1.Node.FetchSegmentChunk:output_type -> narad.node.v1.FetchSegmentChunkReply
-	37, // 47: narad.node.v1.Node.PrepareHandoff:output_type -> narad.node.v1.PrepareHandoffReply
-	39, // 48: narad.node.v1.Node.DecommissionMember:output_type -> narad.node.v1.DecommissionMemberReply
-	41, // 49: narad.node.v1.Node.MoveReport:output_type -> narad.node.v1.MoveReportReply
-	29, // [29:50] is the sub-list for method output_type
-	8,  // [8:29] is the sub-list for method input_type
+	36, // 26: narad.node.v1.Node.StreamSegment:input_type -> narad.node.v1.StreamSegmentRequest
+	37, // 27: narad.node.v1.Node.PrepareHandoff:input_type -> narad.node.v1.PrepareHandoffRequest
+	39, // 28: narad.node.v1.Node.DecommissionMember:input_type -> narad.node.v1.DecommissionMemberRequest
+	41, // 29: narad.node.v1.Node.MoveReport:input_type -> narad.node.v1.MoveReportRequest
+	4,  // 30: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
+	10, // 31: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
+	13, // 32: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
+	15, // 33: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
+	17, // 34: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
+	19, // 35: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
+	8,  // 36: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
+	21, // 37: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 38: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 39: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
+	23, // 40: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
+	25, // 41: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
+	28, // 42: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
+	21, // 43: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
+	21, // 44: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
+	31, // 45: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
+	33, // 46: narad.node.v1.Node.ListPartitionSegments:output_type -> narad.node.v1.ListPartitionSegmentsReply
+	35, // 47: narad.node.v1.Node.FetchSegmentChunk:output_type -> narad.node.v1.FetchSegmentChunkReply
+	35, // 48: narad.node.v1.Node.StreamSegment:output_type -> narad.node.v1.FetchSegmentChunkReply
+	38, // 49: narad.node.v1.Node.PrepareHandoff:output_type -> narad.node.v1.PrepareHandoffReply
+	40, // 50: narad.node.v1.Node.DecommissionMember:output_type -> narad.node.v1.DecommissionMemberReply
+	42, // 51: narad.node.v1.Node.MoveReport:output_type -> narad.node.v1.MoveReportReply
+	30, // [30:52] is the sub-list for method output_type
+	8,  // [8:30] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
 	8,  // [8:8] is the sub-list for extension extendee
 	0,  // [0:8] is the sub-list for field type_name
@@ -3233,7 +3332,7 @@ func file_nodepb_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nodepb_node_proto_rawDesc), len(file_nodepb_node_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   40,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

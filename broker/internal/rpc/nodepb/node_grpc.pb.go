@@ -48,6 +48,7 @@ const (
 	Node_FanoutCursors_FullMethodName         = "/narad.node.v1.Node/FanoutCursors"
 	Node_ListPartitionSegments_FullMethodName = "/narad.node.v1.Node/ListPartitionSegments"
 	Node_FetchSegmentChunk_FullMethodName     = "/narad.node.v1.Node/FetchSegmentChunk"
+	Node_StreamSegment_FullMethodName         = "/narad.node.v1.Node/StreamSegment"
 	Node_PrepareHandoff_FullMethodName        = "/narad.node.v1.Node/PrepareHandoff"
 	Node_DecommissionMember_FullMethodName    = "/narad.node.v1.Node/DecommissionMember"
 	Node_MoveReport_FullMethodName            = "/narad.node.v1.Node/MoveReport"
@@ -106,6 +107,12 @@ type NodeClient interface {
 	// Op 23. Served by the partition owner (moves.md §4.2): up to len committed bytes of one
 	// segment, never at or past the committed boundary.
 	FetchSegmentChunk(ctx context.Context, in *FetchSegmentChunkRequest, opts ...grpc.CallOption) (*FetchSegmentChunkReply, error)
+	// Op 23, streamed (cluster.md §10.1: server streaming for segment transfer). Served by the
+	// partition owner: the committed bytes of one segment from `at` on, up to `len`, as a
+	// stream of replies of at most 1 MiB each; the stream ends early at the committed boundary
+	// (normal: the destination re-lists). An error is one reply with its status, ending the
+	// stream. A destination that gets Unimplemented falls back to op 23's single chunks.
+	StreamSegment(ctx context.Context, in *StreamSegmentRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FetchSegmentChunkReply], error)
 	// Op 24. Served by the partition owner (moves.md §3.3): arm, re-arm or fence the handoff
 	// freeze. Client deadline: 5 s + the lease drain bound.
 	PrepareHandoff(ctx context.Context, in *PrepareHandoffRequest, opts ...grpc.CallOption) (*PrepareHandoffReply, error)
@@ -313,6 +320,25 @@ func (c *nodeClient) FetchSegmentChunk(ctx context.Context, in *FetchSegmentChun
 	return out, nil
 }
 
+func (c *nodeClient) StreamSegment(ctx context.Context, in *StreamSegmentRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FetchSegmentChunkReply], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Node_ServiceDesc.Streams[1], Node_StreamSegment_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StreamSegmentRequest, FetchSegmentChunkReply]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Node_StreamSegmentClient = grpc.ServerStreamingClient[FetchSegmentChunkReply]
+
 func (c *nodeClient) PrepareHandoff(ctx context.Context, in *PrepareHandoffRequest, opts ...grpc.CallOption) (*PrepareHandoffReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PrepareHandoffReply)
@@ -396,6 +422,12 @@ type NodeServer interface {
 	// Op 23. Served by the partition owner (moves.md §4.2): up to len committed bytes of one
 	// segment, never at or past the committed boundary.
 	FetchSegmentChunk(context.Context, *FetchSegmentChunkRequest) (*FetchSegmentChunkReply, error)
+	// Op 23, streamed (cluster.md §10.1: server streaming for segment transfer). Served by the
+	// partition owner: the committed bytes of one segment from `at` on, up to `len`, as a
+	// stream of replies of at most 1 MiB each; the stream ends early at the committed boundary
+	// (normal: the destination re-lists). An error is one reply with its status, ending the
+	// stream. A destination that gets Unimplemented falls back to op 23's single chunks.
+	StreamSegment(*StreamSegmentRequest, grpc.ServerStreamingServer[FetchSegmentChunkReply]) error
 	// Op 24. Served by the partition owner (moves.md §3.3): arm, re-arm or fence the handoff
 	// freeze. Client deadline: 5 s + the lease drain bound.
 	PrepareHandoff(context.Context, *PrepareHandoffRequest) (*PrepareHandoffReply, error)
@@ -467,6 +499,9 @@ func (UnimplementedNodeServer) ListPartitionSegments(context.Context, *ListParti
 }
 func (UnimplementedNodeServer) FetchSegmentChunk(context.Context, *FetchSegmentChunkRequest) (*FetchSegmentChunkReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method FetchSegmentChunk not implemented")
+}
+func (UnimplementedNodeServer) StreamSegment(*StreamSegmentRequest, grpc.ServerStreamingServer[FetchSegmentChunkReply]) error {
+	return status.Error(codes.Unimplemented, "method StreamSegment not implemented")
 }
 func (UnimplementedNodeServer) PrepareHandoff(context.Context, *PrepareHandoffRequest) (*PrepareHandoffReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method PrepareHandoff not implemented")
@@ -815,6 +850,17 @@ func _Node_FetchSegmentChunk_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Node_StreamSegment_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(StreamSegmentRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(NodeServer).StreamSegment(m, &grpc.GenericServerStream[StreamSegmentRequest, FetchSegmentChunkReply]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Node_StreamSegmentServer = grpc.ServerStreamingServer[FetchSegmentChunkReply]
+
 func _Node_PrepareHandoff_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PrepareHandoffRequest)
 	if err := dec(in); err != nil {
@@ -961,6 +1007,11 @@ var Node_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WatchCommits",
 			Handler:       _Node_WatchCommits_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "StreamSegment",
+			Handler:       _Node_StreamSegment_Handler,
 			ServerStreams: true,
 		},
 	},
