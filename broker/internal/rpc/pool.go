@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 
 	"narad.dev/broker/internal/rpc/nodepb"
 )
@@ -64,6 +65,7 @@ func NewPool(secret []byte, opts ...Option) *Pool {
 				grpc.MaxCallSendMsgSize(maxGRPCMessage),
 			),
 			grpc.WithConnectParams(reconnectBackoff),
+			experimental.WithBufferPool(Buffers),
 		},
 		conns: make(map[string]*grpc.ClientConn),
 	}

@@ -153,7 +153,7 @@ func (s *nodeService) StreamSegment(req *nodepb.StreamSegmentRequest, stream nod
 	}
 	ctx := stream.Context()
 	raw := rpc.SegmentCodecIn(ctx)
-	pool := mem.DefaultBufferPool()
+	pool := rpc.Buffers
 	chunk := int64(transfer.ChunkBytes)
 	if req.Chunk > 0 && int64(req.Chunk) < chunk {
 		chunk = int64(req.Chunk)
