@@ -100,18 +100,25 @@ func fetchSegment(ctx context.Context, src transferSource, addr string, base, si
 	}
 }
 
+// serveBenchSegments serves count segment files of size bytes on a loopback cluster port and
+// returns its address and a dialled transfer source.
+func serveBenchSegments(b *testing.B, count int, size int64) (string, transferSource) {
+	b.Helper()
+	addr, p := serveLoopback(b, &nodeService{mv: testDeps(fileSource{dir: benchSegments(b, count, size)}, nil, nil)})
+	src := newTransferSource(p)
+	if _, err := src.Fetch(context.Background(), addr, "t", 0, 0, 0, 1); err != nil { // dial once
+		b.Fatal(err)
+	}
+	return addr, src
+}
+
 // BenchmarkMoveStreamOverGRPC measures op 23's stream on loopback, as BenchmarkMoveFetchOverGRPC
 // measures its single chunks: one stream per segment, each chunk received into one reused
 // buffer (the destination's copy into its aligned write buffers) and dropped.
 func BenchmarkMoveStreamOverGRPC(b *testing.B) {
 	const segs, segSize = 4, int64(64 << 20)
-	srcDir := benchSegments(b, segs, segSize)
-	addr, p := serveLoopback(b, &nodeService{mv: testDeps(fileSource{dir: srcDir}, nil, nil)})
-	src := newTransferSource(p)
+	addr, src := serveBenchSegments(b, segs, segSize)
 	ctx := context.Background()
-	if _, err := src.Fetch(ctx, addr, "t", 0, 0, 0, 1); err != nil { // dial once
-		b.Fatal(err)
-	}
 	buf := make([]byte, transfer.ChunkBytes)
 	b.SetBytes(segs * segSize)
 	for range b.N {
@@ -145,13 +152,8 @@ func BenchmarkMoveStreamOverGRPC(b *testing.B) {
 // segments fetched at once.
 func BenchmarkMoveFetchOverGRPC(b *testing.B) {
 	const segs, segSize = 4, int64(64 << 20)
-	srcDir := benchSegments(b, segs, segSize)
-	addr, p := serveLoopback(b, &nodeService{mv: testDeps(fileSource{dir: srcDir}, nil, nil)})
-	src := newTransferSource(p)
+	addr, src := serveBenchSegments(b, segs, segSize)
 	ctx := context.Background()
-	if _, err := src.Fetch(ctx, addr, "t", 0, 0, 0, 1); err != nil { // dial once
-		b.Fatal(err)
-	}
 	for _, c := range []struct{ inFlight, parallel int }{{8, 1}, {4, 1}, {16, 1}, {8, 2}, {4, 4}} {
 		b.Run(fmt.Sprintf("inflight=%d/segments=%d", c.inFlight, c.parallel), func(b *testing.B) {
 			b.SetBytes(segs * segSize)
