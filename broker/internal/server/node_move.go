@@ -113,16 +113,25 @@ func (s *nodeService) ListPartitionSegments(ctx context.Context, req *nodepb.Lis
 	return &nodepb.ListPartitionSegmentsReply{Status: 200, ListingJson: b}, nil
 }
 
+// segmentRefusal checks an op-23 request, single or streamed: a status and reason to refuse
+// it with, or 0.
+func (s *nodeService) segmentRefusal(topic string, p int32, base, at, n int64) (int32, string) {
+	switch {
+	case badPartition(topic, p):
+		return 400, "topic and a partition ≥ 0 are required"
+	case base < 0 || at < 0 || n <= 0:
+		return 400, "base and at must be ≥ 0 and len > 0"
+	case s.mv.source == nil:
+		return 503, errMoveUnwired.Error()
+	}
+	return 0, ""
+}
+
 // FetchSegmentChunk (op 23): up to len committed bytes of one segment (spec/moves.md §4.2);
 // a length over transfer.ChunkBytes is clamped to it.
 func (s *nodeService) FetchSegmentChunk(ctx context.Context, req *nodepb.FetchSegmentChunkRequest) (*nodepb.FetchSegmentChunkReply, error) {
-	switch {
-	case badPartition(req.Topic, req.Partition):
-		return &nodepb.FetchSegmentChunkReply{Status: 400, Error: "topic and a partition ≥ 0 are required"}, nil
-	case req.Base < 0 || req.At < 0 || req.Len <= 0:
-		return &nodepb.FetchSegmentChunkReply{Status: 400, Error: "base and at must be ≥ 0 and len > 0"}, nil
-	case s.mv.source == nil:
-		return &nodepb.FetchSegmentChunkReply{Status: 503, Error: errMoveUnwired.Error()}, nil
+	if st, msg := s.segmentRefusal(req.Topic, req.Partition, req.Base, req.At, int64(req.Len)); st != 0 {
+		return &nodepb.FetchSegmentChunkReply{Status: st, Error: msg}, nil
 	}
 	buf := make([]byte, min(int(req.Len), transfer.ChunkBytes))
 	k, err := s.mv.source.ReadSegmentChunk(ctx, req.Topic, int(req.Partition), req.Base, req.At, buf)
@@ -143,13 +152,8 @@ func (s *nodeService) StreamSegment(req *nodepb.StreamSegmentRequest, stream nod
 	refuse := func(status int32, msg string) error {
 		return stream.Send(&nodepb.FetchSegmentChunkReply{Status: status, Error: msg})
 	}
-	switch {
-	case badPartition(req.Topic, req.Partition):
-		return refuse(400, "topic and a partition ≥ 0 are required")
-	case req.Base < 0 || req.At < 0 || req.Len <= 0:
-		return refuse(400, "base and at must be ≥ 0 and len > 0")
-	case s.mv.source == nil:
-		return refuse(503, errMoveUnwired.Error())
+	if st, msg := s.segmentRefusal(req.Topic, req.Partition, req.Base, req.At, req.Len); st != 0 {
+		return refuse(st, msg)
 	}
 	ctx := stream.Context()
 	raw := rpc.SegmentCodecIn(ctx)
