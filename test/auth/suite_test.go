@@ -19,11 +19,11 @@ import (
 
 	"narad.dev/broker/client"
 	"narad.dev/test/harness"
+	"narad.dev/test/suite"
 )
 
 func TestAuth(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "narad auth (security on)")
+	suite.Run(t, "narad auth (security on)")
 }
 
 const rootPassword = "root-Secret-1"

@@ -26,11 +26,11 @@ import (
 
 	"narad.dev/broker/client"
 	"narad.dev/test/harness"
+	"narad.dev/test/suite"
 )
 
 func TestCluster(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "narad cluster failure behaviour")
+	suite.Run(t, "narad cluster failure behaviour")
 }
 
 // visibilityMs is the lease of every test topic: short, so a delivery whose ack was lost with

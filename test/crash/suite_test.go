@@ -15,11 +15,11 @@ import (
 
 	"narad.dev/broker/client"
 	"narad.dev/test/harness"
+	"narad.dev/test/suite"
 )
 
 func TestCrash(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "narad crash and restart durability")
+	suite.Run(t, "narad crash and restart durability")
 }
 
 // newNode prepares a dev-mode node with its own data directory, removed (and the process

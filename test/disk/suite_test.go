@@ -20,11 +20,11 @@ import (
 
 	"narad.dev/broker/client"
 	"narad.dev/test/harness"
+	"narad.dev/test/suite"
 )
 
 func TestDisk(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "narad full and unwritable disk")
+	suite.Run(t, "narad full and unwritable disk")
 }
 
 // ctx returns a context bounded to d, cancelled when the spec ends.

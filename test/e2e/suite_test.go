@@ -19,11 +19,11 @@ import (
 
 	"narad.dev/broker/client"
 	"narad.dev/test/harness"
+	"narad.dev/test/suite"
 )
 
 func TestE2E(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "narad e2e (dev mode)")
+	suite.Run(t, "narad e2e (dev mode)")
 }
 
 // node is the one dev-mode broker every spec of this suite talks to; specs isolate

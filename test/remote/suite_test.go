@@ -26,11 +26,11 @@ import (
 
 	"narad.dev/broker/client"
 	"narad.dev/test/harness"
+	"narad.dev/test/suite"
 )
 
 func TestRemote(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "narad remote children (two clusters)")
+	suite.Run(t, "narad remote children (two clusters)")
 }
 
 // Target cluster credentials. The admin is seeded at the target's first start; the link user

@@ -18,11 +18,11 @@ import (
 
 	"narad.dev/broker/client"
 	"narad.dev/test/harness"
+	"narad.dev/test/suite"
 )
 
 func TestStartup(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "narad serve configuration checks")
+	suite.Run(t, "narad serve configuration checks")
 }
 
 // configFile writes a config file named name with content into a spec-scoped temp dir.

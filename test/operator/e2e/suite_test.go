@@ -29,6 +29,7 @@ import (
 	"narad.dev/operator/naming"
 	"narad.dev/operator/testsupport"
 	"narad.dev/test/operator/podrunner"
+	"narad.dev/test/suite"
 )
 
 // Timing of the operator under test: fast enough for a suite, slow enough to be realistic.
@@ -49,8 +50,7 @@ var (
 )
 
 func TestOperatorEndToEnd(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "operator end-to-end (real brokers)")
+	suite.Run(t, "operator end-to-end (real brokers)")
 }
 
 var _ = BeforeSuite(func() {
