@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -38,38 +40,55 @@ type Reconciler struct {
 	ResyncPeriod time.Duration
 }
 
-// Field indexes of FanoutLinks (see SetupWithManager): by spec.clusterRef.name, and by the
-// namespace/name of spec.remote.clusterRef.
+// Field indexes of FanoutLinks (see SetupWithManager): by spec.clusterRef.name, by the
+// namespace/name of spec.remote.clusterRef, and by the namespace/name of the credentials
+// Secret spec.remote.credentialsSecretRef names.
 const (
-	clusterRefIndex = "fanoutlink-controller:spec.clusterRef.name"
-	targetRefIndex  = "fanoutlink-controller:spec.remote.clusterRef"
+	clusterRefIndex  = "fanoutlink-controller:spec.clusterRef.name"
+	targetRefIndex   = "fanoutlink-controller:spec.remote.clusterRef"
+	credentialsIndex = "fanoutlink-controller:spec.remote.credentialsSecretRef"
 )
 
-// SetupWithManager registers the controller: FanoutLinks (creation, spec changes, deletion)
-// and the NaradClusters they reference (created, deleted, Ready flipped), so a link waiting on
-// its cluster is retried as soon as the cluster comes.
+// indexes are the field indexes the controller lists FanoutLinks by, with their functions.
+var indexes = []struct {
+	field string
+	fn    ctrlclient.IndexerFunc
+}{
+	{clusterRefIndex, func(o ctrlclient.Object) []string { return []string{o.(*naradv1.FanoutLink).Spec.ClusterRef.Name} }},
+	{targetRefIndex, func(o ctrlclient.Object) []string {
+		fl := o.(*naradv1.FanoutLink)
+		if fl.Spec.Remote == nil || fl.Spec.Remote.ClusterRef == nil {
+			return nil
+		}
+		return []string{targetKey(fl).String()}
+	}},
+	{credentialsIndex, func(o ctrlclient.Object) []string {
+		fl := o.(*naradv1.FanoutLink)
+		if fl.Spec.Remote == nil || fl.Spec.Remote.CredentialsSecretRef == nil {
+			return nil
+		}
+		return []string{types.NamespacedName{Namespace: fl.Namespace, Name: fl.Spec.Remote.CredentialsSecretRef.Name}.String()}
+	}},
+}
+
+// SetupWithManager registers the controller: FanoutLinks (creation, spec changes, deletion),
+// the NaradClusters they reference (created, deleted, Ready flipped), so a link waiting on
+// its cluster is retried as soon as the cluster comes, and the Secrets remote links take
+// their credentials from, so a link waiting on a missing or wrong Secret is retried as soon
+// as the Secret is fixed rather than at its next backoff retry.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	err := mgr.GetFieldIndexer().IndexField(context.Background(), &naradv1.FanoutLink{}, clusterRefIndex,
-		func(o ctrlclient.Object) []string { return []string{o.(*naradv1.FanoutLink).Spec.ClusterRef.Name} })
-	if err != nil {
-		return fmt.Errorf("index fanoutlinks by cluster: %w", err)
-	}
-	err = mgr.GetFieldIndexer().IndexField(context.Background(), &naradv1.FanoutLink{}, targetRefIndex,
-		func(o ctrlclient.Object) []string {
-			fl := o.(*naradv1.FanoutLink)
-			if fl.Spec.Remote == nil || fl.Spec.Remote.ClusterRef == nil {
-				return nil
-			}
-			return []string{targetKey(fl).String()}
-		})
-	if err != nil {
-		return fmt.Errorf("index fanoutlinks by remote target: %w", err)
+	for _, ix := range indexes {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &naradv1.FanoutLink{}, ix.field, ix.fn); err != nil {
+			return fmt.Errorf("index fanoutlinks by %s: %w", ix.field, err)
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fanoutlink").
 		For(&naradv1.FanoutLink{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&naradv1.NaradCluster{}, handler.EnqueueRequestsFromMapFunc(r.linksOfCluster),
 			builder.WithPredicates(clusterref.AvailabilityChanged())).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.linksOfSecret),
+			builder.WithPredicates(secretDataChanged())).
 		Complete(r)
 }
 

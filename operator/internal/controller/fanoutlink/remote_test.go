@@ -225,6 +225,28 @@ var _ = Describe("Remote FanoutLinks", func() {
 		Eventually(received(ctx, "rm-far-t")).Should(HaveKey("x"))
 	})
 
+	It("attaches a link waiting on its missing credentials Secret as soon as the Secret appears, not at its next retry", func(ctx SpecContext) {
+		topics(ctx, "rm-late-p")
+		targetTopics(ctx, "rm-late-t")
+		Expect(k8s.Create(ctx, newRemoteLink("late-creds", "rm-late-p", naradv1.FanoutRemote{
+			URL: targetURL, Topic: "rm-late-t",
+			CredentialsSecretRef: &naradv1.CredentialsSecretReference{Name: "late-writer"}}))).To(Succeed())
+		Eventually(condition(ctx, "late-creds", naradv1.ConditionReady)).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "CredentialsNotFound")))
+		Expect(get(ctx, "late-creds")(Default).Status.State).To(Equal(naradv1.FanoutLinkPending))
+		// A waiting link is retried after as long as it has waited (1, 2, 4, 8, 16, 32 s after
+		// Ready turned False). Past the 16 s retry the next one is 32 s after: an attach within
+		// 8 s of the Secret's creation can only come from the Secret's own event.
+		since := condition(ctx, "late-creds", naradv1.ConditionReady)(Default).LastTransitionTime.Time
+		<-time.After(time.Until(since.Add(17 * time.Second))) // lets the backoff grow past 16 s
+		Expect(get(ctx, "late-creds")(Default).Status.State).To(Equal(naradv1.FanoutLinkPending), "still waiting for its Secret")
+		credentials(ctx, "late-writer", "admin", targetPassword)
+		Eventually(get(ctx, "late-creds")).WithTimeout(8 * time.Second).Should(And(
+			HaveField("Status.State", naradv1.FanoutLinkAttached), HaveField("Status.LinkID", remoteID("rm-late-t"))))
+		produce(ctx, "rm-late-p", "late")
+		Eventually(received(ctx, "rm-late-t")).Should(HaveKey("late"))
+	})
+
 	It("refuses a link with both child and remote through the API server (CEL)", func(ctx SpecContext) {
 		fl := newRemoteLink("both", "p", naradv1.FanoutRemote{URL: targetURL, Topic: "t"})
 		fl.Spec.Child = "c"
