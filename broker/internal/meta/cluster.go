@@ -37,6 +37,13 @@ func (s *Store) AppliedIndex() uint64 { return max(s.raft.AppliedIndex(), s.fsm.
 // been applied to the FSM (Raft's applied index ≥ commit index, with no batch still queued
 // for or inside the FSM). The freshness clause is what catches a restarted replica whose
 // local indexes agree with each other while hours stale.
+//
+// A leader also needs its commit index to have reached the entries of earlier terms in its
+// log (leaderCommitted). Until a fresh leader commits an entry of its own term it does not
+// know those are committed; its commit index is the one it restarted with, which its applied
+// index already meets, while the entries after it are still to be applied (§5.2: election
+// proves a leader's log complete, not its FSM). A restarted single node would otherwise read
+// caught up while a topic created after its last snapshot is still missing.
 func (s *Store) AppliedCaughtUp() bool {
 	if s.closed.Load() {
 		return false
@@ -44,7 +51,11 @@ func (s *Store) AppliedCaughtUp() bool {
 	if id, _ := s.Leader(); id == "" {
 		return false
 	}
-	if s.raft.State() != raft.Leader && time.Since(s.raft.LastContact()) > s.contactMax {
+	if s.raft.State() == raft.Leader {
+		if !s.leaderCommitted() {
+			return false
+		}
+	} else if time.Since(s.raft.LastContact()) > s.contactMax {
 		return false
 	}
 	commit := s.raft.CommitIndex()
@@ -59,6 +70,26 @@ func (s *Store) AppliedCaughtUp() bool {
 	stats := s.raft.Stats()
 	pending, err := strconv.ParseUint(stats["fsm_pending"], 10, 64)
 	return err == nil && pending == 0 && !s.fsm.applying.Load()
+}
+
+// termFloor is the last log index a node saw while leading term: every entry of an earlier
+// term in its log is at or below it.
+type termFloor struct{ term, index uint64 }
+
+// leaderCommitted reports whether this leader's commit index covers every entry of an earlier
+// term in its log. The floor is the log's last index at the first check of the current term;
+// sampled at any moment of the term (or of the candidacy that won it) it is at or above the
+// last entry of an earlier term, since a leader's log holds every one of them from the start
+// and only appends its own after. The leader commits them with the first entry of its term.
+func (s *Store) leaderCommitted() bool {
+	term := s.raft.CurrentTerm()
+	s.floorMu.Lock()
+	if s.floor.term != term {
+		s.floor = termFloor{term: term, index: s.raft.LastIndex()}
+	}
+	floor := s.floor.index
+	s.floorMu.Unlock()
+	return s.raft.CommitIndex() >= floor
 }
 
 // WaitCaughtUp blocks until AppliedCaughtUp holds or ctx ends (ctx's error, wrapped with

@@ -62,6 +62,9 @@ type Config struct {
 	// Forwarder carries a follower's proposals to the leader (node RPC). nil → a follower's
 	// proposal fails wrapping ErrNoLeader (single-node use and tests).
 	Forwarder Forwarder
+
+	// wrapLogs, when set, wraps the Raft log store Raft writes through (tests hold appends).
+	wrapLogs func(raft.LogStore) raft.LogStore
 }
 
 // Store is Narad's metastore: hashicorp/raft over a pebble log store, with the FSM durable
@@ -86,6 +89,9 @@ type Store struct {
 
 	leaderMu   sync.Mutex
 	leaderSubs map[chan bool]struct{}
+
+	floorMu sync.Mutex
+	floor   termFloor // see leaderCommitted
 
 	contactMax time.Duration // LeaderContactMax; shortened only by tests
 }
@@ -157,7 +163,11 @@ func (s *Store) open() error {
 			return err
 		}
 	}
-	if s.raft, err = raft.NewRaft(rc, s.fsm, s.logs, s.logs, s.snaps, s.trans); err != nil {
+	var logs raft.LogStore = s.logs
+	if cfg.wrapLogs != nil {
+		logs = cfg.wrapLogs(logs)
+	}
+	if s.raft, err = raft.NewRaft(rc, s.fsm, logs, s.logs, s.snaps, s.trans); err != nil {
 		return fmt.Errorf("meta: start raft: %w", err)
 	}
 	return nil
