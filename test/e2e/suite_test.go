@@ -18,8 +18,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"narad.dev/broker/client"
+	"narad.dev/operator/testsupport/suite"
 	"narad.dev/test/harness"
-	"narad.dev/test/suite"
 )
 
 func TestE2E(t *testing.T) {

@@ -28,8 +28,8 @@ import (
 	"narad.dev/operator/manager"
 	"narad.dev/operator/naming"
 	"narad.dev/operator/testsupport"
+	"narad.dev/operator/testsupport/suite"
 	"narad.dev/test/operator/podrunner"
-	"narad.dev/test/suite"
 )
 
 // Timing of the operator under test: fast enough for a suite, slow enough to be realistic.

@@ -37,6 +37,7 @@ import (
 	"narad.dev/operator/brokers"
 	"narad.dev/operator/internal/brokertest"
 	"narad.dev/operator/naming"
+	"narad.dev/operator/testsupport/suite"
 )
 
 // The suite runs the NaradCluster controller alone in a manager against envtest's
@@ -85,11 +86,10 @@ func setFake(f *brokertest.Fake) {
 }
 
 func TestClusterController(t *testing.T) {
-	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(waitTimeout)
 	SetDefaultEventuallyPollingInterval(pollEvery)
 	SetDefaultConsistentlyPollingInterval(pollEvery)
-	RunSpecs(t, "NaradCluster controller")
+	suite.Run(t, "NaradCluster controller")
 }
 
 // envtestAssets is $KUBEBUILDER_ASSETS, or what hack/setup-envtest.sh (found at the root of

@@ -16,6 +16,7 @@ import (
 	"narad.dev/operator/internal/controller/fanoutlink"
 	"narad.dev/operator/internal/controller/testenv"
 	"narad.dev/operator/naming"
+	"narad.dev/operator/testsupport/suite"
 )
 
 // The suite runs the FanoutLink controller alone against envtest and two real narad
@@ -45,8 +46,7 @@ var (
 )
 
 func TestFanoutLinkController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "FanoutLink controller")
+	suite.Run(t, "FanoutLink controller")
 }
 
 var _ = BeforeSuite(func() {

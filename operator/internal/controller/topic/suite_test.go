@@ -16,6 +16,7 @@ import (
 	"narad.dev/operator/internal/controller/testenv"
 	"narad.dev/operator/internal/controller/topic"
 	"narad.dev/operator/naming"
+	"narad.dev/operator/testsupport/suite"
 )
 
 // The suite runs the Topic controller alone against envtest and one real narad process on
@@ -35,8 +36,7 @@ var (
 )
 
 func TestTopicController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Topic controller")
+	suite.Run(t, "Topic controller")
 }
 
 var _ = BeforeSuite(func() {

@@ -1,7 +1,7 @@
-// Package suite runs a Ginkgo suite of the black-box tests and, when a spec failed, prints a
-// short digest of each failure after Ginkgo's summary. CI logs keep only their tail, and the
-// tail of a Ginkgo run names the failed spec and its line but not why it failed; the digest
-// puts the reason there too.
+// Package suite runs a Ginkgo suite (the black-box suites of the test module and the
+// operator's envtest suites) and, when a spec failed, prints a short digest of each failure
+// after Ginkgo's summary. CI logs keep only their tail, and the tail of a Ginkgo run names the
+// failed spec and its line but not why it failed; the digest puts the reason there too.
 package suite
 
 import (
