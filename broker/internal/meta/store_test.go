@@ -141,9 +141,11 @@ func TestStoreReopenKeepsStateWithoutReapplying(t *testing.T) {
 	}
 }
 
-// §2.3 rule 4b: an FSM behind the latest snapshot (here: wiped) is restored from it at start,
-// and Raft then replays the entries after the snapshot.
-func TestStartupRestoresFSMBehindLatestSnapshot(t *testing.T) {
+// fsmBehindSnapshot leaves a closed single-node metastore whose log holds topic "before" in
+// its latest snapshot and topic "after" in an entry past it, with the FSM wiped: a restart
+// restores "before" from the snapshot and must replay "after". It returns the directory.
+func fsmBehindSnapshot(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	s := openSingle(t, dir, nil)
 	ctx := ctxT(t)
@@ -162,6 +164,13 @@ func TestStartupRestoresFSMBehindLatestSnapshot(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, "fsm")); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// §2.3 rule 4b: an FSM behind the latest snapshot (here: wiped) is restored from it at start,
+// and Raft then replays the entries after the snapshot.
+func TestStartupRestoresFSMBehindLatestSnapshot(t *testing.T) {
+	dir, ctx := fsmBehindSnapshot(t), ctxT(t)
 	s2, err := Open(Config{Dir: dir, NodeID: "n1", Bootstrap: true, RaftConfig: fastRaft})
 	if err != nil {
 		t.Fatal(err)
@@ -198,24 +207,7 @@ func (h *heldLogs) StoreLogs(logs []*raft.Log) error {
 // them. It must not read caught up in that window: here the window is held open by holding the
 // append of that first entry.
 func TestAFreshLeaderIsNotCaughtUpBeforeItCommitsAnEntryOfItsTerm(t *testing.T) {
-	dir := t.TempDir()
-	s := openSingle(t, dir, nil)
-	ctx := ctxT(t)
-	if err := s.CreateTopic(ctx, newTopic("before", 3), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Raft().Snapshot().Error(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateTopic(ctx, newTopic("after", 3), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(filepath.Join(dir, "fsm")); err != nil { // the FSM restarts from the snapshot
-		t.Fatal(err)
-	}
+	dir, ctx := fsmBehindSnapshot(t), ctxT(t)
 	hold := &heldLogs{release: make(chan struct{})}
 	released := false
 	release := func() {
