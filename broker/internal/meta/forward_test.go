@@ -241,6 +241,13 @@ func TestMembershipHelpers(t *testing.T) {
 	if err := a.DemoteVoter(ctx, "d"); err != nil || a.RaftRole("d") != RaftNonvoter {
 		t.Fatalf("DemoteVoter = %v, role %q", err, a.RaftRole("d"))
 	}
+	if err := a.RemoveServer(ctx, "d"); err != nil || a.RaftRole("d") != RaftNone {
+		t.Fatalf("RemoveServer = %v, role %q", err, a.RaftRole("d"))
+	}
+	// d comes back at another address. (Not while still in the configuration: hashicorp/raft
+	// v1.8.0 rewrites a replicated peer's record on an address change while that peer's
+	// replication goroutine reads it unlocked, a library data race the race detector reports;
+	// hashicorp/raft#681.)
 	if err := a.AddNonvoter(ctx, "d", "d-moved"); err != nil {
 		t.Fatal(err)
 	}
