@@ -6,21 +6,45 @@ import (
 	"net/http"
 	"strings"
 
+	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/meta"
 )
 
 // ErrTargetCheck is a remote attach whose target check failed (422, with a reason).
 var ErrTargetCheck = errors.New("remote target check failed")
 
-// TargetError is a failed attach-time check of a remote target: Reason is
-// target_unreachable, unauthorized, target_topic_missing or target_is_delay_child. Msg never
-// holds credentials.
-type TargetError struct {
-	Reason string
-	Msg    string
+// targetReasons is the fixed set of reasons a failed remote target check answers, each with
+// its fixed message: nothing of the target's answer (body, headers, certificate names) is
+// ever echoed, so the check cannot be used to read an internal service.
+var targetReasons = map[string]string{
+	"target_unreachable":    "no target url answered",
+	"tls_error":             "the TLS handshake with the target failed",
+	"unauthorized":          "the target refused the credentials or the produce grant",
+	"target_topic_missing":  "the target topic does not exist",
+	"target_is_delay_child": "the target topic is a delay child",
+	"redirect_refused":      "the target answered with a redirect; redirects are not followed",
+	"bad_answer":            "the target did not answer as a Narad topic description",
+	"not_allowed_host":      "a target host is not in --remote-allowed-hosts",
 }
 
-func (e *TargetError) Error() string { return "remote target check failed: " + e.Reason + ": " + e.Msg }
+// TargetError is a failed attach-time check of a remote target. Reason is one of
+// targetReasons; the message is that reason's fixed text.
+type TargetError struct {
+	Reason string
+}
+
+// NewTargetError returns the TargetError of reason; a reason outside the fixed set becomes
+// bad_answer.
+func NewTargetError(reason string) *TargetError {
+	if _, ok := targetReasons[reason]; !ok {
+		reason = "bad_answer"
+	}
+	return &TargetError{Reason: reason}
+}
+
+func (e *TargetError) Error() string {
+	return "remote target check failed: " + e.Reason + ": " + targetReasons[e.Reason]
+}
 func (e *TargetError) Unwrap() error { return ErrTargetCheck }
 
 // ErrorFields adds "reason" to the error body.
@@ -77,8 +101,11 @@ func validRemote(parent string, b *remoteBody, delay int64, start string) (Remot
 		DelayMs: delay, Start: start}, nil
 }
 
-// attachRemote is the remote form of POST /v1/topics/{parent}/children: manage right on the
-// parent, then the backend's checks. The answer is the new link's listing entry.
+// attachRemote is the remote form of POST /v1/topics/{parent}/children: body (400), manage
+// right on the parent (403/404), then the admin grant (403: a remote link makes the broker
+// connect to an address the caller chooses and carries data out of the cluster), then the
+// backend's checks (422 with a fixed reason, 409, 503). The answer is the new link's listing
+// entry.
 func (s *server) attachRemote(w http.ResponseWriter, r *http.Request, b attachBody) {
 	const op = "attach remote child"
 	rb, ok := s.be.(RemoteBackend)
@@ -101,6 +128,10 @@ func (s *server) attachRemote(w http.ResponseWriter, r *http.Request, b attachBo
 		return
 	}
 	if !s.manageParent(w, r, op, parentName) {
+		return
+	}
+	if s.security && !auth.MayLinkRemote(s.caller(r)) {
+		s.writeErr(w, r, op, forbiddenf("remote children need the admin grant"))
 		return
 	}
 	_, cs, err := rb.AttachRemote(r.Context(), req)

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"narad.dev/broker/internal/meta"
@@ -59,24 +60,34 @@ func TestRemoteAttachValidationAndStatuses(t *testing.T) {
 		{"unknown remote field", path, `{"remote":{"url":"http://x:1","topic":"t","x":1}}`, 400},
 		{"no manage right", "/v1/topics/other/children", good, 403},
 		{"missing parent", "/v1/topics/orders-nope/children", good, 404},
-		{"attached", path, good, 200},
+		// alice owns the parent and holds create on orders*: not enough for a remote link.
+		{"owner without the admin grant", path, good, 403},
+		{"attached by an admin", path, good, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			expectStatus(t, env.do("POST", tc.path, "alice", []byte(tc.body)), tc.want)
+			user := "alice"
+			if tc.want == 200 {
+				user = "ops"
+			}
+			rec := env.do("POST", tc.path, user, []byte(tc.body))
+			expectStatus(t, rec, tc.want)
+			if tc.want == 403 && !json.Valid(rec.Body.Bytes()) {
+				t.Fatalf("403 body is not JSON: %s", rec.Body.String())
+			}
 		})
 	}
 	if len(rf.reqs) != 1 || rf.reqs[0].Start != "oldest" || len(rf.reqs[0].URLs) != 2 || rf.reqs[0].Password != "pw" {
 		t.Fatalf("backend calls %+v; only the valid request may reach it", rf.reqs)
 	}
-	rf.attachErr = &TargetError{Reason: "unauthorized", Msg: "target answered 401"}
-	rec := env.do("POST", path, "alice", []byte(good))
+	rf.attachErr = NewTargetError("unauthorized")
+	rec := env.do("POST", path, "ops", []byte(good))
 	expectStatus(t, rec, 422)
 	var body struct{ Error, Reason string }
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Reason != "unauthorized" || body.Error == "" {
 		t.Fatalf("422 body %s", rec.Body.String())
 	}
 	rf.attachErr = ErrConflict
-	expectStatus(t, env.do("POST", path, "alice", []byte(good)), 409)
+	expectStatus(t, env.do("POST", path, "ops", []byte(good)), 409)
 
 	expectStatus(t, env.do("DELETE", path+"/remote:t@x:1", "alice", nil), 204)
 	expectStatus(t, env.do("DELETE", path+"/remote:http:%2F%2Fx:1%2Ft", "alice", nil), 204)
@@ -85,6 +96,19 @@ func TestRemoteAttachValidationAndStatuses(t *testing.T) {
 	expectStatus(t, env.do("DELETE", "/v1/topics/orders-nope/children/remote:t@x:1", "alice", nil), 404)
 	if len(rf.detached) != 2 {
 		t.Fatalf("detach calls %v", rf.detached)
+	}
+}
+
+// A failed target check answers only its fixed reason and message: a reason outside the set
+// is reported as bad_answer, and no text of the backend's error reaches the body.
+func TestRemoteTargetErrorIsAFixedReason(t *testing.T) {
+	for reason := range targetReasons {
+		if e := NewTargetError(reason); e.Reason != reason || e.Error() != "remote target check failed: "+reason+": "+targetReasons[reason] {
+			t.Fatalf("NewTargetError(%q) = %+v, %q", reason, e, e.Error())
+		}
+	}
+	if e := NewTargetError("<html>secret</html>"); e.Reason != "bad_answer" || strings.Contains(e.Error(), "secret") {
+		t.Fatalf("unknown reason passed through: %q", e.Error())
 	}
 }
 

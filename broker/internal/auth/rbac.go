@@ -48,6 +48,11 @@ func IsAdmin(u *meta.User) bool {
 	return false
 }
 
+// MayLinkRemote reports whether u may attach a remote fan-out child: admins and root only. A
+// remote link makes the broker connect to a URL the caller chooses and copies a topic out of
+// the cluster, so neither create nor the manage right (ownership) is enough. nil → false.
+func MayLinkRemote(u *meta.User) bool { return IsAdmin(u) }
+
 // Allows reports whether u may perform action (produce, consume, create) on topic: admins and
 // root may do everything; anyone else needs a grant of that action with a matching pattern.
 // The check is name-based, so it answers the same whether or not the topic exists. nil → false.

@@ -100,3 +100,26 @@ func TestIsAdminMeansRootOrAdminGrant(t *testing.T) {
 		t.Fatal("non-admin recognised as admin")
 	}
 }
+
+// A remote link needs the admin grant: create and produce on every topic, or owning the
+// parent, are not enough.
+func TestMayLinkRemoteNeedsAdmin(t *testing.T) {
+	every := []string{"*"}
+	for _, tc := range []struct {
+		name string
+		u    *meta.User
+		want bool
+	}{
+		{"nil", nil, false},
+		{"root", &meta.User{Username: "root", Root: true}, true},
+		{"admin grant", &meta.User{Username: "ops", Grants: []meta.Grant{{Action: meta.ActionAdmin}}}, true},
+		{"create, produce and consume on everything", &meta.User{Username: "alice", Grants: []meta.Grant{
+			{Action: meta.ActionCreate, Patterns: every}, {Action: meta.ActionProduce, Patterns: every},
+			{Action: meta.ActionConsume, Patterns: every}}}, false},
+		{"no grants", &meta.User{Username: "bob"}, false},
+	} {
+		if got := MayLinkRemote(tc.u); got != tc.want {
+			t.Errorf("%s: MayLinkRemote = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

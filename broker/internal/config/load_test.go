@@ -369,6 +369,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"tls-cert": "", "tls-key": "", "cluster-tls-ca": "", "initial-members": "[]",
 		"heartbeat-interval": "5s", "heartbeat-timeout": "30s",
 		"move-force-promote-after": "2m0s", "move-dead-target-abort-after": "2m0s",
+		"remote-allowed-hosts": "[]",
 	}
 	names := []string{"dev", "data-dir", "http-addr", "cluster-addr", "advertise-addr", "node-id", "join",
 		"bootstrap", "config", "log-level", "log-format", "pprof-addr", "security-enabled", "admin-user",
@@ -377,7 +378,8 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"topic-default-retention-ms", "idle-log-eviction", "shutdown-grace", "http-read-timeout",
 		"http-write-timeout", "http-idle-timeout", "tls-cert", "tls-key", "cluster-tls-ca",
 		"initial-members", "heartbeat-interval", "heartbeat-timeout", "move-force-promote-after",
-		"move-dead-target-abort-after"}
+		"move-dead-target-abort-after",
+		"remote-allowed-hosts"}
 	for _, n := range names {
 		f := fs.Lookup(n)
 		if f == nil {
@@ -419,5 +421,25 @@ func TestLogValueRedactsSecrets(t *testing.T) {
 	text := s.LogValue().String()
 	if strings.Contains(text, "topsecret") || strings.Contains(text, "clustersecret") || !strings.Contains(text, "<redacted>") {
 		t.Fatalf("LogValue leaks or hides wrongly: %s", text)
+	}
+}
+
+// --remote-allowed-hosts loads from the flag, NARAD_REMOTE_ALLOWED_HOSTS or the file, defaults
+// to empty (any host), and a bad entry is a config error naming the option.
+func TestRemoteAllowedHostsLoadAndValidate(t *testing.T) {
+	if s := mustLoad(t, nil, nil); len(s.RemoteAllowedHosts) != 0 {
+		t.Fatalf("default RemoteAllowedHosts = %v, want empty", s.RemoteAllowedHosts)
+	}
+	s := mustLoad(t, []string{"--remote-allowed-hosts=dr-1:7942, 10.0.0.0/8"}, nil)
+	if !reflect.DeepEqual(s.RemoteAllowedHosts, []string{"dr-1:7942", "10.0.0.0/8"}) {
+		t.Fatalf("RemoteAllowedHosts = %v", s.RemoteAllowedHosts)
+	}
+	s = mustLoad(t, nil, map[string]string{"NARAD_REMOTE_ALLOWED_HOSTS": "dr-2"})
+	if !reflect.DeepEqual(s.RemoteAllowedHosts, []string{"dr-2"}) {
+		t.Fatalf("RemoteAllowedHosts from env = %v", s.RemoteAllowedHosts)
+	}
+	_, err := load(t, []string{"--remote-allowed-hosts=10.0.0.0/99"}, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "config: remote-allowed-hosts: ") {
+		t.Fatalf("bad entry: %v", err)
 	}
 }

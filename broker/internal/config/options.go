@@ -69,6 +69,7 @@ const (
 	optHeartbeatTimeout   = "heartbeat-timeout"
 	optForcePromoteAfter  = "move-force-promote-after"
 	optDeadTargetAbort    = "move-dead-target-abort-after"
+	optRemoteAllowedHosts = "remote-allowed-hosts"
 )
 
 // Defaults that do not depend on other settings.
@@ -138,6 +139,7 @@ var options = []option{
 	{name: optHeartbeatInterval, kind: kDuration, def: DefaultHeartbeatInterval.String(), help: "member heartbeat period; change only for tests and unusual networks"},
 	{name: optForcePromoteAfter, kind: kDuration, def: DefaultForcePromoteAfter.String(), help: "how long a move's source must be dead before the destination promotes its complete copy; change only for tests"},
 	{name: optDeadTargetAbort, kind: kDuration, def: DefaultDeadTargetAbortAfter.String(), help: "how long a move's destination may be dead before the controller clears the move; change only for tests"},
+	{name: optRemoteAllowedHosts, kind: kList, help: "comma-separated hosts, host:port or CIDRs that remote fan-out children may target (empty: any host; set it in production)"},
 	{name: optHeartbeatTimeout, kind: kDuration, def: DefaultHeartbeatTimeout.String(), help: "heartbeat age after which a member is marked dead, above heartbeat-interval; change only for tests and unusual networks"},
 }
 

@@ -55,6 +55,9 @@ type Serve struct {
 	// InitialMembers are the node IDs allowed to bootstrap on an empty disk (each a valid node
 	// ID); empty = every node may bootstrap (spec/cluster.md §6.1).
 	InitialMembers []string
+	// RemoteAllowedHosts are the targets remote fan-out children may reach: host names,
+	// host:port or CIDRs (hostlist syntax); empty = any host (docs/operating.md, Security).
+	RemoteAllowedHosts []string
 	// HeartbeatInterval is the member upsert period (> 0, default 5 s); HeartbeatTimeout the
 	// heartbeat age after which a member is dead (> HeartbeatInterval, default 30 s).
 	HeartbeatInterval time.Duration
@@ -106,6 +109,7 @@ func (s Serve) LogValue() slog.Value {
 		slog.String("tls_key", s.TLSKeyFile),
 		slog.String("cluster_tls_ca", s.ClusterTLSCAFile),
 		slog.Any("initial_members", s.InitialMembers),
+		slog.Any("remote_allowed_hosts", s.RemoteAllowedHosts),
 		slog.Duration("heartbeat_interval", s.HeartbeatInterval),
 		slog.Duration("heartbeat_timeout", s.HeartbeatTimeout),
 		slog.Duration("move_force_promote_after", s.ForcePromoteAfter),

@@ -4,6 +4,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"narad.dev/broker/internal/hostlist"
 )
 
 // Range limits (spec/api.md §1.7).
@@ -49,6 +51,12 @@ func validate(s *Serve, origin func(string) string) error {
 			return nil
 		},
 		func() error { return oneOf(optLogLevel, s.LogLevel, origin, "debug", "info", "warn", "error") },
+		func() error {
+			if _, err := hostlist.Parse(s.RemoteAllowedHosts); err != nil {
+				return fieldErr(optRemoteAllowedHosts, "%v%s", err, origin(optRemoteAllowedHosts))
+			}
+			return nil
+		},
 		func() error { return oneOf(optLogFormat, s.LogFormat, origin, "json", "text") },
 		func() error {
 			if s.PprofAddr == "" {

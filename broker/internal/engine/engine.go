@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/consume"
+	"narad.dev/broker/internal/credseal"
+	"narad.dev/broker/internal/hostlist"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/schema"
@@ -38,6 +40,13 @@ type Config struct {
 	Logger             *slog.Logger
 	Metrics            *metrics.Metrics
 	Now                func() time.Time
+	// RemoteAllowedHosts is --remote-allowed-hosts: remote-link targets off the list are
+	// refused at attach and never contacted by a sender. The zero list allows every host.
+	RemoteAllowedHosts hostlist.List
+	// LinkKey seals remote-link passwords before they are proposed and opens them for this
+	// node's senders (derived from the configured cluster secret). nil: no cluster secret was
+	// configured; an attach with a password is refused (docs/fanout.md, Remote children).
+	LinkKey *credseal.Key
 }
 
 // Engine is the node's broker runtime. All methods are safe for concurrent use.
@@ -226,6 +235,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.parts.retentionLoop,
 		e.pollLoop,
 		e.sweepLoop,
+		e.resealRemoteLinks,
 	}
 	for _, loop := range loops {
 		wg.Add(1)

@@ -45,8 +45,12 @@ func (h FanoutHost) DesiredCursors() ([]fanout.Desired, bool) {
 		if !ok || !slices.Contains(parent.RemoteLinks, meta.RemoteRef{ID: l.ID, Epoch: l.AttachEpoch}) {
 			continue
 		}
-		target := &fanout.RemoteTarget{URLs: l.URLs, Topic: l.Topic, User: l.User, Password: l.Password}
-		for _, p := range e.ownedPartitions(parent) {
+		owned := e.ownedPartitions(parent)
+		if len(owned) == 0 {
+			continue // no sender here: the password is not opened on this node
+		}
+		target := e.remoteTarget(l)
+		for _, p := range owned {
 			out = append(out, fanout.Desired{Parent: parent.Name, Partition: p, Child: l.ID,
 				Epoch: l.AttachEpoch, AttachOffsets: l.AttachOffsets, DelayMs: l.DelayMs,
 				Dir: e.parts.partitionDir(parent.Name, p), Remote: target})
@@ -228,4 +232,27 @@ func (o FanoutObserver) RemoteSendError(parent, child, state string) {
 func (o FanoutObserver) ForgetRemote(parent, child string, p int) {
 	o.m.FanoutRemoteLag.DeleteLabelValues(parent, child, metrics.Partition(p))
 	o.m.FanoutRemoteDueLag.DeleteLabelValues(parent, child, metrics.Partition(p))
+}
+
+// remoteTarget is the sender's view of link l on this node: the password opened from its
+// sealed form (or the plaintext an older version stored), and the host allow-list. A sealed
+// password this node cannot open (no or another cluster secret) sets CredErr: the link then
+// reports unauthorized without asking the target.
+func (e *Engine) remoteTarget(l meta.RemoteLink) *fanout.RemoteTarget {
+	t := &fanout.RemoteTarget{URLs: l.URLs, Topic: l.Topic, User: l.User, Password: l.Password,
+		Allowed: e.cfg.RemoteAllowedHosts}
+	if l.PasswordSealed == "" {
+		return t
+	}
+	if e.cfg.LinkKey == nil {
+		t.CredErr = errors.New("no cluster secret configured")
+		return t
+	}
+	pw, err := e.cfg.LinkKey.Open(l.PasswordSealed, meta.SealAAD(l.Parent, l.ID))
+	if err != nil {
+		t.CredErr = err
+		return t
+	}
+	t.Password = pw
+	return t
 }

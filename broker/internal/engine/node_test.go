@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"narad.dev/broker/internal/credseal"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -89,7 +90,7 @@ func startNode(t testing.TB, dir string, mod func(*Config)) *testNode {
 		t.Fatal(err)
 	}
 	n.in = in
-	cfg := Config{NodeID: "n1", DataDir: dir, Metrics: n.m, Now: n.clock.Now}
+	cfg := Config{NodeID: "n1", DataDir: dir, Metrics: n.m, Now: n.clock.Now, LinkKey: testLinkKey(t)}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -341,4 +342,14 @@ func isGone(path string) bool {
 // queueReq is a queue consume (no partition, no offset).
 func queueReq(wait time.Duration, max int) api.ConsumeRequest {
 	return api.ConsumeRequest{Partition: -1, Offset: -1, Wait: wait, Max: max}
+}
+
+// testLinkKey is the remote-link key of a test node's cluster secret.
+func testLinkKey(t testing.TB) *credseal.Key {
+	t.Helper()
+	k, err := credseal.DeriveKey([]byte("test-cluster-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

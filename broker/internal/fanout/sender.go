@@ -2,30 +2,42 @@ package fanout
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"narad.dev/broker/client"
+	"narad.dev/broker/internal/hostlist"
 	plog "narad.dev/broker/internal/log"
 )
 
 // Remote link states (the children listing's state of a remote child, spec/fanout.md §13).
 const (
-	RemoteActive            = "active"
-	RemoteUnreachable       = "target_unreachable"
-	RemoteUnauthorized      = "unauthorized"
-	RemoteTopicMissing      = "target_topic_missing"
-	RemoteRejected          = "rejected"
-	RemoteBehindRetention   = "behind_retention"
-	RemoteTargetDelayChild  = "target_is_delay_child" // attach check only
+	RemoteActive           = "active"
+	RemoteUnreachable      = "target_unreachable"
+	RemoteUnauthorized     = "unauthorized"
+	RemoteTopicMissing     = "target_topic_missing"
+	RemoteRejected         = "rejected"
+	RemoteBehindRetention  = "behind_retention"
+	RemoteTargetDelayChild = "target_is_delay_child" // attach check only
+	// RemoteRedirectRefused is a target that answered 3xx: redirects are never followed, so a
+	// target cannot point the broker at another address.
+	RemoteRedirectRefused = "redirect_refused"
+	// RemoteNotAllowedHost is a target URL whose host is not on --remote-allowed-hosts.
+	RemoteNotAllowedHost    = "not_allowed_host"
+	RemoteTLSError          = "tls_error"  // attach check only; a link reports target_unreachable
+	RemoteBadAnswer         = "bad_answer" // attach check only: not a Narad topic description
 	remoteStateUnconfigured = ""
 )
 
@@ -42,24 +54,36 @@ const (
 	SenderAnswerTimeout = 5 * time.Second
 	RemoteBackoffCap    = 30 * time.Second // cap of the jittered backoff after a failed slab
 	CheckTimeout        = 5 * time.Second  // bound of the attach-time target checks
+	// MaxRemoteAnswer bounds the bytes read of any one answer of a target (a batch produce
+	// answer or a topic description is well under 64 KiB): a hostile target cannot make the
+	// broker buffer an endless body.
+	MaxRemoteAnswer = 1 << 20
 )
 
 // RemoteTarget is where a remote link's cursors send: the target cluster's base URLs (tried
 // in order), its topic and the credentials. Password never appears in an error or log line.
+// CredErr is set instead of Password when the stored password could not be decrypted on this
+// node: every send then fails as unauthorized without asking the target.
 type RemoteTarget struct {
 	URLs     []string
 	Topic    string
 	User     string
 	Password string
+	CredErr  error
+	// Allowed is --remote-allowed-hosts: a URL whose host is not on it is never contacted
+	// (not_allowed_host). The zero list allows every host.
+	Allowed hostlist.List
 }
 
 // SendError is a failed send or check: State is one of the remote link states and Msg the
-// last error, free of credentials.
+// last error. Msg is built only from the link's own URLs, status codes, counts and fixed
+// phrases: never credentials, never bytes of the target's answer (a listing shows it).
 type SendError struct {
 	State string
 	Msg   string
 
 	timeout bool // the target did not answer in time: no quick retry of this batch
+	tls     bool // the TLS handshake failed (the attach check reports tls_error)
 }
 
 func (e *SendError) Error() string { return e.State + ": " + e.Msg }
@@ -103,16 +127,17 @@ type Sender struct {
 }
 
 // remoteTarget is one base URL of the target cluster with its API client (nil when the URL is
-// unusable: every request to it fails as target_unreachable with err).
+// unusable: every request to it fails with err).
 type remoteTarget struct {
 	base string
 	c    *client.Client
-	err  error
+	err  *SendError
 }
 
 // NewRemoteHTTPClient returns the HTTP client of one remote link: a 3 s connect bound, an
 // answer (response header) bound of SenderAnswerTimeout, no proxy, 32 idle connections per
-// target host. The whole-request bound SenderTimeout is the API client's.
+// target host. The whole-request bound SenderTimeout is the API client's; NewSender adds the
+// redirect refusal and the answer size bound (guarded).
 func NewRemoteHTTPClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		Proxy:                 nil,
@@ -123,24 +148,95 @@ func NewRemoteHTTPClient() *http.Client {
 	}}
 }
 
-// NewSender returns the sender of a link to t. hc nil → an HTTP client of its own
-// (NewRemoteHTTPClient), released by Close.
-func NewSender(t RemoteTarget, hc *http.Client) *Sender {
-	s := &Sender{Target: t, hc: hc}
-	if hc == nil {
-		s.hc, s.ownHC = NewRemoteHTTPClient(), true
+// guarded returns a copy of hc (sharing its transport) that never follows a redirect (the 3xx
+// answer comes back as is: redirect_refused) and reads at most MaxRemoteAnswer bytes of any
+// answer body. Every remote client goes through it, also one a test supplies.
+func guarded(hc *http.Client) *http.Client {
+	c := *hc
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
 	}
+	if _, ok := rt.(capTransport); !ok {
+		c.Transport = capTransport{rt}
+	}
+	return &c
+}
+
+// capTransport cuts every answer body at MaxRemoteAnswer bytes (a read past it fails).
+type capTransport struct{ rt http.RoundTripper }
+
+func (t capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(r)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	resp.Body = &capBody{rc: resp.Body, left: MaxRemoteAnswer}
+	return resp, nil
+}
+
+// CloseIdleConnections passes through to the wrapped transport (Sender.Close).
+func (t capTransport) CloseIdleConnections() {
+	if c, ok := t.rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+var errAnswerTooLarge = errors.New("answer over the size limit")
+
+type capBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *capBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *capBody) Close() error { return b.rc.Close() }
+
+// NewSender returns the sender of a link to t. hc nil → an HTTP client of its own
+// (NewRemoteHTTPClient), released by Close; a given hc is used through guarded (no
+// redirects, bounded answers). A URL whose host t.Allowed refuses gets no client at all.
+func NewSender(t RemoteTarget, hc *http.Client) *Sender {
+	s := &Sender{Target: t}
+	if hc == nil {
+		hc, s.ownHC = NewRemoteHTTPClient(), true
+	}
+	s.hc = guarded(hc)
 	opts := []client.Option{client.WithHTTPClient(s.hc), client.WithTimeout(SenderTimeout),
 		client.WithUserAgent("narad-remote-fanout")}
 	if t.User != "" {
 		opts = append(opts, client.WithBasicAuth(t.User, t.Password))
 	}
 	for _, base := range t.URLs {
+		if t.CredErr != nil {
+			s.targets = append(s.targets, remoteTarget{base: base, err: &SendError{State: RemoteUnauthorized,
+				Msg: "the stored password cannot be decrypted on this node (cluster secret changed?)"}})
+			continue
+		}
+		if u, err := url.Parse(base); err == nil && !t.Allowed.Allows(u.Host) {
+			s.targets = append(s.targets, remoteTarget{base: base, err: &SendError{State: RemoteNotAllowedHost,
+				Msg: base + ": host not in --remote-allowed-hosts"}})
+			continue
+		}
 		c, err := client.New(base, opts...)
 		if err != nil {
-			err = fmt.Errorf("request %s: bad url", base) // never the client's text: it quotes the URL
+			// never the client's text: it quotes the URL
+			s.targets = append(s.targets, remoteTarget{base: base,
+				err: &SendError{State: RemoteUnreachable, Msg: "request " + base + ": bad url"}})
+			continue
 		}
-		s.targets = append(s.targets, remoteTarget{base: base, c: c, err: err})
+		s.targets = append(s.targets, remoteTarget{base: base, c: c})
 	}
 	return s
 }
@@ -227,6 +323,8 @@ func severity(err error) int {
 	switch StateOf(err) {
 	case RemoteRejected:
 		return 4
+	case RemoteNotAllowedHost, RemoteRedirectRefused:
+		return 3
 	case RemoteUnauthorized:
 		return 3
 	case RemoteTopicMissing:
@@ -309,7 +407,7 @@ func (s *Sender) post(ctx context.Context, recs []client.BatchRecord) error {
 		idx := (start + i) % len(s.targets)
 		t := s.targets[idx]
 		if t.c == nil {
-			last = &SendError{State: RemoteUnreachable, Msg: t.err.Error()}
+			last = t.err
 			continue
 		}
 		accepted, err := t.c.ProduceBatch(ctx, s.Target.Topic, recs)
@@ -337,7 +435,9 @@ func (s *Sender) post(ctx context.Context, recs []client.BatchRecord) error {
 
 // asSendError maps a failed API call on base to a link state: an answer by its status
 // (classify), anything else (transport, undecodable answer) as target_unreachable. The
-// message never holds credentials: they travel in a header, never in the URL.
+// message is built from fixed phrases, base and the status code only: never credentials (they
+// travel in a header) and never bytes of the answer or of a transport error's text (a TLS
+// error quotes the target's certificate names).
 func asSendError(method, base string, err error) *SendError {
 	var se *SendError
 	if errors.As(err, &se) {
@@ -345,24 +445,30 @@ func asSendError(method, base string, err error) *SendError {
 	}
 	var ae *client.Error
 	if errors.As(err, &ae) {
-		return classify(ae.Status, ae.Message, base)
+		return classify(ae.Status, ae.Message, method, base)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		reason, timeout := transportReason(ue)
-		return &SendError{State: RemoteUnreachable, Msg: fmt.Sprintf("%s %s: %s", method, base, reason), timeout: timeout}
+		reason, timeout, tls := transportReason(ue)
+		return &SendError{State: RemoteUnreachable, Msg: method + " " + base + ": " + reason, timeout: timeout, tls: tls}
 	}
-	return &SendError{State: RemoteUnreachable, Msg: fmt.Sprintf("%s %s: %v", method, base, err)}
+	if errors.Is(err, errAnswerTooLarge) {
+		return &SendError{State: RemoteUnreachable, Msg: method + " " + base + ": answer over the size limit"}
+	}
+	return &SendError{State: RemoteUnreachable, Msg: method + " " + base + ": undecodable answer"}
 }
 
-// classify maps a target's non-2xx answer to a link state.
 // throttledLogins is the message of the 429 a Narad node answers once a user has failed to
-// log in several times running (spec/api.md §1.2).
+// log in several times running (spec/api.md §1.2). It is matched, never echoed.
 const throttledLogins = "too many failed authentication attempts"
 
-func classify(status int, msg, base string) *SendError {
-	m := fmt.Sprintf("%s answered %d: %s", base, status, msg)
+// classify maps a target's non-2xx answer to a link state. msg (the answer's text) only
+// decides between states; it never goes into the SendError.
+func classify(status int, msg, method, base string) *SendError {
+	m := fmt.Sprintf("%s %s: answered %d", method, base, status)
 	switch {
+	case status >= 300 && status < 400:
+		return &SendError{State: RemoteRedirectRefused, Msg: m + " (redirects are not followed)"}
 	case status == http.StatusUnauthorized || status == http.StatusForbidden,
 		status == http.StatusTooManyRequests && strings.Contains(msg, throttledLogins):
 		// A 429 for failed logins means the credentials were refused a few times running.
@@ -376,29 +482,59 @@ func classify(status int, msg, base string) *SendError {
 	}
 }
 
-// transportReason is a short reason of a transport error without its URL, and whether it was
-// a timeout (no answer in time).
-func transportReason(ue *url.Error) (string, bool) {
-	var ne net.Error
-	if errors.As(ue.Err, &ne) && ne.Timeout() {
-		return "timeout", true
+// transportReason is a fixed short reason of a transport error, whether it was a timeout (no
+// answer in time) and whether the TLS handshake failed.
+func transportReason(ue *url.Error) (reason string, timeout, tlsErr bool) {
+	var (
+		ne    net.Error
+		dns   *net.DNSError
+		op    *net.OpError
+		cert  *tls.CertificateVerificationError
+		rec   tls.RecordHeaderError
+		alert tls.AlertError
+		unk   x509.UnknownAuthorityError
+		host  x509.HostnameError
+		inv   x509.CertificateInvalidError
+	)
+	switch {
+	case errors.As(ue.Err, &ne) && ne.Timeout():
+		return "timeout", true, false
+	case errors.As(ue.Err, &cert), errors.As(ue.Err, &rec), errors.As(ue.Err, &alert),
+		errors.As(ue.Err, &unk), errors.As(ue.Err, &host), errors.As(ue.Err, &inv),
+		strings.Contains(ue.Err.Error(), "tls: "):
+		return "tls handshake failed", false, true
+	case errors.Is(ue.Err, errAnswerTooLarge):
+		return "answer over the size limit", false, false
+	case errors.As(ue.Err, &dns):
+		return "host name lookup failed", false, false
+	case errors.Is(ue.Err, syscall.ECONNREFUSED):
+		return "connection refused", false, false
+	case errors.As(ue.Err, &op) && op.Op == "dial":
+		return "connection failed", false, false
 	}
-	return ue.Err.Error(), false
+	return "connection error", false, false
 }
 
-// CheckTarget runs the attach-time checks against the target (spec: the target answers, the
-// credentials work, the target topic exists and is not a delay child) within CheckTimeout. It
-// describes the topic on the first URL that answers. hc nil → a client of its own, released
-// before the return.
+// CheckTarget runs the attach-time checks against the target (the host is allowed, the target
+// answers, the credentials work, the target topic exists and is not a delay child) within
+// CheckTimeout. It describes the topic on the first URL that answers. The error is a
+// *SendError whose State is one of the fixed check reasons (CheckReason): a redirect is
+// refused, never followed; an answer that is not the topic's description is bad_answer. hc
+// nil → a client of its own, released before the return.
 func CheckTarget(ctx context.Context, t RemoteTarget, hc *http.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, CheckTimeout)
 	defer cancel()
 	s := NewSender(t, hc)
 	defer s.Close()
-	var last error = &SendError{State: RemoteUnreachable, Msg: "no target url"}
+	for _, tg := range s.targets {
+		if tg.c == nil && tg.err.State == RemoteNotAllowedHost {
+			return tg.err // no URL of a link may be off the list; none is contacted
+		}
+	}
+	var last = &SendError{State: RemoteUnreachable, Msg: "no target url"}
 	for _, tg := range s.targets {
 		if tg.c == nil {
-			last = &SendError{State: RemoteUnreachable, Msg: tg.err.Error()}
+			last = tg.err
 			continue
 		}
 		d, err := tg.c.GetTopic(ctx, t.Topic, nil)
@@ -414,13 +550,36 @@ func CheckTarget(ctx context.Context, t RemoteTarget, hc *http.Client) error {
 			}
 			return se
 		default:
-			return &SendError{State: RemoteUnreachable, Msg: fmt.Sprintf("%s: undecodable topic description", tg.base)}
+			return &SendError{State: RemoteBadAnswer, Msg: "GET " + tg.base + ": undecodable topic description"}
 		}
-		if d.FanoutDelayMs > 0 {
-			return &SendError{State: RemoteTargetDelayChild,
-				Msg: fmt.Sprintf("target topic %q is a delay child of %q", t.Topic, d.Parent)}
+		switch {
+		case d == nil || d.Name != t.Topic:
+			return &SendError{State: RemoteBadAnswer, Msg: "GET " + tg.base + ": not the target topic's description"}
+		case d.FanoutDelayMs > 0:
+			return &SendError{State: RemoteTargetDelayChild, Msg: "target topic " + t.Topic + " is a delay child"}
 		}
 		return nil
 	}
 	return last
+}
+
+// CheckReason is the fixed reason an attach reports for a failed CheckTarget: one of
+// target_unreachable, tls_error, unauthorized, target_topic_missing, target_is_delay_child,
+// redirect_refused, bad_answer, not_allowed_host.
+func CheckReason(err error) string {
+	var se *SendError
+	if !errors.As(err, &se) {
+		return RemoteUnreachable
+	}
+	switch se.State {
+	case RemoteUnreachable:
+		if se.tls {
+			return RemoteTLSError
+		}
+		return RemoteUnreachable
+	case RemoteUnauthorized, RemoteTopicMissing, RemoteTargetDelayChild, RemoteRedirectRefused,
+		RemoteBadAnswer, RemoteNotAllowedHost:
+		return se.State
+	}
+	return RemoteBadAnswer // rejected and anything else: the target did not answer as Narad does
 }

@@ -30,6 +30,7 @@ const (
 	OpRemoveMember        uint8 = 19
 	OpAttachRemote        uint8 = 20
 	OpDetachRemote        uint8 = 21
+	OpResealRemote        uint8 = 22
 
 	// OpRestore is not a command: Event.Op is OpRestore after a snapshot restore replaced the
 	// whole state (every cached view is stale).
@@ -181,6 +182,8 @@ func newPayload(op uint8) any {
 		return &attachRemoteCmd{}
 	case OpDetachRemote:
 		return &detachRemoteCmd{}
+	case OpResealRemote:
+		return &resealRemoteCmd{}
 	}
 	return nil
 }

@@ -235,6 +235,8 @@ func (x *txn) dispatch(cmd command) Result {
 		return x.attachRemote(p)
 	case *detachRemoteCmd:
 		return x.detachRemote(p)
+	case *resealRemoteCmd:
+		return x.resealRemote(p)
 	}
 	return invalid("unhandled op %d", cmd.op)
 }

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"reflect"
@@ -123,4 +124,15 @@ func mustJSON(v any) json.RawMessage {
 		panic(err)
 	}
 	return b
+}
+
+// rawRemote is the FSM's stored bytes of a remote link (nil when absent).
+func (tf *testFSM) rawRemote(parent, id string) []byte {
+	tf.t.Helper()
+	v, closer, err := tf.f.db.Get(remoteKey(parent, id))
+	if err != nil {
+		return nil
+	}
+	defer closer.Close()
+	return bytes.Clone(v)
 }

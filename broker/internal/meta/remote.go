@@ -24,20 +24,24 @@ const RemotePrefix = "remote:"
 // r/<parent>\x00<id>. Its cursors are the fan-out cursors of the parent partitions, named by
 // ID; only the commit differs (a sender into the target cluster's batch produce).
 //
-// Password is kept in the metastore only: it is never logged (LogValue redacts it), never
-// echoed by a listing, an error or an audit record.
+// The password is stored sealed (PasswordSealed, credseal: encrypted with a key derived from
+// the cluster secret, bound to the link's parent and id) by the node that took the attach,
+// before the proposal: the Raft log, its snapshots and the FSM never hold it in clear.
+// Password is the plaintext form only older versions wrote; it is still read. Neither is
+// ever logged (LogValue omits them), echoed by a listing, an error or an audit record.
 type RemoteLink struct {
-	Parent        string   `json:"parent"`
-	ID            string   `json:"id"`   // remote:<topic>@<host:port of URLs[0]>
-	URLs          []string `json:"urls"` // target base URLs, tried in order (failover)
-	Topic         string   `json:"topic"`
-	User          string   `json:"user,omitempty"`
-	Password      string   `json:"password,omitempty"`
-	DelayMs       int64    `json:"delay_ms,omitempty"`
-	Start         string   `json:"start"`
-	AttachEpoch   string   `json:"attach_epoch"`
-	AttachOffsets []int64  `json:"attach_offsets"` // index = parent partition; per Start
-	CreatedAt     int64    `json:"created_at"`     // Unix seconds, stamped by the proposer
+	Parent         string   `json:"parent"`
+	ID             string   `json:"id"`   // remote:<topic>@<host:port of URLs[0]>
+	URLs           []string `json:"urls"` // target base URLs, tried in order (failover)
+	Topic          string   `json:"topic"`
+	User           string   `json:"user,omitempty"`
+	Password       string   `json:"password,omitempty"`        // legacy plaintext (older versions)
+	PasswordSealed string   `json:"password_sealed,omitempty"` // credseal form; see SealAAD
+	DelayMs        int64    `json:"delay_ms,omitempty"`
+	Start          string   `json:"start"`
+	AttachEpoch    string   `json:"attach_epoch"`
+	AttachOffsets  []int64  `json:"attach_offsets"` // index = parent partition; per Start
+	CreatedAt      int64    `json:"created_at"`     // Unix seconds, stamped by the proposer
 }
 
 // RemoteRef is a remote link as the parent topic record lists it (no target, no credentials):
@@ -66,6 +70,10 @@ func (l RemoteLink) LogValue() slog.Value {
 func (l RemoteLink) String() string {
 	return fmt.Sprintf("remote link %s (parent %s, epoch %s)", l.ID, l.Parent, l.AttachEpoch)
 }
+
+// SealAAD is the associated data a link's sealed password is bound to: a sealed value copied
+// into another link's record does not open.
+func SealAAD(parent, id string) string { return "remote-link\x00" + parent + "\x00" + id }
 
 // IsRemoteID reports whether a child name is a remote link id.
 func IsRemoteID(child string) bool { return strings.HasPrefix(child, RemotePrefix) }
@@ -113,6 +121,9 @@ func ValidStart(s string) bool {
 	return s == "" || s == StartAttach || s == StartConsumerFrontier || s == StartOldest
 }
 
+// maxSealedPassword bounds the stored sealed form (a password is ≤ 72 bytes; sealed, ≤ 140).
+const maxSealedPassword = 1024
+
 func remoteKey(parent, id string) []byte { return []byte(prefixRemote + parent + "\x00" + id) }
 
 // checkRemoteLink validates a stored remote link's fields (deterministic).
@@ -132,6 +143,8 @@ func checkRemoteLink(l RemoteLink, parentPartitions int) (Result, bool) {
 		return invalid("remote link: missing epoch"), false
 	case l.DelayMs < 0 || l.DelayMs > MaxDelayMs:
 		return invalid("remote link: delay_ms %d outside 0…%d", l.DelayMs, MaxDelayMs), false
+	case len(l.PasswordSealed) > maxSealedPassword:
+		return invalid("remote link: sealed password over %d bytes", maxSealedPassword), false
 	case l.Start == "" || !ValidStart(l.Start):
 		return invalid("remote link: bad start %q", l.Start), false
 	case len(l.AttachOffsets) > parentPartitions:
@@ -144,6 +157,15 @@ func checkRemoteLink(l RemoteLink, parentPartitions int) (Result, bool) {
 
 type attachRemoteCmd struct {
 	Link RemoteLink `json:"link"`
+}
+
+// resealRemoteCmd replaces the plaintext password an older version stored for a link with
+// its sealed form (op 22).
+type resealRemoteCmd struct {
+	Parent         string `json:"parent"`
+	ID             string `json:"id"`
+	Epoch          string `json:"epoch"`
+	PasswordSealed string `json:"password_sealed"`
 }
 
 type detachRemoteCmd struct {
@@ -204,4 +226,22 @@ func (x *txn) detachRemote(c *detachRemoteCmd) Result {
 	x.putTopic(parent)
 	x.ev.Topic, x.ev.Incarnation, x.ev.Parent = c.ID, parent.Incarnation, parent.Name
 	return Result{Outcome: OutcomeOK, Topic: parent}
+}
+
+// resealRemote is op 22: the link (parent, id) of attach epoch Epoch that still holds a
+// plaintext password gets PasswordSealed instead, and the plaintext is dropped. A link that
+// is gone, of another epoch or already sealed is left as it is (OK: every node may propose
+// the migration at start, the first one wins).
+func (x *txn) resealRemote(c *resealRemoteCmd) Result {
+	switch {
+	case c.PasswordSealed == "" || len(c.PasswordSealed) > maxSealedPassword:
+		return invalid("reseal of %s: sealed password of %d bytes", c.ID, len(c.PasswordSealed))
+	}
+	var l RemoteLink
+	if !x.get(remoteKey(c.Parent, c.ID), &l) || l.AttachEpoch != c.Epoch || l.Password == "" {
+		return Result{Outcome: OutcomeOK}
+	}
+	l.Password, l.PasswordSealed = "", c.PasswordSealed
+	x.put(remoteKey(c.Parent, c.ID), l)
+	return Result{Outcome: OutcomeOK}
 }

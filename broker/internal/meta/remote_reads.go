@@ -33,3 +33,11 @@ func (s *Store) DetachRemote(ctx context.Context, parent, id string) error {
 	_, err := s.propose(ctx, OpDetachRemote, detachRemoteCmd{Parent: parent, ID: id})
 	return err
 }
+
+// ResealRemote proposes op 22: link (parent, id) of epoch replaces its plaintext password
+// (written by an older version) with sealed. A link already sealed, gone or re-attached is
+// left alone (success).
+func (s *Store) ResealRemote(ctx context.Context, parent, id, epoch, sealed string) error {
+	_, err := s.propose(ctx, OpResealRemote, resealRemoteCmd{Parent: parent, ID: id, Epoch: epoch, PasswordSealed: sealed})
+	return err
+}

@@ -270,3 +270,28 @@ func FuzzRemoteLinkCommand(f *testing.F) {
 		}
 	})
 }
+
+// Op 22 replaces the plaintext password an older version stored with the sealed form, only
+// for the link and epoch it names; a link already sealed keeps its value.
+func TestResealRemoteDropsThePlaintextPassword(t *testing.T) {
+	tf := newTestFSM(t)
+	tf.must(OutcomeOK, OpCreateTopic, createCmd("orders", 3, ""))
+	legacy := remoteCmd("orders", "t", "127.0.0.2:7942", "e1") // Password in clear, as before
+	tf.must(OutcomeOK, OpAttachRemote, legacy)
+	id := legacy.Link.ID
+	tf.must(OutcomeInvalid, OpResealRemote, resealRemoteCmd{Parent: "orders", ID: id, Epoch: "e1"})
+	tf.must(OutcomeOK, OpResealRemote, resealRemoteCmd{Parent: "orders", ID: id, Epoch: "e0", PasswordSealed: "sealed1:old-epoch"})
+	if l, _ := tf.store().RemoteLink("orders", id); l.Password != "secret-pw" || l.PasswordSealed != "" {
+		t.Fatalf("a reseal of another epoch changed the link: %+v", l)
+	}
+	tf.must(OutcomeOK, OpResealRemote, resealRemoteCmd{Parent: "orders", ID: id, Epoch: "e1", PasswordSealed: "sealed1:first"})
+	tf.must(OutcomeOK, OpResealRemote, resealRemoteCmd{Parent: "orders", ID: id, Epoch: "e1", PasswordSealed: "sealed1:second"})
+	tf.must(OutcomeOK, OpResealRemote, resealRemoteCmd{Parent: "orders", ID: "remote:gone@h:1", Epoch: "e1", PasswordSealed: "sealed1:x"})
+	l, _ := tf.store().RemoteLink("orders", id)
+	if l.Password != "" || l.PasswordSealed != "sealed1:first" {
+		t.Fatalf("after reseal: password %q sealed %q; want no plaintext and the first sealed form", l.Password, l.PasswordSealed)
+	}
+	if raw := tf.rawRemote("orders", id); bytes.Contains(raw, []byte("secret-pw")) {
+		t.Fatalf("the FSM value still holds the password: %s", raw)
+	}
+}

@@ -23,10 +23,12 @@ import (
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/config"
 	"narad.dev/broker/internal/controller"
+	"narad.dev/broker/internal/credseal"
 	"narad.dev/broker/internal/dispatch"
 	"narad.dev/broker/internal/durable"
 	"narad.dev/broker/internal/engine"
 	"narad.dev/broker/internal/fanout"
+	"narad.dev/broker/internal/hostlist"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/move"
@@ -118,6 +120,20 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		mux.Close()
 		return fmt.Errorf("ingress wal: %w", err)
 	}
+	remoteAllowed, err := hostlist.Parse(cfg.RemoteAllowedHosts)
+	if err != nil { // config validation parsed it already
+		in.Close()
+		store.Close()
+		mux.Close()
+		return fmt.Errorf("config: remote-allowed-hosts: %w", err)
+	}
+	linkKey, err := remoteLinkKey(cfg, logger)
+	if err != nil {
+		in.Close()
+		store.Close()
+		mux.Close()
+		return err
+	}
 	e = engine.New(engine.Config{
 		NodeID:             cfg.NodeID,
 		DataDir:            cfg.DataDir,
@@ -130,6 +146,8 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		SecurityEnabled:    cfg.SecurityEnabled,
 		Logger:             logger,
 		Metrics:            m,
+		RemoteAllowedHosts: remoteAllowed,
+		LinkKey:            linkKey,
 	}, store, in)
 	e.SetPeers(nodes)
 	ctrl := controller.New(controller.Config{
@@ -398,6 +416,22 @@ func heartbeat(ctx context.Context, store *meta.Store, me meta.Member, interval 
 		}
 		cancel()
 	}
+}
+
+// remoteLinkKey derives the key that seals remote-link passwords from the configured cluster
+// secret. A node without one (a lone dev node; its node-RPC secret is random per start, so no
+// key from it would open after a restart) gets none: remote links with a password are refused
+// there (docs/fanout.md, Remote children).
+func remoteLinkKey(cfg config.Serve, logger *slog.Logger) (*credseal.Key, error) {
+	if cfg.ClusterSecret == "" {
+		logger.Warn("no cluster secret configured: remote fan-out children with a password cannot be attached on this node (set NARAD_CLUSTER_SECRET or --cluster-secret-file)")
+		return nil, nil
+	}
+	k, err := credseal.DeriveKey([]byte(cfg.ClusterSecret))
+	if err != nil {
+		return nil, fmt.Errorf("remote link key: %w", err)
+	}
+	return k, nil
 }
 
 func clusterSecret(cfg config.Serve) ([]byte, error) {
