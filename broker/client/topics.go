@@ -113,8 +113,9 @@ func (c *Client) Attach(ctx context.Context, parent, child string, delayMs int64
 
 // AttachRemote attaches a remote child to parent (POST /v1/topics/{parent}/children with a
 // remote body) and returns the new link's listing entry. A failed target check is a 422
-// whose body carries "reason" (target_unreachable, unauthorized, target_topic_missing,
-// target_is_delay_child); no link is left behind.
+// whose body carries "reason" (target_unreachable, tls_error, unauthorized,
+// target_topic_missing, target_is_delay_child, redirect_refused, bad_answer,
+// not_allowed_host); no link is left behind. Attaching needs the admin grant (403 otherwise).
 func (c *Client) AttachRemote(ctx context.Context, parent string, r RemoteChild, delayMs int64, start string) (*ChildLink, error) {
 	var l ChildLink
 	body := remoteAttachRequest{Remote: r, DelayMs: delayMs, Start: start}

@@ -110,7 +110,7 @@ type ChildList struct {
 // Remote children also carry ID (what Detach takes), Kind "remote", Epoch, Target (the target
 // topic), Start, RecoveryPoint (partition index → lowest unadvanced offset) and LastError;
 // their State is active, target_unreachable, unauthorized, target_topic_missing, rejected,
-// behind_retention or incomplete.
+// redirect_refused, not_allowed_host, behind_retention or incomplete.
 type ChildLink struct {
 	Name          string          `json:"name"`
 	ID            string          `json:"id,omitempty"`

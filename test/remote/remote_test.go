@@ -1,10 +1,14 @@
 package remote_test
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -47,6 +51,28 @@ var _ = Describe("Remote children into another cluster", Ordered, ContinueOnFail
 					Expect(strings.Contains(string(b), pw)).To(BeFalse(), "%s node %s logged a password", name, c.ID(i))
 				}
 			}
+		}
+		// The source stores the link password sealed (docs/fanout.md "Remote children"): no
+		// file of a source node's data directory (Raft log, metadata store, snapshots) holds it.
+		for i := range p.src.Size() {
+			Expect(filepath.WalkDir(p.src.Node(i).DataDir, func(path string, d fs.DirEntry, err error) error {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				if err != nil || d.IsDir() {
+					return err
+				}
+				b, err := os.ReadFile(path)
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil // a live node removed it (compaction) meanwhile
+				} else if err != nil {
+					return err
+				}
+				for _, pw := range []string{linkPassword, wrongPassword} {
+					Expect(bytes.Contains(b, []byte(pw))).To(BeFalse(), "source node %s stores a link password in clear in %s", p.src.ID(i), path)
+				}
+				return nil
+			})).To(Succeed())
 		}
 	})
 
