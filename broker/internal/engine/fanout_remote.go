@@ -249,6 +249,10 @@ func (e *Engine) remoteChildren(parent meta.Topic, reports []*PartitionCursors, 
 func remoteRank(s string) int {
 	switch s {
 	case fanout.RemoteRejected:
+		return 8
+	case fanout.RemoteNotAllowedHost:
+		return 7
+	case fanout.RemoteRedirectRefused:
 		return 6
 	case fanout.RemoteUnauthorized:
 		return 5

@@ -153,3 +153,13 @@ func TestRemoteSenderRefusesWhatItMustNotSend(t *testing.T) {
 		})
 	}
 }
+
+// Every failure state a sender reports outranks active, so the listing shows it.
+func TestRemoteListingShowsEverySenderFailureState(t *testing.T) {
+	for _, st := range []string{fanout.RemoteRejected, fanout.RemoteNotAllowedHost, fanout.RemoteRedirectRefused,
+		fanout.RemoteUnauthorized, fanout.RemoteTopicMissing, fanout.RemoteUnreachable, fanout.RemoteBehindRetention} {
+		if remoteRank(st) <= remoteRank(fanout.RemoteActive) {
+			t.Errorf("state %s ranks %d, not above active", st, remoteRank(st))
+		}
+	}
+}
