@@ -2,19 +2,15 @@ package fanout
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"narad.dev/broker/client"
@@ -147,62 +143,6 @@ func NewRemoteHTTPClient() *http.Client {
 		IdleConnTimeout:       60 * time.Second,
 	}}
 }
-
-// guarded returns a copy of hc (sharing its transport) that never follows a redirect (the 3xx
-// answer comes back as is: redirect_refused) and reads at most MaxRemoteAnswer bytes of any
-// answer body. Every remote client goes through it, also one a test supplies.
-func guarded(hc *http.Client) *http.Client {
-	c := *hc
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	rt := c.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	if _, ok := rt.(capTransport); !ok {
-		c.Transport = capTransport{rt}
-	}
-	return &c
-}
-
-// capTransport cuts every answer body at MaxRemoteAnswer bytes (a read past it fails).
-type capTransport struct{ rt http.RoundTripper }
-
-func (t capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.rt.RoundTrip(r)
-	if err != nil || resp.Body == nil {
-		return resp, err
-	}
-	resp.Body = &capBody{rc: resp.Body, left: MaxRemoteAnswer}
-	return resp, nil
-}
-
-// CloseIdleConnections passes through to the wrapped transport (Sender.Close).
-func (t capTransport) CloseIdleConnections() {
-	if c, ok := t.rt.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
-}
-
-var errAnswerTooLarge = errors.New("answer over the size limit")
-
-type capBody struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (b *capBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, errAnswerTooLarge
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *capBody) Close() error { return b.rc.Close() }
 
 // NewSender returns the sender of a link to t. hc nil → an HTTP client of its own
 // (NewRemoteHTTPClient), released by Close; a given hc is used through guarded (no
@@ -480,106 +420,4 @@ func classify(status int, msg, method, base string) *SendError {
 	default:
 		return &SendError{State: RemoteRejected, Msg: m}
 	}
-}
-
-// transportReason is a fixed short reason of a transport error, whether it was a timeout (no
-// answer in time) and whether the TLS handshake failed.
-func transportReason(ue *url.Error) (reason string, timeout, tlsErr bool) {
-	var (
-		ne    net.Error
-		dns   *net.DNSError
-		op    *net.OpError
-		cert  *tls.CertificateVerificationError
-		rec   tls.RecordHeaderError
-		alert tls.AlertError
-		unk   x509.UnknownAuthorityError
-		host  x509.HostnameError
-		inv   x509.CertificateInvalidError
-	)
-	switch {
-	case errors.As(ue.Err, &ne) && ne.Timeout():
-		return "timeout", true, false
-	case errors.As(ue.Err, &cert), errors.As(ue.Err, &rec), errors.As(ue.Err, &alert),
-		errors.As(ue.Err, &unk), errors.As(ue.Err, &host), errors.As(ue.Err, &inv),
-		strings.Contains(ue.Err.Error(), "tls: "):
-		return "tls handshake failed", false, true
-	case errors.Is(ue.Err, errAnswerTooLarge):
-		return "answer over the size limit", false, false
-	case errors.As(ue.Err, &dns):
-		return "host name lookup failed", false, false
-	case errors.Is(ue.Err, syscall.ECONNREFUSED):
-		return "connection refused", false, false
-	case errors.As(ue.Err, &op) && op.Op == "dial":
-		return "connection failed", false, false
-	}
-	return "connection error", false, false
-}
-
-// CheckTarget runs the attach-time checks against the target (the host is allowed, the target
-// answers, the credentials work, the target topic exists and is not a delay child) within
-// CheckTimeout. It describes the topic on the first URL that answers. The error is a
-// *SendError whose State is one of the fixed check reasons (CheckReason): a redirect is
-// refused, never followed; an answer that is not the topic's description is bad_answer. hc
-// nil → a client of its own, released before the return.
-func CheckTarget(ctx context.Context, t RemoteTarget, hc *http.Client) error {
-	ctx, cancel := context.WithTimeout(ctx, CheckTimeout)
-	defer cancel()
-	s := NewSender(t, hc)
-	defer s.Close()
-	for _, tg := range s.targets {
-		if tg.c == nil && tg.err.State == RemoteNotAllowedHost {
-			return tg.err // no URL of a link may be off the list; none is contacted
-		}
-	}
-	var last = &SendError{State: RemoteUnreachable, Msg: "no target url"}
-	for _, tg := range s.targets {
-		if tg.c == nil {
-			last = tg.err
-			continue
-		}
-		d, err := tg.c.GetTopic(ctx, t.Topic, nil)
-		var ae *client.Error
-		var ue *url.Error
-		switch {
-		case err == nil:
-		case errors.As(err, &ae) || errors.As(err, &ue):
-			se := asSendError(http.MethodGet, tg.base, err)
-			if se.State == RemoteUnreachable {
-				last = se
-				continue
-			}
-			return se
-		default:
-			return &SendError{State: RemoteBadAnswer, Msg: "GET " + tg.base + ": undecodable topic description"}
-		}
-		switch {
-		case d == nil || d.Name != t.Topic:
-			return &SendError{State: RemoteBadAnswer, Msg: "GET " + tg.base + ": not the target topic's description"}
-		case d.FanoutDelayMs > 0:
-			return &SendError{State: RemoteTargetDelayChild, Msg: "target topic " + t.Topic + " is a delay child"}
-		}
-		return nil
-	}
-	return last
-}
-
-// CheckReason is the fixed reason an attach reports for a failed CheckTarget: one of
-// target_unreachable, tls_error, unauthorized, target_topic_missing, target_is_delay_child,
-// redirect_refused, bad_answer, not_allowed_host.
-func CheckReason(err error) string {
-	var se *SendError
-	if !errors.As(err, &se) {
-		return RemoteUnreachable
-	}
-	switch se.State {
-	case RemoteUnreachable:
-		if se.tls {
-			return RemoteTLSError
-		}
-		return RemoteUnreachable
-	case RemoteUnauthorized, RemoteTopicMissing, RemoteTargetDelayChild, RemoteRedirectRefused,
-		RemoteBadAnswer, RemoteNotAllowedHost:
-		return se.State
-	}
-	return RemoteBadAnswer // rejected and anything else: the target did not answer as Narad does
 }
