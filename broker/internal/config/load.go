@@ -86,6 +86,10 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.HeartbeatTimeout = b.duration(optHeartbeatTimeout)
 	s.ForcePromoteAfter = b.duration(optForcePromoteAfter)
 	s.DeadTargetAbortAfter = b.duration(optDeadTargetAbort)
+	s.FanoutMaxBatchRecords = int(b.integer(optFanoutMaxRecords, 32))
+	s.FanoutMaxBatchBytes = int(b.integer(optFanoutMaxBytes, 32))
+	s.MaxMovesInFlight = int(b.integer(optMaxMovesInFlight, 32))
+	s.MinVoters = int(b.integer(optMinVoters, 32))
 	if b.err != nil {
 		return Serve{}, b.err
 	}
