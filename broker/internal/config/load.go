@@ -87,6 +87,10 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.ForcePromoteAfter = b.duration(optForcePromoteAfter)
 	s.DeadTargetAbortAfter = b.duration(optDeadTargetAbort)
 	s.RemoteAllowedHosts = b.list(optRemoteAllowedHosts)
+	s.FanoutMaxBatchRecords = int(b.integer(optFanoutMaxRecords, 32))
+	s.FanoutMaxBatchBytes = int(b.integer(optFanoutMaxBytes, 32))
+	s.MaxMovesInFlight = int(b.integer(optMaxMovesInFlight, 32))
+	s.MinVoters = int(b.integer(optMinVoters, 32))
 	if b.err != nil {
 		return Serve{}, b.err
 	}

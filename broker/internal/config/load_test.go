@@ -58,6 +58,7 @@ func TestDefaultsApplyWhenNothingIsSet(t *testing.T) {
 		HTTPWriteTimeout: 30 * time.Second, HTTPIdleTimeout: 60 * time.Second,
 		HeartbeatInterval: 5 * time.Second, HeartbeatTimeout: 30 * time.Second,
 		ForcePromoteAfter: 2 * time.Minute, DeadTargetAbortAfter: 2 * time.Minute,
+		FanoutMaxBatchRecords: 4096, FanoutMaxBatchBytes: 4 << 20, MaxMovesInFlight: 8, MinVoters: 3,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
@@ -152,6 +153,11 @@ func TestEnvNamesAreUpperSnakeWithAliases(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("env mapping:\n got %v\nwant %v", got, want)
 	}
+	s = mustLoad(t, nil, map[string]string{"NARAD_FANOUT_MAX_BATCH_RECORDS": "16", "NARAD_FANOUT_MAX_BATCH_BYTES": "65536",
+		"NARAD_MAX_MOVES_IN_FLIGHT": "2", "NARAD_MIN_VOTERS": "5"})
+	if s.FanoutMaxBatchRecords != 16 || s.FanoutMaxBatchBytes != 65536 || s.MaxMovesInFlight != 2 || s.MinVoters != 5 {
+		t.Fatalf("tunables from env: %+v", s)
+	}
 	// The canonical name beats its alias.
 	s = mustLoad(t, nil, map[string]string{"NARAD_MAX_CONSUME_WAIT": "2s", "NARAD_HTTP_MAX_CONSUME_WAIT": "7s"})
 	if s.MaxConsumeWait != 2*time.Second {
@@ -181,6 +187,8 @@ topic-default-retention-ms: 3600000
 idle-log-eviction: 0
 shutdown-grace: 20s
 http-write-timeout: 1m
+fanout-max-batch-records: 100
+min-voters: 5
 `
 	jsonDoc := `{
 	"dev": false, "data-dir": "/var/lib/narad", "http-addr": ":8080", "node-id": "0123",
@@ -188,7 +196,8 @@ http-write-timeout: 1m
 	"admin-password-file": "PWFILE", "cluster-secret-file": "SECRETFILE",
 	"storage-codec": "zstd", "storage-compression-level": "better", "max-consume-wait": "5s",
 	"topic-default-partitions": 6, "topic-max-partitions": 60, "topic-default-retention-ms": 3600000,
-	"idle-log-eviction": 0, "shutdown-grace": "20s", "http-write-timeout": "1m"
+	"idle-log-eviction": 0, "shutdown-grace": "20s", "http-write-timeout": "1m",
+	"fanout-max-batch-records": 100, "min-voters": 5
 }`
 	pw := writeFile(t, "pw", "hunter2\n")
 	secret := writeFile(t, "secret", "cluster-secret-value\r\n")
@@ -202,7 +211,8 @@ http-write-timeout: 1m
 		t.Fatalf("YAML and JSON differ:\nyaml %+v\njson %+v", y, j)
 	}
 	if y.NodeID != "0123" || y.AdminPassword != "hunter2" || y.ClusterSecret != "cluster-secret-value" ||
-		y.TopicDefaultRetentionMs != 3_600_000 || y.HTTPWriteTimeout != time.Minute || len(y.Join) != 2 {
+		y.TopicDefaultRetentionMs != 3_600_000 || y.HTTPWriteTimeout != time.Minute || len(y.Join) != 2 ||
+		y.FanoutMaxBatchRecords != 100 || y.MinVoters != 5 {
 		t.Fatalf("file values not applied: %+v", y)
 	}
 	// JSON content is recognised without the .json extension, tabs and all.
@@ -311,6 +321,15 @@ func TestEachValidationErrorNamesItsField(t *testing.T) {
 		{[]string{"--heartbeat-timeout=5s"}, nil, "heartbeat-timeout", "must exceed heartbeat-interval (5s)"},
 		{[]string{"--heartbeat-interval=2s", "--heartbeat-timeout=1s"}, nil, "heartbeat-timeout", "must exceed heartbeat-interval (2s)"},
 		{nil, map[string]string{"NARAD_HEARTBEAT_TIMEOUT": "30"}, "heartbeat-timeout", "invalid duration"},
+		{[]string{"--fanout-max-batch-records=0"}, nil, "fanout-max-batch-records", "outside 1…65536"},
+		{nil, map[string]string{"NARAD_FANOUT_MAX_BATCH_RECORDS": "65537"}, "fanout-max-batch-records", "outside 1…65536 (from env NARAD_FANOUT_MAX_BATCH_RECORDS)"},
+		{[]string{"--fanout-max-batch-bytes=1023"}, nil, "fanout-max-batch-bytes", "outside 1024…8388608"},
+		{[]string{"--fanout-max-batch-bytes=8388609"}, nil, "fanout-max-batch-bytes", "outside"},
+		{[]string{"--max-moves-in-flight=0"}, nil, "max-moves-in-flight", "outside 1…256"},
+		{[]string{"--max-moves-in-flight=257"}, nil, "max-moves-in-flight", "outside"},
+		{[]string{"--min-voters=0"}, nil, "min-voters", "outside 1…9"},
+		{[]string{"--min-voters=11"}, nil, "min-voters", "outside"},
+		{[]string{"--min-voters=4"}, nil, "min-voters", "must be odd"},
 	}
 	for _, c := range cases {
 		t.Run(c.field+"/"+c.want, func(t *testing.T) {
@@ -379,7 +398,8 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"http-write-timeout", "http-idle-timeout", "tls-cert", "tls-key", "cluster-tls-ca",
 		"initial-members", "heartbeat-interval", "heartbeat-timeout", "move-force-promote-after",
 		"move-dead-target-abort-after",
-		"remote-allowed-hosts"}
+		"remote-allowed-hosts",
+		"fanout-max-batch-records", "fanout-max-batch-bytes", "max-moves-in-flight", "min-voters"}
 	for _, n := range names {
 		f := fs.Lookup(n)
 		if f == nil {

@@ -70,6 +70,10 @@ const (
 	optForcePromoteAfter  = "move-force-promote-after"
 	optDeadTargetAbort    = "move-dead-target-abort-after"
 	optRemoteAllowedHosts = "remote-allowed-hosts"
+	optFanoutMaxRecords   = "fanout-max-batch-records"
+	optFanoutMaxBytes     = "fanout-max-batch-bytes"
+	optMaxMovesInFlight   = "max-moves-in-flight"
+	optMinVoters          = "min-voters"
 )
 
 // Defaults that do not depend on other settings.
@@ -99,6 +103,14 @@ const (
 	// DefaultDeadTargetAbortAfter is how long a move's destination may be dead, on the leader's
 	// clock, before the controller clears the move (spec/moves.md §10).
 	DefaultDeadTargetAbortAfter = 2 * time.Minute
+
+	// Tunables of the seeds (docs/operating.md, Tunables): a fan-out slab's caps
+	// (fanout.max_batch_records / _bytes), the controller's budget of partition moves in flight
+	// (MaxInFlightMoves) and the voters a decommission must leave (MinVoters).
+	DefaultFanoutMaxBatchRecords = 4096
+	DefaultFanoutMaxBatchBytes   = 4 << 20
+	DefaultMaxMovesInFlight      = 8
+	DefaultMinVoters             = 3
 )
 
 // options lists every setting in the order errors are reported.
@@ -141,6 +153,10 @@ var options = []option{
 	{name: optDeadTargetAbort, kind: kDuration, def: DefaultDeadTargetAbortAfter.String(), help: "how long a move's destination may be dead before the controller clears the move; change only for tests"},
 	{name: optRemoteAllowedHosts, kind: kList, help: "comma-separated hosts, host:port or CIDRs that remote fan-out children may target (empty: any host; set it in production)"},
 	{name: optHeartbeatTimeout, kind: kDuration, def: DefaultHeartbeatTimeout.String(), help: "heartbeat age after which a member is marked dead, above heartbeat-interval; change only for tests and unusual networks"},
+	{name: optFanoutMaxRecords, kind: kInt, def: strconv.Itoa(DefaultFanoutMaxBatchRecords), help: "most parent records one fan-out slab carries to its children (1-65536)"},
+	{name: optFanoutMaxBytes, kind: kInt, def: strconv.Itoa(DefaultFanoutMaxBatchBytes), help: "most key+payload bytes one fan-out slab carries (1024-8388608; a larger record still goes alone)"},
+	{name: optMaxMovesInFlight, kind: kInt, def: strconv.Itoa(DefaultMaxMovesInFlight), help: "partition moves the leader runs at once (1-256); set the same on every node"},
+	{name: optMinVoters, kind: kInt, def: strconv.Itoa(DefaultMinVoters), help: "Raft voters the leader keeps and a decommission must leave (odd, 1-9); set the same on every node"},
 }
 
 var optionsByName = func() map[string]*option {

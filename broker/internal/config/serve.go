@@ -67,6 +67,16 @@ type Serve struct {
 	ForcePromoteAfter    time.Duration
 	DeadTargetAbortAfter time.Duration
 
+	// FanoutMaxBatchRecords (1 … 65,536, default 4,096) and FanoutMaxBatchBytes (1 KiB …
+	// 8 MiB, default 4 MiB) cap one fan-out slab (seed: fanout.max_batch_records / _bytes).
+	FanoutMaxBatchRecords int
+	FanoutMaxBatchBytes   int
+	// MaxMovesInFlight is the leader's budget of partition moves at once (1 … 256, default 8,
+	// MaxInFlightMoves); MinVoters the voters it keeps and a decommission must leave (odd,
+	// 1 … 9, default 3). The leader's values apply: set them alike on every node.
+	MaxMovesInFlight int
+	MinVoters        int
+
 	ConfigFile string // the file read, "" = none
 }
 
@@ -114,6 +124,10 @@ func (s Serve) LogValue() slog.Value {
 		slog.Duration("heartbeat_timeout", s.HeartbeatTimeout),
 		slog.Duration("move_force_promote_after", s.ForcePromoteAfter),
 		slog.Duration("move_dead_target_abort_after", s.DeadTargetAbortAfter),
+		slog.Int("fanout_max_batch_records", s.FanoutMaxBatchRecords),
+		slog.Int("fanout_max_batch_bytes", s.FanoutMaxBatchBytes),
+		slog.Int("max_moves_in_flight", s.MaxMovesInFlight),
+		slog.Int("min_voters", s.MinVoters),
 		slog.String("config_file", s.ConfigFile),
 	)
 }

@@ -16,6 +16,14 @@ const (
 	MaxPasswordLen  = 72               // bcrypt input limit (spec/api.md §5 item 24)
 	maxNodeIDLen    = 255
 	maxAdminUserLen = 64
+
+	// Ranges of the seed tunables (docs/operating.md, Tunables). A slab's bytes stay well
+	// inside one node RPC (16 MiB) with its largest record on top.
+	MaxFanoutBatchRecords = 65536
+	MinFanoutBatchBytes   = 1 << 10
+	MaxFanoutBatchBytes   = 8 << 20
+	MaxMovesInFlight      = 256
+	MaxMinVoters          = 9
 )
 
 // validate checks every field and the rules between them. origin(name) is " (from …)" for an
@@ -145,6 +153,22 @@ func validate(s *Serve, origin func(string) string) error {
 			}
 			return nil
 		},
+		func() error {
+			return intRange(optFanoutMaxRecords, s.FanoutMaxBatchRecords, 1, MaxFanoutBatchRecords, origin)
+		},
+		func() error {
+			return intRange(optFanoutMaxBytes, s.FanoutMaxBatchBytes, MinFanoutBatchBytes, MaxFanoutBatchBytes, origin)
+		},
+		func() error { return intRange(optMaxMovesInFlight, s.MaxMovesInFlight, 1, MaxMovesInFlight, origin) },
+		func() error {
+			if err := intRange(optMinVoters, s.MinVoters, 1, MaxMinVoters, origin); err != nil {
+				return err
+			}
+			if s.MinVoters%2 == 0 {
+				return fieldErr(optMinVoters, "%d must be odd (an even voter count tolerates no more failures than the odd one below it)%s", s.MinVoters, origin(optMinVoters))
+			}
+			return nil
+		},
 		func() error { return checkTLSFiles(s, origin) },
 		func() error {
 			if samePort(s.HTTPAddr, s.ClusterAddr) {
@@ -195,6 +219,13 @@ func oneOf(field, v string, origin func(string) string, allowed ...string) error
 		}
 	}
 	return fieldErr(field, "%q is not one of %v%s", clip(v), allowed, origin(field))
+}
+
+func intRange(field string, v, lo, hi int, origin func(string) string) error {
+	if v < lo || v > hi {
+		return fieldErr(field, "%d outside %d…%d%s", v, lo, hi, origin(field))
+	}
+	return nil
 }
 
 func nonNegative(field string, d time.Duration, origin func(string) string) error {

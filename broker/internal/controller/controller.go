@@ -31,7 +31,9 @@ const (
 	DefaultRemoveDeadAfter = time.Hour        // C9: dead this long on the leader's clock → record GC
 	DefaultProbeTimeout    = 5 * time.Second  // one NodeStatus call (default peer RPC timeout)
 	DefaultCatchUpWait     = time.Second      // how long a non-voter may take to reach the commit index
-	MinVoters              = 3                // voter target once three eligible servers exist
+	// MinVoters is the default voter target once that many eligible servers exist, and the
+	// fewest voters a decommission may leave (Config.MinVoters; odd).
+	MinVoters = 3
 
 	// DeadTargetAbortAfter: a move's target dead this long on the leader's own clock has its
 	// target cleared (C4, spec/moves.md §10).
@@ -97,8 +99,11 @@ type Config struct {
 	CatchUpWait     time.Duration // a non-voter's time to reach the commit index (1 s)
 	// DeadTargetAbortAfter: C4 clears a move whose target has been dead this long (2 min).
 	DeadTargetAbortAfter time.Duration
-	MaxInFlightMoves     int              // C5's budget of moves in flight (8)
-	Now                  func() time.Time // the leader's clock; nil → time.Now (monotonic)
+	MaxInFlightMoves     int // C5's budget of moves in flight (8)
+	// MinVoters is C3's voter target and C6's floor (min_voters): odd, default 3. Every node
+	// should be given the same value; the leader's applies.
+	MinVoters int
+	Now       func() time.Time // the leader's clock; nil → time.Now (monotonic)
 }
 
 // Controller is the leader-only reconcile loop.
@@ -154,6 +159,9 @@ func New(cfg Config) *Controller {
 	}
 	if cfg.MaxInFlightMoves <= 0 {
 		cfg.MaxInFlightMoves = MaxInFlightMoves
+	}
+	if cfg.MinVoters <= 0 {
+		cfg.MinVoters = MinVoters
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -54,11 +54,12 @@ func (c *Controller) EvaluateDecommission(id string) Verdict {
 // configuration, the member records and, per node, the partitions it owns and the moves
 // aimed at it. Lookups of absent IDs yield zero values.
 type clusterView struct {
-	self     string                     // the leader (this node)
-	conf     map[string]meta.RaftServer // servers in the Raft configuration
-	members  map[string]meta.Member
-	owned    map[string]int // owner → partitions it owns (in flight or settled)
-	targeted map[string]int // target → moves aimed at it
+	self      string                     // the leader (this node)
+	minVoters int                        // Config.MinVoters
+	conf      map[string]meta.RaftServer // servers in the Raft configuration
+	members   map[string]meta.Member
+	owned     map[string]int // owner → partitions it owns (in flight or settled)
+	targeted  map[string]int // target → moves aimed at it
 }
 
 // readView reads the configuration (through Membership), members and assignments.
@@ -67,7 +68,7 @@ func (c *Controller) readView() (*clusterView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &clusterView{self: c.cfg.NodeID, conf: make(map[string]meta.RaftServer, len(conf)),
+	v := &clusterView{self: c.cfg.NodeID, minVoters: c.cfg.MinVoters, conf: make(map[string]meta.RaftServer, len(conf)),
 		members: memberMap(c.store.Members()), owned: map[string]int{}, targeted: map[string]int{}}
 	for _, srv := range conf {
 		v.conf[srv.ID] = srv
@@ -106,7 +107,7 @@ func (v *clusterView) promotable(id string) int {
 }
 
 // voterReasons returns the voter guards id's removal would break (spec/moves.md §12.3
-// conditions 4 and 5): fewer than MinVoters voters left, or the voters left with an alive
+// conditions 4 and 5): fewer than Config.MinVoters voters left, or the voters left with an alive
 // record not a strict majority of them. A non-voter is subject to neither. With spare > 0,
 // that many promotable non-voters count as voters for min_voters (the up-front check: the
 // decommission can complete once C3 has promoted one).
@@ -129,7 +130,7 @@ func (v *clusterView) voterReasonsWith(id string, spare int) []string {
 		}
 	}
 	var out []string
-	if voters+spare < MinVoters {
+	if voters+spare < v.minVoters {
 		out = append(out, ReasonMinVoters)
 	}
 	if 2*alive <= voters {

@@ -16,8 +16,8 @@ import (
 // alive; a voter without a record is left alone and counted alive, so a node that has not
 // registered yet causes no churn). A non-voter is eligible when its record is alive and not
 // draining and its NodeStatus applied index reaches the leader's commit index read just
-// before probing it (spec/cluster.md §6.3). Target = MinVoters when the alive voters plus the
-// eligible non-voters number at least MinVoters, else 1.
+// before probing it (spec/cluster.md §6.3). Target = Config.MinVoters when the alive voters
+// plus the eligible non-voters number at least that, else 1.
 //
 // A live voter marked draining (being decommissioned) counts neither as alive nor as dead:
 // it keeps its vote until C6 removes it, and rule 1 promotes its replacement first.
@@ -74,12 +74,13 @@ func (c *Controller) reconcileVoters(ctx context.Context) error {
 	sort.Strings(v.demotable)
 
 	var eligible []string
-	if v.alive < MinVoters || len(v.dead) > 0 { // only then can a promotion be wanted
+	minVoters := c.cfg.MinVoters
+	if v.alive < minVoters || len(v.dead) > 0 { // only then can a promotion be wanted
 		eligible = c.eligibleNonvoters(ctx, nonvoters, members)
 	}
 	target := 1
-	if v.alive+len(eligible) >= MinVoters {
-		target = MinVoters
+	if v.alive+len(eligible) >= minVoters {
+		target = minVoters
 	}
 	promote := func() error {
 		id := eligible[0]

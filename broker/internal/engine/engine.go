@@ -73,12 +73,15 @@ type Engine struct {
 	floorMu sync.Mutex
 	floor   map[partKey]int64 // newest commit time per partition in this process (ms)
 
-	ready        atomic.Bool
-	lastCaughtUp atomic.Int64 // unix nanos of the last AppliedCaughtUp success (readiness)
-	shuttingDown atomic.Bool
-	createGate   chan struct{} // closed once creates may proceed (boot order step 7)
-	gateOnce     sync.Once
-	undispatched atomic.Pointer[func() uint64] // set once the dispatcher runs; read by node RPCs already serving
+	ready atomic.Bool
+	// markerlessSwept: a sweep that may remove marker-less topic dirs (the startup sweep, or
+	// the first caught-up running sweep when the startup one was skipped) has run.
+	markerlessSwept atomic.Bool
+	lastCaughtUp    atomic.Int64 // unix nanos of the last AppliedCaughtUp success (readiness)
+	shuttingDown    atomic.Bool
+	createGate      chan struct{} // closed once creates may proceed (boot order step 7)
+	gateOnce        sync.Once
+	undispatched    atomic.Pointer[func() uint64] // set once the dispatcher runs; read by node RPCs already serving
 
 	peers         Peers // node RPC; nil on a node that never talks to peers
 	placementLock interface {

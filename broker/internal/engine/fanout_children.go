@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
 
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/fanout/cursorfile"
@@ -109,19 +108,15 @@ func (e *Engine) LocalFanoutCursors(parent meta.Topic, p int) PartitionCursors {
 			r.HighWatermark, r.HWMKnown = st.HighWatermark, true
 		}
 	}
-	entries, err := os.ReadDir(dir)
+	files, err := cursorfile.List(context.Background(), dir)
 	if err != nil {
 		return r
 	}
-	for _, ent := range entries {
-		child, ok := cursorfile.ChildFromFileName(ent.Name())
-		if !ok {
+	for _, f := range files {
+		if f.Err != nil || f.Superseded {
 			continue
 		}
-		st, err := cursorfile.Read(context.Background(), cursorfile.Path(dir, child))
-		if err != nil {
-			continue
-		}
+		child, st := f.Child, f.State
 		c := CursorReport{Child: child, Epoch: st.Epoch, NextOffset: st.NextOffset}
 		if e.cursorStatus != nil {
 			c.Stalled, c.DueLagSeconds = e.cursorStatus(parent.Name, p, child)

@@ -23,20 +23,37 @@ type SweepResult struct {
 	QuarBytes   int64 // their size
 }
 
-// SweepOrphans removes data the metastore no longer accounts for, and only with a
-// leader-confirmed read behind it (spec/cluster.md §9: no node deletes data on the strength of
-// its local replica alone; every failure to confirm keeps the data):
+// SweepOrphans is the startup sweep (boot step 6, before topic creates are accepted): it
+// removes data the metastore no longer accounts for, and only with a leader-confirmed read
+// behind it (spec/cluster.md §9: no node deletes data on the strength of its local replica
+// alone; every failure to confirm keeps the data):
 //   - topics/<t> whose .incarnation names an incarnation the leader confirms gone, or with no
 //     marker while the leader confirms the topic absent (S1);
 //   - .stale/<t>@<inc> once the leader confirms that incarnation gone (spec/storage.md §14).
 //
 // Quarantined copies are never removed by it, only counted. It needs a caught-up replica;
 // otherwise it does nothing (deferring is free). It updates the narad_orphan_topic_dirs
-// (marker-less dirs left in place) and narad_quarantined_* gauges.
+// (marker-less dirs left in place) and narad_quarantined_* gauges. The running sweep
+// (sweepLoop) does the same except that it only counts marker-less dirs, unless the startup
+// sweep never ran caught up: then its first caught-up run removes them once.
 func (e *Engine) SweepOrphans(ctx context.Context) SweepResult {
+	return e.sweepOrphans(ctx, true)
+}
+
+// runningSweep is one run of the periodic sweep.
+func (e *Engine) runningSweep(ctx context.Context) SweepResult {
+	return e.sweepOrphans(ctx, !e.markerlessSwept.Load())
+}
+
+// sweepOrphans is one sweep; markerless says whether marker-less dirs of unknown topics may
+// be removed (the startup sweep's job) or only counted.
+func (e *Engine) sweepOrphans(ctx context.Context, markerless bool) SweepResult {
 	var res SweepResult
 	if !e.meta.AppliedCaughtUp() {
 		return res
+	}
+	if markerless {
+		defer e.markerlessSwept.Store(true)
 	}
 	topicsDir := filepath.Join(e.cfg.DataDir, "topics")
 	if entries, err := os.ReadDir(topicsDir); err == nil {
@@ -48,6 +65,11 @@ func (e *Engine) SweepOrphans(ctx context.Context) SweepResult {
 			marker, hasMarker := readMarker(filepath.Join(topicsDir, name))
 			if t, ok := e.view.Topic(name); ok && (!hasMarker || t.Incarnation == marker) {
 				continue // the live topic's data (or a pre-incarnation dir of a live topic)
+			}
+			if !hasMarker && !markerless {
+				res.Orphans++ // only counted at runtime: removing it is the startup sweep's job
+				res.Markerless++
+				continue
 			}
 			if gone, err := e.confirmGone(ctx, name, marker); err == nil && gone {
 				if ok, _ := e.removeUnderGuard(name, filepath.Join(topicsDir, name), marker, hasMarker); ok {
@@ -155,7 +177,7 @@ func dirSize(dir string) int64 {
 	return n
 }
 
-// sweepLoop runs SweepOrphans every sweepInterval.
+// sweepLoop runs the running sweep every sweepInterval.
 func (e *Engine) sweepLoop(ctx context.Context) {
-	every(ctx, sweepInterval, func() { e.SweepOrphans(ctx) })
+	every(ctx, sweepInterval, func() { e.runningSweep(ctx) })
 }

@@ -68,3 +68,49 @@ func TestSweepRemovesOnlyDataTheLeaderConfirmsGone(t *testing.T) {
 		t.Fatalf("narad_quarantined_copies = %v, want 1", got)
 	}
 }
+
+// The running sweep only counts a marker-less dir of an unknown topic
+// (narad_orphan_topic_dirs); removing it is the startup sweep's job. A dir whose marker names
+// a deleted incarnation is still removed at runtime.
+func TestRunningSweepOnlyCountsMarkerlessDirs(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	n.e.SweepOrphans(n.ctx()) // the startup sweep, on an empty data dir
+	data := n.e.cfg.DataDir
+	orphan := filepath.Join(data, "topics", "orphan")
+	deadInc := filepath.Join(data, "topics", "gone")
+	writeDir(t, orphan, "")
+	writeDir(t, deadInc, "fedcba9876543210")
+
+	res := n.e.runningSweep(n.ctx())
+	if !exists(orphan) {
+		t.Fatal("the running sweep removed a marker-less topic dir")
+	}
+	if exists(deadInc) {
+		t.Fatal("the running sweep kept a dir whose marker names a deleted incarnation")
+	}
+	if res.Markerless != 1 || testutil.ToFloat64(n.m.OrphanTopicDirs) != 1 {
+		t.Fatalf("result %+v, narad_orphan_topic_dirs %v; want the marker-less dir counted", res, testutil.ToFloat64(n.m.OrphanTopicDirs))
+	}
+	// The next start's sweep removes it.
+	if res := n.e.SweepOrphans(n.ctx()); exists(orphan) || res.Removed != 1 {
+		t.Fatalf("the startup sweep kept the marker-less dir (%+v)", res)
+	}
+}
+
+// A node whose startup sweep was skipped (replica not caught up in time) has its first
+// caught-up running sweep remove marker-less dirs once; later runs only count them.
+func TestRunningSweepRemovesMarkerlessDirsOnceWhenTheStartupSweepWasSkipped(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	data := n.e.cfg.DataDir
+	first := filepath.Join(data, "topics", "first")
+	writeDir(t, first, "")
+	n.e.runningSweep(n.ctx())
+	if exists(first) {
+		t.Fatal("the first running sweep after a skipped startup sweep kept a marker-less dir")
+	}
+	later := filepath.Join(data, "topics", "later")
+	writeDir(t, later, "")
+	if res := n.e.runningSweep(n.ctx()); !exists(later) || res.Markerless != 1 {
+		t.Fatalf("a later running sweep removed a marker-less dir (%+v)", res)
+	}
+}

@@ -204,7 +204,10 @@ func readConsumerFiles(dir string) (c consume.Checkpoint, has bool, err error) {
 	return c, has, nil
 }
 
-// readCursors returns every fan-out cursor file of dir that passes its check, sorted by child.
+// readCursors returns every fan-out cursor file of dir that passes its check, sorted by child,
+// each as a version 1 record (the listing names the child beside it; every release reads that
+// form). A legacy-named file whose child also has a current file (an interrupted migration)
+// is not shipped: the current file is the position.
 func (e *Engine) readCursors(dir string) ([]transfer.Cursor, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -213,9 +216,9 @@ func (e *Engine) readCursors(dir string) ([]transfer.Cursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []transfer.Cursor
+	var out, legacy []transfer.Cursor
 	for _, ent := range ents {
-		child, ok := cursorfile.ChildFromFileName(ent.Name())
+		fromName, current, ok := cursorfile.ParseName(ent.Name())
 		if !ok || !ent.Type().IsRegular() {
 			continue
 		}
@@ -224,12 +227,31 @@ func (e *Engine) readCursors(dir string) ([]transfer.Cursor, error) {
 		if err != nil {
 			return nil, err
 		}
+		var st cursorfile.State
+		if ok {
+			st, _ = cursorfile.Parse(rec)
+			if current && (st.Child == "" || cursorfile.FileName(st.Child) != ent.Name()) {
+				ok = false
+			}
+		}
+		if ok {
+			rec, err = cursorfile.EncodeV1(st.Epoch, st.NextOffset)
+			ok = err == nil
+		}
 		if !ok {
-			e.log.Warn("fan-out cursor file failed its check on every read; not shipped with the move",
-				"path", path, "child", child)
+			e.log.Warn("fan-out cursor file failed its check on every read; not shipped with the move", "path", path)
 			continue
 		}
-		out = append(out, transfer.Cursor{Child: child, Record: rec})
+		if current {
+			out = append(out, transfer.Cursor{Child: st.Child, Record: rec})
+		} else {
+			legacy = append(legacy, transfer.Cursor{Child: fromName, Record: rec})
+		}
+	}
+	for _, c := range legacy {
+		if !slices.ContainsFunc(out, func(o transfer.Cursor) bool { return o.Child == c.Child }) {
+			out = append(out, c)
+		}
 	}
 	slices.SortFunc(out, func(a, b transfer.Cursor) int {
 		switch {

@@ -71,13 +71,25 @@ func (n *testNode) closePart(t meta.Topic, p int) {
 	n.e.parts.closePartition(pt)
 }
 
+// writeCursor writes child's cursor file at next and returns its bytes.
 func writeCursor(t *testing.T, dir, child string, next int64) []byte {
 	t.Helper()
-	b, err := cursorfile.Encode(testEpoch, next)
+	b, err := cursorfile.Encode(child, testEpoch, next)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(cursorfile.Path(dir, child), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// listedCursor is the record a transfer listing carries for a cursor at next: version 1, the
+// child named beside it.
+func listedCursor(t *testing.T, next int64) []byte {
+	t.Helper()
+	b, err := cursorfile.EncodeV1(testEpoch, next)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -97,7 +109,8 @@ func TestTransferListingReportsPositionsSidecarsAndSegments(t *testing.T) {
 		t.Fatal(errs)
 	}
 	dir := n.partDir(top.Name, 0)
-	cursor := writeCursor(t, dir, "audit", 5)
+	writeCursor(t, dir, "audit", 5)
+	cursor := listedCursor(t, 5)
 	marker := transfer.Marker{Topic: top.Name, Incarnation: top.Incarnation, From: "n0", To: "n1", HWM: 3, Links: []transfer.Link{}}
 	if err := transfer.WriteMarker(dir, marker); err != nil {
 		t.Fatal(err)
@@ -276,6 +289,12 @@ func TestTransferListingShipsOnlyVerifiedCursorFiles(t *testing.T) {
 	dir := n.partDir(top.Name, 0)
 	good := writeCursor(t, dir, "good", 1)
 	whole := writeCursor(t, dir, "torn", 1)
+	legacy, err := cursorfile.EncodeV1(testEpoch, 3) // an older release's file of another child
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeRaw(t, filepath.Join(dir, "fanout-old.offset"), legacy)
+	writeRaw(t, filepath.Join(dir, "fanout-good.offset"), legacy) // superseded by good's current file
 	torn := bytes.Clone(whole)
 	copy(torn[20:], "ffff") // a read that caught an in-place write half done
 	if err := os.WriteFile(cursorfile.Path(dir, "torn"), torn, 0o644); err != nil {
@@ -292,7 +311,7 @@ func TestTransferListingShipsOnlyVerifiedCursorFiles(t *testing.T) {
 	rereads := map[string]int{}
 	cursorReread = func(path string, attempt int) {
 		rereads[filepath.Base(path)] = attempt
-		if strings.Contains(path, "torn") { // the writer finishes before the re-read
+		if filepath.Base(path) == cursorfile.FileName("torn") { // the writer finishes before the re-read
 			if err := os.WriteFile(path, whole, 0o644); err != nil {
 				t.Error(err)
 			}
@@ -305,10 +324,11 @@ func TestTransferListingShipsOnlyVerifiedCursorFiles(t *testing.T) {
 	for _, c := range l.Cursors {
 		got[c.Child] = c.Record
 	}
-	if len(got) != 2 || !bytes.Equal(got["good"], good) || !bytes.Equal(got["torn"], whole) {
-		t.Fatalf("shipped cursors %v, want good and the re-read torn one", l.Cursors)
+	if len(got) != 3 || !bytes.Equal(got["good"], listedCursor(t, 1)) || !bytes.Equal(got["torn"], listedCursor(t, 1)) ||
+		!bytes.Equal(got["old"], legacy) {
+		t.Fatalf("shipped cursors %v, want good, the re-read torn one and the legacy-named one", l.Cursors)
 	}
-	if rereads["fanout-torn.offset"] != 1 || rereads["fanout-bad.offset"] != cursorRereads {
+	if rereads[cursorfile.FileName("torn")] != 1 || rereads[cursorfile.FileName("bad")] != cursorRereads {
 		t.Fatalf("re-reads %v: want 1 for the torn file, %d for the corrupt one", rereads, cursorRereads)
 	}
 }
@@ -335,4 +355,11 @@ func sameListing(a, b transfer.Listing) bool {
 	return a.HighWatermark == b.HighWatermark && a.OldestOffset == b.OldestOffset &&
 		a.CommittedOffset == b.CommittedOffset && a.HasCommitted == b.HasCommitted &&
 		bytes.Equal(a.Marker, b.Marker) && a.Incarnation == b.Incarnation
+}
+
+func writeRaw(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -131,7 +131,7 @@ func TestStartTable(t *testing.T) {
 			produce(t, lg, 0, 10, keyed, 1000)
 			path := cursorfile.Path(dir, "an")
 			if tc.file != nil {
-				w, err := cursorfile.Anchor(path, tc.file.Epoch, tc.file.NextOffset)
+				w, err := cursorfile.Anchor(dir, "an", tc.file.Epoch, tc.file.NextOffset)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -197,7 +197,7 @@ func TestUnconfirmedAnchorWritesNoFileAndCursorExits(t *testing.T) {
 			path := cursorfile.Path(dir, "an")
 			var before []byte
 			if tc.oldFile {
-				w, err := cursorfile.Anchor(path, "0123456789abcdef", 2)
+				w, err := cursorfile.Anchor(dir, "an", "0123456789abcdef", 2)
 				if err != nil {
 					t.Fatal(err)
 				}

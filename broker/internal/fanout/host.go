@@ -17,7 +17,7 @@ type Desired struct {
 	// a link attached before attach offsets existed (legacy: tail at first read).
 	AttachOffsets []int64
 	DelayMs       int64  // fan-out delay of the child; immutable per epoch
-	Dir           string // the parent partition's directory (holds fanout-<child>.offset)
+	Dir           string // the parent partition's directory (holds the cursor file, cursorfile.Path)
 	// Remote is set for a remote link (Child is then its id, remote:<topic>@<host:port>): the
 	// slab goes to the target cluster's batch produce instead of child partitions.
 	Remote *RemoteTarget

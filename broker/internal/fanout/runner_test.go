@@ -171,7 +171,7 @@ func TestReconcilerStartsReattachOnlyAfterOldEpochCursorExited(t *testing.T) {
 func TestOrphanSweepDeletesOnlyConfirmedDissolvedFiles(t *testing.T) {
 	h, obs, _, dir := setup(t, 1)
 	for _, c := range []string{"gone", "stale", "unsure"} {
-		w, err := cursorfile.Anchor(cursorfile.Path(dir, c), epoch, 1)
+		w, err := cursorfile.Anchor(dir, c, epoch, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

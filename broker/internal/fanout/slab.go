@@ -29,7 +29,8 @@ const maxClosedRetries = 3
 
 // readSlab reads the next slab from from (R-SLAB, R-GATE). The first read long-polls up to
 // LongPoll on NotifyC; after the first records it tops up until MaxBatchRecords or
-// MaxBatchBytes, or until Linger expires. A delay child reads with MaxCommittedAt = now − delay
+// MaxBatchBytes, or until Linger expires. Only a slab's first record may exceed MaxBatchBytes
+// by itself. A delay child reads with MaxCommittedAt = now − delay
 // and returns as soon as it meets a record that is not due (no long-poll). Offsets aged out of
 // the parent are counted as dropped and corrupt records as skipped; both advance next. A slab
 // that returns an error holds nothing.
@@ -56,13 +57,18 @@ func (c *cursor) readSlab(ctx context.Context, from int64) (slab, error) {
 			notDueAt int64
 			rerr     = plog.ErrNotVisible // closed log with nothing past from
 		)
+		room, roomBytes := c.cfg.MaxBatchRecords-len(s.recs), c.cfg.MaxBatchBytes-s.bytes
 		if lg != nil {
-			room, roomBytes := c.cfg.MaxBatchRecords-len(s.recs), c.cfg.MaxBatchBytes-s.bytes
 			if room <= 0 || roomBytes <= 0 {
 				return s, nil
 			}
 			notify = lg.NotifyC() // before the read: a commit racing it still wakes us
 			recs, notDueAt, rerr = lg.ReadDue(s.next, room, roomBytes, maxAt)
+		}
+		if rerr == nil && len(s.recs) > 0 && len(recs) > 0 && len(recs[0].Key)+len(recs[0].Payload) > roomBytes {
+			// A read always returns its first record; a top-up must not take the slab past
+			// MaxBatchBytes with it. The record starts the next slab.
+			return s, nil
 		}
 		switch {
 		case rerr == nil:

@@ -50,7 +50,7 @@ func startOffset(attachOffsets []int64, p int) (off int64, legacy bool) {
 // anchors a new one (rows 2–5) when the file is missing, of another epoch, or corrupt.
 func (c *cursor) start(ctx context.Context) (int64, error) {
 	path := cursorfile.Path(c.d.Dir, c.d.Child)
-	w, st, err := cursorfile.Open(ctx, path)
+	w, st, err := cursorfile.Open(ctx, c.d.Dir, c.d.Child)
 	switch {
 	case err == nil && st.Epoch == c.d.Epoch:
 		c.w = w
@@ -65,12 +65,12 @@ func (c *cursor) start(ctx context.Context) (int64, error) {
 	default:
 		return 0, err
 	}
-	return c.anchor(ctx, path)
+	return c.anchor(ctx)
 }
 
 // anchor writes the starting position after the leader confirmed the link's epoch, before any
 // record is fanned out (R-START 2–3). Unconfirmed → ErrUnconfirmed, no file touched.
-func (c *cursor) anchor(ctx context.Context, path string) (int64, error) {
+func (c *cursor) anchor(ctx context.Context) (int64, error) {
 	epoch, attached, err := c.host.LeaderLink(ctx, c.d.Parent, c.d.Child)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrUnconfirmed, err)
@@ -89,7 +89,7 @@ func (c *cursor) anchor(ctx context.Context, path string) (int64, error) {
 	if err := faults.Check(FaultBeforeAnchor); err != nil {
 		return 0, fmt.Errorf("fanout: before anchor: %w", err)
 	}
-	w, err := cursorfile.Anchor(path, c.d.Epoch, pos)
+	w, err := cursorfile.Anchor(c.d.Dir, c.d.Child, c.d.Epoch, pos)
 	if err != nil {
 		return 0, err
 	}

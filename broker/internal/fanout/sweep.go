@@ -2,10 +2,6 @@ package fanout
 
 import (
 	"context"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
 	"narad.dev/broker/internal/fanout/cursorfile"
@@ -15,23 +11,22 @@ import (
 const sweepConfirmTimeout = 10 * time.Second
 
 // sweep deletes orphan cursor files (R-REC 6, R-EPOCH 4): in every owned parent partition
-// directory, a fanout-<child>.offset whose link the local replica no longer has (not in want)
-// and that no cursor owns is deleted only after a leader-confirmed read says the link is
-// dissolved (child absent or attached elsewhere). Unconfirmed → kept until the next sweep.
+// directory, a cursor file whose link the local replica no longer has (not in want) and that
+// no cursor owns is deleted only after a leader-confirmed read says the link is dissolved
+// (child absent or attached elsewhere). Unconfirmed → kept until the next sweep. A file whose
+// child cannot be read from it (corrupt) is kept: its cursor re-anchors it if the link exists.
 func (r *Runner) sweep(ctx context.Context, want map[slot]bool) {
 	type link struct{ parent, child string }
 	verdict := map[link]bool{} // link → dissolved (confirmed), per sweep
 	for _, pd := range r.host.OwnedPartitionDirs() {
-		entries, err := os.ReadDir(pd.Dir)
+		files, err := cursorfile.List(ctx, pd.Dir)
 		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				r.log.Warn("fanout sweep: list partition dir", "topic", pd.Topic, "partition", pd.Partition, "err", err)
-			}
+			r.log.Warn("fanout sweep: list partition dir", "topic", pd.Topic, "partition", pd.Partition, "err", err)
 			continue
 		}
-		for _, e := range entries {
-			child, ok := cursorfile.ChildFromFileName(e.Name())
-			if !ok || e.IsDir() {
+		for _, f := range files {
+			child := f.Child
+			if child == "" {
 				continue
 			}
 			s := slot{parent: pd.Topic, partition: pd.Partition, child: child}
@@ -55,9 +50,8 @@ func (r *Runner) sweep(ctx context.Context, want map[slot]bool) {
 			if !dissolved || r.busy(s) {
 				continue
 			}
-			path := filepath.Join(pd.Dir, e.Name())
-			if err := cursorfile.Remove(path); err != nil {
-				r.log.Warn("fanout sweep: remove orphan cursor file", "path", path, "err", err)
+			if err := cursorfile.Remove(f.Path); err != nil {
+				r.log.Warn("fanout sweep: remove orphan cursor file", "path", f.Path, "err", err)
 				continue
 			}
 			r.log.Info("fanout sweep removed orphan cursor file", "parent", pd.Topic,

@@ -187,8 +187,8 @@ func parseRemoteID(id string) (topic, host string, ok bool) {
 }
 
 // FuzzRemoteID: a link id built from an accepted URL and a valid topic names exactly that
-// (topic, host:port) pair, and survives as a cursor file name: fanout-<id>.offset gives the id
-// back and holds no path separator (a move installs cursor files by that name).
+// (topic, host:port) pair, and survives as a cursor file: its file name is in the partition
+// directory and the record gives the id back (a move installs cursor files by it).
 func FuzzRemoteID(f *testing.F) {
 	f.Add("http://127.0.0.2:7942", "orders")
 	f.Add("https://[::1]:1", "a.b-c_d")
@@ -211,8 +211,18 @@ func FuzzRemoteID(f *testing.F) {
 			t.Fatalf("id %q cannot be a cursor file name", id)
 		}
 		path := cursorfile.Path("/data/p00000", id)
-		if child, ok := cursorfile.ChildFromFileName(filepath.Base(path)); !ok || child != id || filepath.Dir(path) != "/data/p00000" {
-			t.Fatalf("id %q: cursor file %q gives back %q %v", id, path, child, ok)
+		if _, current, ok := cursorfile.ParseName(filepath.Base(path)); !ok || !current || filepath.Dir(path) != "/data/p00000" {
+			t.Fatalf("id %q: cursor file %q", id, path)
+		}
+		if len(id) > cursorfile.MaxChildLen {
+			return
+		}
+		rec, err := cursorfile.Encode(id, "67953471cc57a32a", 1)
+		if err != nil {
+			t.Fatalf("id %q cannot be recorded: %v", id, err)
+		}
+		if st, err := cursorfile.Parse(rec); err != nil || st.Child != id {
+			t.Fatalf("id %q: record gives back %+v, %v", id, st, err)
 		}
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"narad.dev/broker/internal/consume"
@@ -61,41 +60,38 @@ func (w *worker) writePositions(l transfer.Listing, hwm int64, force bool) error
 }
 
 // writeCursors installs the listing's fan-out cursor files into the staged copy, each
-// CRC-checked again; a cursor past hwm is lowered to it without a log line. Staged cursor
-// files the listing no longer carries are removed.
+// CRC-checked again and written as a current record naming its child (cursorfile.Path); a
+// cursor past hwm is lowered to it without a log line. Staged cursor files the listing no
+// longer carries are removed.
 func (w *worker) writeCursors(l transfer.Listing, hwm int64) error {
 	dir := w.sess.dir
 	keep := map[string]bool{}
 	for _, c := range l.Cursors {
-		path := cursorfile.Path(dir, c.Child)
-		if child, ok := cursorfile.ChildFromFileName(filepath.Base(path)); !ok || child != c.Child ||
-			filepath.Dir(path) != filepath.Clean(dir) || strings.ContainsAny(c.Child, "/\\\x00") {
-			w.log.Warn("move: listed fan-out cursor has an unusable child name; not installed", "child", c.Child)
-			continue
-		}
 		st, err := cursorfile.Parse(c.Record)
+		if err == nil && st.Child != "" && st.Child != c.Child {
+			err = fmt.Errorf("record names child %.40q", st.Child)
+		}
 		if err != nil {
 			w.log.Warn("move: listed fan-out cursor does not verify; not installed", "child", c.Child, "err", err)
 			continue
 		}
-		rec := c.Record
-		if st.NextOffset > hwm || st.Legacy {
-			if rec, err = cursorfile.Encode(st.Epoch, min(st.NextOffset, hwm)); err != nil {
-				w.log.Warn("move: listed fan-out cursor cannot be re-encoded; not installed", "child", c.Child, "err", err)
-				continue
-			}
+		rec, err := cursorfile.Encode(c.Child, st.Epoch, min(st.NextOffset, hwm))
+		if err != nil {
+			w.log.Warn("move: listed fan-out cursor has an unusable child name; not installed", "child", c.Child, "err", err)
+			continue
 		}
+		path := cursorfile.Path(dir, c.Child)
 		if err := durable.WriteFileAtomic(path, rec); err != nil {
 			return fmt.Errorf("write staged cursor %s: %w", c.Child, err)
 		}
-		keep[c.Child] = true
+		keep[filepath.Base(path)] = true
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("list staging: %w", err)
 	}
 	for _, e := range ents {
-		if child, ok := cursorfile.ChildFromFileName(e.Name()); ok && !keep[child] {
+		if _, _, ok := cursorfile.ParseName(e.Name()); ok && !keep[e.Name()] {
 			if err := removeIfExists(filepath.Join(dir, e.Name())); err != nil {
 				return err
 			}

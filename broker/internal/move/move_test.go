@@ -18,9 +18,10 @@ import (
 	"narad.dev/broker/internal/transfer"
 )
 
+// cursorRecord is a cursor record as a transfer listing carries it (version 1, no child).
 func cursorRecord(t *testing.T, epoch string, next int64) []byte {
 	t.Helper()
-	b, err := cursorfile.Encode(epoch, next)
+	b, err := cursorfile.EncodeV1(epoch, next)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,7 @@ type Runner struct {
 
 	exited   atomic.Bool // a worker exited since the last full pass
 	sweeping atomic.Bool // a sweep goroutine is running
+	stopped  atomic.Bool // the runner is stopping: workers keep their blocked-copy notes
 
 	// Tick state, owned by the Run goroutine.
 	ticks        int
@@ -51,6 +53,7 @@ type Runner struct {
 	lastFull     time.Time
 	haveFull     bool
 	forceNext    bool
+	notesPruned  bool // the first caught-up pass pruned the blocked-copy notes
 
 	passes atomic.Int64 // full passes run (tests)
 	skips  atomic.Int64 // ticks that skipped the read (tests)
@@ -156,6 +159,11 @@ func (r *Runner) pass(ctx context.Context, caughtUp bool) bool {
 			ok = false
 		}
 	}
+	if caughtUp && !r.notesPruned {
+		r.notesPruned = true
+		// Every staging directory (and its note) sits in the same parent (.moves).
+		pruneUnverifiableNotes(filepath.Dir(r.cfg.Local.StagingDir("x", 0)), r.cfg.NodeID, desired)
+	}
 	for k, d := range desired {
 		if _, busy := r.workers[k]; busy {
 			continue
@@ -224,6 +232,7 @@ func (r *Runner) startSweep(ctx context.Context) {
 
 // stopAll cancels every worker and waits for all of them and the sweep to exit.
 func (r *Runner) stopAll() {
+	r.stopped.Store(true)
 	r.mu.Lock()
 	for _, w := range r.workers {
 		w.stopping = true

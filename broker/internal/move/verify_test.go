@@ -12,6 +12,7 @@ import (
 	"narad.dev/broker/internal/fanout/cursorfile"
 	"narad.dev/broker/internal/faults"
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -129,6 +130,68 @@ func TestUnverifiableCopyIsRetriedOnceThenBlocks(t *testing.T) {
 	if exists(h.staging()) || exists(h.path()) {
 		t.Fatal("a blocked move that ended left its copy behind")
 	}
+}
+
+// spec/moves.md §2 rule 6: a destination restart gives a move blocked as copy_unverifiable
+// exactly one more try: one more freeze and verify, then blocked again, without another copy
+// from scratch. Once that try verifies, the move completes and leaves no note behind.
+func TestRestartGivesABlockedUnverifiableCopyExactlyOneMoreTry(t *testing.T) {
+	h := newHarness(t, 4096)
+	h.cfg.FreezeTTL = 200 * time.Millisecond
+	h.src.MustProduce(60, 100)
+	faults.Set(FaultVerify, nil)
+	h.start()
+	h.waitPhase(transfer.PhaseBlocked, 10*time.Second)
+	if arms := h.src.arms.Load(); arms != 2 {
+		t.Fatalf("arms before the restart = %d, want 2 (a copy and one from scratch)", arms)
+	}
+	const scratch = "move: staged copy cannot be verified; copying once more from scratch"
+	const blocked = "move: staged copy cannot be verified; not freezing the source again"
+
+	h.stop() // the destination restarts
+	h.start()
+	h.waitPhase(transfer.PhaseBlocked, 10*time.Second)
+	ticks := func() int64 { return h.r.passes.Load() + h.r.skips.Load() }
+	base := ticks()
+	waitFor(t, "runner ticks", 5*time.Second, func() bool { return ticks() >= base+40 })
+	if arms := h.src.arms.Load(); arms != 3 {
+		t.Fatalf("arms after the restart = %d, want 3 (exactly one more try)", arms)
+	}
+	if n := h.logs.count(scratch); n != 1 {
+		t.Fatalf("copies from scratch = %d, want still 1 after the restart", n)
+	}
+	if n := h.logs.count(blocked); n != 2 {
+		t.Fatalf("blocked lines = %d, want 2 (before and after the restart)", n)
+	}
+	if got := h.blocked(transfer.BlockedCopyUnverifiable); got != 1 {
+		t.Fatalf("narad_moves_blocked{copy_unverifiable} = %v", got)
+	}
+
+	faults.Reset() // whatever made the copy unverifiable is fixed; restart once more
+	h.stop()
+	h.start()
+	h.waitFlipped(10 * time.Second)
+	waitFor(t, "the worker to exit", 5*time.Second, func() bool { return h.r.Workers() == 0 })
+	if exists(h.staging() + unverifiableSuffix) {
+		t.Fatal("a completed move left its blocked-copy note")
+	}
+}
+
+// A note of a move that is no longer aimed at this node when it restarts is removed by the
+// first caught-up pass, so a later move of the partition gets its full two tries.
+func TestStaleUnverifiableNoteIsPrunedAtStart(t *testing.T) {
+	h := newHarness(t, 4096)
+	h.st.putAssignment(meta.Assignment{Topic: topicName, Partition: 0, Owner: srcNode}) // no move
+	note := h.staging() + unverifiableSuffix
+	if err := os.MkdirAll(filepath.Dir(note), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(note, []byte(`{"source":"n0","incarnation":"inc-1"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	waitFor(t, "a full pass", 5*time.Second, func() bool { return h.r.passes.Load() > 0 })
+	waitFor(t, "the stale note removed", 5*time.Second, func() bool { return !exists(note) })
 }
 
 // MV-17: each staged segment gets its source age on the destination's clock, whatever the

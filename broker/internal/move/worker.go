@@ -106,6 +106,11 @@ func (w *worker) hasExited() bool {
 // then it disposes of whatever a move without a flip leaves (spec/moves.md §5.11).
 func (w *worker) run(ctx context.Context) {
 	defer w.clearBlocked()
+	defer func() {
+		if !w.r.stopped.Load() {
+			w.removeUnverifiableNote() // the move ended here; a process stop keeps the note
+		}
+	}()
 	if err := w.begin(); err != nil {
 		w.log.Info("move: not started", "err", err)
 		return
@@ -125,6 +130,12 @@ func (w *worker) begin() error {
 		return fmt.Errorf("clear leftover staging %s: %w", w.staging, err)
 	}
 	w.sess = newSession(w.staging)
+	if w.readUnverifiableNote() {
+		// Blocked as copy_unverifiable before this node restarted: one more try, no copy
+		// from scratch after it (spec/moves.md §5.5).
+		w.verifyFailures = 1
+		w.log.Info("move: the copy was blocked as unverifiable before the restart; trying once more")
+	}
 	return nil
 }
 
@@ -290,6 +301,7 @@ func (w *worker) markUnverifiable() {
 	if !w.unverifiable {
 		w.unverifiable = true
 		w.blockedGauge(transfer.BlockedCopyUnverifiable, 1)
+		w.writeUnverifiableNote()
 	}
 }
 

@@ -160,11 +160,14 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		Metrics:   m,
 
 		DeadTargetAbortAfter: cfg.DeadTargetAbortAfter,
+		MaxInFlightMoves:     cfg.MaxMovesInFlight,
+		MinVoters:            cfg.MinVoters,
 		// 10 s with the default 30 s heartbeat timeout; shorter timeouts (tests) tick faster.
 		Tick: min(10*time.Second, cfg.HeartbeatTimeout/3),
 	})
 	e.SetPlacementLock(ctrl.PlacementLock())
-	fan, err := fanout.NewRunner(fanout.Config{Host: e.FanoutHost(), Observer: e.FanoutObserver(), Logger: logger})
+	fan, err := fanout.NewRunner(fanout.Config{Host: e.FanoutHost(), Observer: e.FanoutObserver(), Logger: logger,
+		MaxBatchRecords: cfg.FanoutMaxBatchRecords, MaxBatchBytes: cfg.FanoutMaxBatchBytes})
 	if err != nil {
 		in.Close()
 		store.Close()

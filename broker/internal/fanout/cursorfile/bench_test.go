@@ -6,13 +6,13 @@ import (
 	"testing"
 )
 
-// BenchmarkAdvance measures one in-place advance: a 256-byte pwrite and an fdatasync.
+// BenchmarkAdvance measures one in-place advance: a RecordSize pwrite and an fdatasync.
 func BenchmarkAdvance(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "p00000")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	w, err := Anchor(Path(dir, "analytics"), testEpoch, 0)
+	w, err := Anchor(dir, "analytics", testEpoch, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,15 +10,20 @@ import (
 )
 
 // FuzzParseCursor: Parse never panics, every failure is ErrCorrupt, and anything that parses as
-// the fixed format re-encodes to exactly the same bytes (so the CRC and the canonical layout
-// admit one encoding per value).
+// the fixed format of its version (1 or 2) re-encodes to exactly the same bytes (so the CRC
+// and the canonical layout admit one encoding per value).
 func FuzzParseCursor(f *testing.F) {
 	fixedA := mustEncode(f, testEpoch, 98332)
 	fixedB := mustEncode(f, testEpoch, 98333)
-	long := mustEncode(f, strings.Repeat("e", 300), 7)
+	long := mustEncode(f, strings.Repeat("e", 600), 7)
 	f.Add(fixedA)
 	f.Add(mustEncode(f, "0123456789abcdef", 0))
 	f.Add(long)
+	f.Add(mustEncodeV1(f, testEpoch, 98332))
+	f.Add(mustEncodeV1(f, strings.Repeat("e", 300), 7))
+	if b, err := Encode(strings.Repeat("n", 255)+".tmp-x", testEpoch, 1); err == nil {
+		f.Add(b)
+	}
 	f.Add([]byte(`{"epoch":"67953471cc57a32a","next_offset":98332}`))
 	f.Add([]byte(`{"epoch":"67953471cc57a32a","next_offset":98332}` + "\n  "))
 	f.Add(append(bytes.Clone(fixedA[:128]), fixedB[128:]...)) // torn
@@ -57,10 +62,21 @@ func checkParse(t *testing.T, b []byte) {
 	if !fixed {
 		return
 	}
-	if len(b) != RecordSize || st.Legacy {
-		t.Fatalf("fixed parse of %d bytes (legacy=%v)", len(b), st.Legacy)
+	var again []byte
+	switch st.Version {
+	case 2:
+		if len(b) != RecordSize || st.Child == "" {
+			t.Fatalf("fixed version 2 parse of %d bytes (child %q)", len(b), st.Child)
+		}
+		again, err = Encode(st.Child, st.Epoch, st.NextOffset)
+	case 1:
+		if len(b) != V1RecordSize || st.Child != "" {
+			t.Fatalf("fixed version 1 parse of %d bytes (child %q)", len(b), st.Child)
+		}
+		again, err = EncodeV1(st.Epoch, st.NextOffset)
+	default:
+		t.Fatalf("fixed parse of version %d", st.Version)
 	}
-	again, err := Encode(st.Epoch, st.NextOffset)
 	if err != nil {
 		t.Fatalf("parsed %+v does not re-encode: %v", st, err)
 	}

@@ -7,7 +7,10 @@ import (
 	"testing"
 )
 
-const testEpoch = "67953471cc57a32a"
+const (
+	testEpoch = "67953471cc57a32a"
+	testChild = "analytics"
+)
 
 // tempCursor returns the cursor path of child "analytics" in a fresh partition directory.
 func tempCursor(t *testing.T) string {
@@ -19,9 +22,19 @@ func tempCursor(t *testing.T) string {
 	return Path(dir, "analytics")
 }
 
+// mustEncode encodes a version 2 record of testChild.
 func mustEncode(t testing.TB, epoch string, next int64) []byte {
 	t.Helper()
-	b, err := Encode(epoch, next)
+	b, err := Encode(testChild, epoch, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustEncodeV1(t testing.TB, epoch string, next int64) []byte {
+	t.Helper()
+	b, err := EncodeV1(epoch, next)
 	if err != nil {
 		t.Fatal(err)
 	}

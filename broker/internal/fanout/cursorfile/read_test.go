@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestCorruptFileIsErrCorruptOnlyAfterEveryReread(t *testing.T) {
 	if _, err := Read(context.Background(), path); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Read corrupt: %v", err)
 	}
-	if _, _, err := Open(context.Background(), path); !errors.Is(err, ErrCorrupt) {
+	if _, _, err := Open(context.Background(), filepath.Dir(path), testChild); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Open corrupt: %v", err)
 	}
 	writeRaw(t, path, make([]byte, maxFileSize+1))

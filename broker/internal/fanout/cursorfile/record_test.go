@@ -2,18 +2,43 @@ package cursorfile
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"narad.dev/broker/internal/durable"
 )
 
-func TestPathIsFanoutChildOffsetInThePartitionDir(t *testing.T) {
-	if got, want := Path("/data/topics/orders/p00003", "analytics"), "/data/topics/orders/p00003/fanout-analytics.offset"; got != want {
+// Every child, whatever its legal name, gets a file name of one fixed length made of a hash
+// in hex: never longer than a file name may be, never matching the temp-file pattern that a
+// log open deletes.
+func TestPathIsAFixedLengthHashThatNoChildNameCanBreak(t *testing.T) {
+	dir := "/data/topics/orders/p00003"
+	if got, want := Path(dir, "analytics"), dir+"/fanout-"+sha256Hex("analytics")+".cursor"; got != want {
 		t.Fatalf("Path = %q, want %q", got, want)
+	}
+	children := []string{"analytics", "a.tmp-b", ".tmp-", "x.tmp-0a1b2c", strings.Repeat("n", 255),
+		strings.Repeat("t.tmp-", 42), "remote:orders@10.0.0.1:7942", "remote:" + strings.Repeat("h", 249) + "@host:1"}
+	seen := map[string]string{}
+	for _, child := range children {
+		name := filepath.Base(Path(dir, child))
+		if len(name) != len("fanout-.cursor")+32 || durable.IsTemp(name) || strings.Contains(name, child) {
+			t.Errorf("child %.30q: file name %q", child, name)
+		}
+		if other, dup := seen[name]; dup {
+			t.Errorf("children %q and %q share %q", other, child, name)
+		}
+		seen[name] = child
+		if c, current, ok := ParseName(name); !ok || !current || c != "" {
+			t.Errorf("ParseName(%q) = %q, %v, %v; want a current-layout name", name, c, current, ok)
+		}
 	}
 	for _, tc := range []struct {
 		name  string
@@ -24,74 +49,109 @@ func TestPathIsFanoutChildOffsetInThePartitionDir(t *testing.T) {
 		{"fanout-a.b-c_d.offset", "a.b-c_d", true},
 		{"fanout-.offset", "", false},
 		{"fanout-analytics.offset.tmp-0a1b2c3d4e5f", "", false},
+		{"fanout-" + sha256Hex("x") + ".cursor.tmp-0a1b", "", false},
+		{"fanout-" + strings.ToUpper(sha256Hex("x")) + ".cursor", "", false},
+		{"fanout-abc.cursor", "", false},
 		{"consumer.offset", "", false},
 		{"hwm", "", false},
 	} {
-		child, ok := ChildFromFileName(tc.name)
-		if child != tc.child || ok != tc.ok {
-			t.Errorf("ChildFromFileName(%q) = %q, %v; want %q, %v", tc.name, child, ok, tc.child, tc.ok)
+		child, current, ok := ParseName(tc.name)
+		if child != tc.child || ok != tc.ok || current {
+			t.Errorf("ParseName(%q) = %q, %v, %v; want legacy %q, %v", tc.name, child, current, ok, tc.child, tc.ok)
 		}
 	}
 }
 
-// The golden vector is built from the definition in spec/storage.md §12.1 (the seed's example
-// crc does not verify under any byte range, §19 note 9).
-func TestFixedRecordMatchesTheGoldenVectorAndCRCCoversBytes17To256(t *testing.T) {
-	body := `,"epoch":"67953471cc57a32a","next_offset":98332}`
-	want := `{"crc":"3e52f981"` + body + strings.Repeat(" ", 255-17-len(body)) + "\n"
-	got := mustEncode(t, testEpoch, 98332)
-	if string(got) != want {
-		t.Fatalf("Encode =\n%q\nwant\n%q", got, want)
-	}
-	sum := crc32.Checksum(got[17:256], crc32.MakeTable(crc32.Castagnoli))
-	if fmt.Sprintf("%08x", sum) != string(got[8:16]) {
-		t.Fatalf("crc field %s is not CRC-32C over [17,256) = %08x", got[8:16], sum)
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:16])
+}
+
+// The golden vectors are built from the definitions (spec/storage.md §12.1 for version 1; the
+// seed's example crc does not verify under any byte range, §19 note 9).
+func TestFixedRecordsMatchTheGoldenVectorsAndCRCCoversByte17ToTheEnd(t *testing.T) {
+	body1 := `,"epoch":"67953471cc57a32a","next_offset":98332}`
+	want1 := `{"crc":"3e52f981"` + body1 + strings.Repeat(" ", 255-17-len(body1)) + "\n"
+	body2 := `,"v":2,"child":"analytics","epoch":"67953471cc57a32a","next_offset":98332}`
+	sum2 := crc32.Checksum([]byte(body2+strings.Repeat(" ", 511-17-len(body2))+"\n"), crc32.MakeTable(crc32.Castagnoli))
+	want2 := fmt.Sprintf(`{"crc":"%08x"`, sum2) + body2 + strings.Repeat(" ", 511-17-len(body2)) + "\n"
+	for _, tc := range []struct {
+		got  []byte
+		want string
+	}{{mustEncodeV1(t, testEpoch, 98332), want1}, {mustEncode(t, testEpoch, 98332), want2}} {
+		if string(tc.got) != tc.want {
+			t.Fatalf("Encode =\n%q\nwant\n%q", tc.got, tc.want)
+		}
+		sum := crc32.Checksum(tc.got[17:], crc32.MakeTable(crc32.Castagnoli))
+		if fmt.Sprintf("%08x", sum) != string(tc.got[8:16]) {
+			t.Fatalf("crc field %s is not CRC-32C over [17,%d) = %08x", tc.got[8:16], len(tc.got), sum)
+		}
 	}
 }
 
-func TestFixedRecordIsExactly256BytesEndingInNewline(t *testing.T) {
+func TestFixedRecordIsExactlyRecordSizeBytesEndingInNewline(t *testing.T) {
 	for _, tc := range []struct {
+		child string
 		epoch string
 		next  int64
 	}{
-		{testEpoch, 0},
-		{testEpoch, 1},
-		{testEpoch, math.MaxInt64},
-		{"e", 7},
-		{strings.Repeat("f", 255-len(`{"crc":"00000000","epoch":"","next_offset":}`)-19), math.MaxInt64}, // JSON exactly 255 bytes
+		{testChild, testEpoch, 0},
+		{testChild, testEpoch, 1},
+		{testChild, testEpoch, math.MaxInt64},
+		{testChild, "e", 7},
+		{strings.Repeat("c", 255), testEpoch, math.MaxInt64}, // the longest topic name
+		{"c", strings.Repeat("f", 511-len(`{"crc":"00000000","v":2,"child":"c","epoch":"","next_offset":}`)-19), math.MaxInt64}, // JSON exactly 511 bytes
 	} {
-		b := mustEncode(t, tc.epoch, tc.next)
+		b, err := Encode(tc.child, tc.epoch, tc.next)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(b) != RecordSize || b[RecordSize-1] != '\n' {
-			t.Fatalf("(%q, %d): %d bytes, last %q; want %d ending in newline", tc.epoch, tc.next, len(b), b[len(b)-1], RecordSize)
+			t.Fatalf("(%.20q, %.20q, %d): %d bytes, last %q; want %d ending in newline", tc.child, tc.epoch, tc.next, len(b), b[len(b)-1], RecordSize)
 		}
 		end := bytes.IndexByte(b, '}')
 		if strings.Trim(string(b[end+1:RecordSize-1]), " ") != "" {
-			t.Fatalf("(%q, %d): padding is not all spaces: %q", tc.epoch, tc.next, b[end+1:])
+			t.Fatalf("(%.20q, %d): padding is not all spaces: %q", tc.epoch, tc.next, b[end+1:])
 		}
 	}
 }
 
 func TestEncodeThenParseRoundTrips(t *testing.T) {
 	for _, tc := range []struct {
+		child string
 		epoch string
 		next  int64
 		fixed bool
 	}{
-		{testEpoch, 0, true},
-		{testEpoch, 98332, true},
-		{testEpoch, math.MaxInt64, true},
-		{"not-hex_but~printable!", 42, true},
-		{strings.Repeat("a", 192), math.MaxInt64, true},
-		{strings.Repeat("a", 193), math.MaxInt64, false},
-		{strings.Repeat("b", MaxEpochLen), 5, false},
+		{testChild, testEpoch, 0, true},
+		{testChild, testEpoch, 98332, true},
+		{testChild, testEpoch, math.MaxInt64, true},
+		{"a.tmp-b", "not-hex_but~printable!", 42, true},
+		{strings.Repeat("n", 255), testEpoch, math.MaxInt64, true},
+		{"remote:orders@narad.example.com:7942", testEpoch, 3, true},
+		{"c", strings.Repeat("a", 430), math.MaxInt64, true},
+		{"c", strings.Repeat("a", 431), math.MaxInt64, false},
+		{strings.Repeat("r", MaxChildLen), strings.Repeat("b", MaxEpochLen), 5, false},
 	} {
-		b := mustEncode(t, tc.epoch, tc.next)
+		b, err := Encode(tc.child, tc.epoch, tc.next)
+		if err != nil {
+			t.Fatal(err)
+		}
 		st, fixed, err := parse(b)
 		if err != nil {
 			t.Fatalf("(%.20q, %d): %v", tc.epoch, tc.next, err)
 		}
-		if want := (State{Epoch: tc.epoch, NextOffset: tc.next}); st != want || fixed != tc.fixed {
+		if want := (State{Child: tc.child, Epoch: tc.epoch, NextOffset: tc.next, Version: 2}); st != want || fixed != tc.fixed {
 			t.Fatalf("(%.20q, %d): parsed %+v fixed=%v, want %+v fixed=%v", tc.epoch, tc.next, st, fixed, want, tc.fixed)
+		}
+	}
+	for _, tc := range []struct {
+		epoch string
+		fixed bool
+	}{{testEpoch, true}, {strings.Repeat("a", 192), true}, {strings.Repeat("a", 193), false}} {
+		st, fixed, err := parse(mustEncodeV1(t, tc.epoch, math.MaxInt64))
+		if want := (State{Epoch: tc.epoch, NextOffset: math.MaxInt64, Version: 1}); err != nil || st != want || fixed != tc.fixed {
+			t.Fatalf("v1 %.20q: parsed %+v fixed=%v err=%v, want %+v fixed=%v", tc.epoch, st, fixed, err, want, tc.fixed)
 		}
 	}
 }
@@ -99,18 +159,24 @@ func TestEncodeThenParseRoundTrips(t *testing.T) {
 func TestEncodeRejectsValuesThatCannotBeRecordedExactly(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
+		child string
 		epoch string
 		next  int64
 	}{
-		{"empty epoch", "", 1},
-		{"quote in epoch", `ab"cd`, 1},
-		{"backslash in epoch", `ab\cd`, 1},
-		{"space in epoch", "ab cd", 1},
-		{"non-ASCII epoch", "épоch", 1},
-		{"epoch over MaxEpochLen", strings.Repeat("a", MaxEpochLen+1), 1},
-		{"negative offset", testEpoch, -1},
+		{"empty child", "", testEpoch, 1},
+		{"quote in child", `a"b`, testEpoch, 1},
+		{"slash in child", "../escape", testEpoch, 1},
+		{"space in child", "a b", testEpoch, 1},
+		{"child over MaxChildLen", strings.Repeat("c", MaxChildLen+1), testEpoch, 1},
+		{"empty epoch", testChild, "", 1},
+		{"quote in epoch", testChild, `ab"cd`, 1},
+		{"backslash in epoch", testChild, `ab\cd`, 1},
+		{"space in epoch", testChild, "ab cd", 1},
+		{"non-ASCII epoch", testChild, "épоch", 1},
+		{"epoch over MaxEpochLen", testChild, strings.Repeat("a", MaxEpochLen+1), 1},
+		{"negative offset", testChild, testEpoch, -1},
 	} {
-		if _, err := Encode(tc.epoch, tc.next); !errors.Is(err, ErrInvalid) {
+		if _, err := Encode(tc.child, tc.epoch, tc.next); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: Encode err %v, want ErrInvalid", tc.name, err)
 		}
 	}
@@ -164,10 +230,10 @@ func TestLegacyVariableLengthFormatParsesAsLegacy(t *testing.T) {
 		in   string
 		want State
 	}{
-		{`{"epoch":"67953471cc57a32a","next_offset":98332}`, State{testEpoch, 98332, true}},
-		{`{"epoch":"67953471cc57a32a","next_offset":0}` + "\n", State{testEpoch, 0, true}},
-		{`{"next_offset":7,"epoch":"x"}` + "  \n\t ", State{"x", 7, true}},
-		{` { "epoch" : "x" , "next_offset" : 9223372036854775807 } `, State{"x", math.MaxInt64, true}},
+		{`{"epoch":"67953471cc57a32a","next_offset":98332}`, State{Epoch: testEpoch, NextOffset: 98332}},
+		{`{"epoch":"67953471cc57a32a","next_offset":0}` + "\n", State{Epoch: testEpoch}},
+		{`{"next_offset":7,"epoch":"x"}` + "  \n\t ", State{Epoch: "x", NextOffset: 7}},
+		{` { "epoch" : "x" , "next_offset" : 9223372036854775807 } `, State{Epoch: "x", NextOffset: math.MaxInt64}},
 	} {
 		st, err := Parse([]byte(tc.in))
 		if err != nil || st != tc.want {
@@ -195,6 +261,8 @@ func TestMalformedInputIsCorrupt(t *testing.T) {
 		`{"crc":"3E52F981","epoch":"67953471cc57a32a","next_offset":98332}`,
 		string(mustEncode(t, testEpoch, 98332)[:RecordSize-1]),
 		string(mustEncode(t, testEpoch, 98332)) + " ",
+		string(mustEncodeV1(t, testEpoch, 98332)[:V1RecordSize-1]),
+		`{"crc":"00000000","v":3,"child":"a","epoch":"x","next_offset":1}`,
 		"null",
 	} {
 		if st, err := Parse([]byte(in)); !errors.Is(err, ErrCorrupt) {

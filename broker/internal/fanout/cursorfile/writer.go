@@ -11,11 +11,14 @@ import (
 	"narad.dev/broker/internal/faults"
 )
 
-// Fault points of Advance (faults.Check). Armed with an error, before_advance leaves the file
-// untouched; after_advance fires once the new record is durable.
+// Fault points (faults.Check). Armed with an error, before_advance leaves the file untouched;
+// after_advance fires once the new record is durable; after_migrate fires when a legacy-named
+// file has been rewritten under its current name, before the legacy file is removed (a crash
+// there leaves both, and the next Open uses the current one).
 const (
 	FaultBeforeAdvance = "fanout.cursor.before_advance"
 	FaultAfterAdvance  = "fanout.cursor.after_advance"
+	FaultAfterMigrate  = "fanout.cursor.after_migrate"
 )
 
 // Writer is the open cursor file of one running cursor. It is owned by that cursor's
@@ -23,22 +26,35 @@ const (
 // concurrent Advance.
 //
 // Invariant: the durable next_offset a Writer records never decreases (ErrBackwards), and every
-// write leaves a whole record — in place for a fixed-form file, by atomic replace otherwise.
+// write leaves a whole record — in place for a fixed-form version 2 file, by atomic replace
+// otherwise.
 type Writer struct {
 	path  string
+	child string
 	f     *os.File // nil once closed
 	st    State
-	fixed bool  // the file on disk is a RecordSize fixed-form record: Advance may write in place
+	fixed bool  // the file on disk is a RecordSize version 2 record: Advance may write in place
 	err   error // sticky: after a failed write or fsync the file's state is unknown
 }
 
-// Open opens the existing cursor file at path for a running cursor and returns its state.
-// A missing file is ErrNotExist and a corrupt one ErrCorrupt (after re-reads); both mean the
-// caller must anchor instead (after a leader-confirmed read, spec/fanout.md R-START). Whether
-// State.Epoch is the running link's epoch is the caller's check: on a mismatch, Close the Writer
-// and Anchor. A legacy-format file opens normally (State.Legacy); the next Advance migrates it.
-func Open(ctx context.Context, path string) (*Writer, State, error) {
+// Open opens the existing cursor file of child in partitionDir for a running cursor and
+// returns its state. A file in the layout before version 2 (fanout-<child>.offset) is
+// migrated first: read, written under Path durably (temp file, fsync, rename, directory
+// fsync), then removed with a directory fsync; a crash at any step leaves a file that the
+// next Open resumes from. A missing file is ErrNotExist and a corrupt one ErrCorrupt (after
+// re-reads), as is a file that names another child; all mean the caller must anchor instead
+// (after a leader-confirmed read, spec/fanout.md R-START). Whether State.Epoch is the running
+// link's epoch is the caller's check: on a mismatch, Close the Writer and Anchor. A file of an
+// older record version opens normally; the next Advance rewrites it as version 2.
+func Open(ctx context.Context, partitionDir, child string) (*Writer, State, error) {
+	path := Path(partitionDir, child)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := migrate(ctx, partitionDir, child); err != nil {
+			return nil, State{}, err
+		}
+		f, err = os.OpenFile(path, os.O_RDWR, 0)
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, State{}, fmt.Errorf("cursorfile: %s: %w", path, ErrNotExist)
@@ -46,31 +62,79 @@ func Open(ctx context.Context, path string) (*Writer, State, error) {
 		return nil, State{}, fmt.Errorf("cursorfile: open %s: %w", path, err)
 	}
 	st, fixed, err := defaultReader.read(ctx, path, func() ([]byte, error) { return readFile(f) })
+	if err == nil && st.Child != "" && st.Child != child {
+		err = fmt.Errorf("cursorfile: %s names child %.40q: %w", path, st.Child, ErrCorrupt)
+	}
 	if err != nil {
 		f.Close()
 		return nil, State{}, err
 	}
-	return &Writer{path: path, f: f, st: st, fixed: fixed}, st, nil
+	// A legacy file still beside the current one is what an interrupted migration left:
+	// the current file was written from it and may have advanced since.
+	if err := removeLegacy(partitionDir, child); err != nil {
+		f.Close()
+		return nil, State{}, err
+	}
+	st.Child = child
+	return &Writer{path: path, child: child, f: f, st: st, fixed: fixed && st.Version == 2}, st, nil
 }
 
-// Anchor writes a new cursor file at path holding (epoch, next), replacing whatever is there
-// (no file, another epoch's file, a corrupt or legacy file), and returns its Writer. It is the
-// destructive move of the fan-out engine: the caller anchors only after the leader confirmed the
-// epoch. The write is a temp file + fsync + rename + directory fsync, so a crash leaves the old
-// file or the new one whole. A missing partition directory is ErrDirMissing and is not created.
-func Anchor(path, epoch string, next int64) (*Writer, error) {
-	b, fixed, err := encode(epoch, next)
+// migrate rewrites child's legacy-named file under Path and removes it. No legacy file is
+// ErrNotExist; a legacy file that fails its check (or holds an epoch that cannot be recorded)
+// is ErrCorrupt and stays until the caller's Anchor replaces it.
+func migrate(ctx context.Context, partitionDir, child string) error {
+	old, ok := legacyPath(partitionDir, child)
+	if !ok {
+		return fmt.Errorf("cursorfile: %s: %w", Path(partitionDir, child), ErrNotExist)
+	}
+	st, _, err := defaultReader.read(ctx, old, func() ([]byte, error) { return readPath(old) })
+	if err != nil {
+		return err
+	}
+	b, _, err := encode(child, st.Epoch, st.NextOffset)
+	if err != nil {
+		return fmt.Errorf("cursorfile: migrate %s: %w: %w", old, ErrCorrupt, err)
+	}
+	if err := durable.WriteFileAtomic(Path(partitionDir, child), b); err != nil {
+		return fmt.Errorf("cursorfile: migrate %s: %w", old, err)
+	}
+	if err := faults.Check(FaultAfterMigrate); err != nil {
+		return fmt.Errorf("cursorfile: migrate %s: %w", old, err)
+	}
+	return Remove(old)
+}
+
+// removeLegacy removes child's legacy-named file, if any, and fsyncs the directory.
+func removeLegacy(partitionDir, child string) error {
+	if old, ok := legacyPath(partitionDir, child); ok {
+		return Remove(old)
+	}
+	return nil
+}
+
+// Anchor writes a new cursor file for child in partitionDir holding (epoch, next), replacing
+// whatever is there (no file, another epoch's file, a corrupt or older-version file, a
+// legacy-named file), and returns its Writer. It is the destructive move of the fan-out
+// engine: the caller anchors only after the leader confirmed the epoch. The write is a temp
+// file + fsync + rename + directory fsync, so a crash leaves the old file or the new one
+// whole. A missing partition directory is ErrDirMissing and is not created.
+func Anchor(partitionDir, child, epoch string, next int64) (*Writer, error) {
+	path := Path(partitionDir, child)
+	b, fixed, err := encode(child, epoch, next)
 	if err != nil {
 		return nil, fmt.Errorf("cursorfile: anchor %s: %w", path, err)
 	}
 	if err := durable.WriteFileAtomic(path, b); err != nil {
 		return nil, fmt.Errorf("cursorfile: anchor %s: %w", path, err)
 	}
+	if err := removeLegacy(partitionDir, child); err != nil {
+		return nil, fmt.Errorf("cursorfile: anchor %s: %w", path, err)
+	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cursorfile: reopen %s: %w", path, err)
 	}
-	return &Writer{path: path, f: f, st: State{Epoch: epoch, NextOffset: next}, fixed: fixed}, nil
+	return &Writer{path: path, child: child, f: f, st: State{Child: child, Epoch: epoch, NextOffset: next, Version: 2}, fixed: fixed}, nil
 }
 
 // Path returns the file the Writer writes.
@@ -81,8 +145,9 @@ func (w *Writer) State() State { return w.st }
 
 // Advance durably records next as the position to resume from. The caller calls it only after
 // every child commit below next was acknowledged (seed: commit before advance). For a
-// fixed-form file that is one 256-byte pwrite at offset 0 and one fdatasync; a legacy or
-// long-form file, or a record that does not fit in RecordSize, is replaced atomically instead.
+// fixed-form version 2 file that is one RecordSize pwrite at offset 0 and one fdatasync; an
+// older-version or long-form file, or a record that does not fit in RecordSize, is replaced
+// atomically instead.
 // next below the current position is ErrBackwards; next equal to it rewrites the same value.
 // A failed write or fsync is sticky: every later Advance returns it, and the caller reopens.
 func (w *Writer) Advance(next int64) error {
@@ -95,7 +160,7 @@ func (w *Writer) Advance(next int64) error {
 	if next < w.st.NextOffset {
 		return fmt.Errorf("cursorfile: advance %s from %d to %d: %w", w.path, w.st.NextOffset, next, ErrBackwards)
 	}
-	b, fixed, err := encode(w.st.Epoch, next)
+	b, fixed, err := encode(w.child, w.st.Epoch, next)
 	if err != nil {
 		return fmt.Errorf("cursorfile: advance %s: %w", w.path, err)
 	}
@@ -111,7 +176,7 @@ func (w *Writer) Advance(next int64) error {
 		w.err = fmt.Errorf("cursorfile: advance %s to %d: %w", w.path, next, err)
 		return w.err
 	}
-	w.st = State{Epoch: w.st.Epoch, NextOffset: next}
+	w.st = State{Child: w.child, Epoch: w.st.Epoch, NextOffset: next, Version: 2}
 	w.fixed = fixed
 	if err := faults.Check(FaultAfterAdvance); err != nil {
 		return fmt.Errorf("cursorfile: after advance %s: %w", w.path, err)

@@ -28,9 +28,10 @@ func dirNames(t *testing.T, dir string) []string {
 	return out
 }
 
+// mustAnchor anchors testChild's cursor whose file is path (Path(dir, testChild)).
 func mustAnchor(t *testing.T, path, epoch string, next int64) *Writer {
 	t.Helper()
-	w, err := Anchor(path, epoch, next)
+	w, err := Anchor(filepath.Dir(path), testChild, epoch, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,15 +48,15 @@ func TestAnchorWritesAFixedRecordThatOpenResumes(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	w2, st, err := Open(context.Background(), path)
+	w2, st, err := Open(context.Background(), filepath.Dir(path), testChild)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w2.Close()
-	if want := (State{Epoch: testEpoch, NextOffset: 19}); st != want || w2.State() != want {
+	if want := (State{Child: testChild, Epoch: testEpoch, NextOffset: 19, Version: 2}); st != want || w2.State() != want {
 		t.Fatalf("Open state %+v / %+v, want %+v", st, w2.State(), want)
 	}
-	if got := dirNames(t, filepath.Dir(path)); !slices.Equal(got, []string{"fanout-analytics.offset"}) {
+	if got := dirNames(t, filepath.Dir(path)); !slices.Equal(got, []string{FileName(testChild)}) {
 		t.Fatalf("dir holds %v after anchor, want only the cursor file", got)
 	}
 }
@@ -86,11 +87,11 @@ func TestAdvanceRewritesOnlyTheRecordInPlaceAndSurvivesReopen(t *testing.T) {
 	if got, _ := os.ReadFile(other); string(got) != "neighbour" {
 		t.Fatalf("a neighbouring file changed: %q", got)
 	}
-	if got := dirNames(t, dir); !slices.Equal(got, []string{"fanout-analytics.offset", "hwm"}) {
+	if got := dirNames(t, dir); !slices.Equal(got, []string{FileName(testChild), "hwm"}) {
 		t.Fatalf("dir holds %v", got)
 	}
 	w.Close()
-	if st := mustRead(t, path); st != (State{Epoch: testEpoch, NextOffset: 1 << 40}) {
+	if st := mustRead(t, path); st != (State{Child: testChild, Epoch: testEpoch, NextOffset: 1 << 40, Version: 2}) {
 		t.Fatalf("reopened state %+v", st)
 	}
 }
@@ -109,50 +110,51 @@ func TestAdvanceNeverMovesTheDurablePositionBackwards(t *testing.T) {
 	}
 }
 
-func TestLegacyFileIsReadAndMigratedToTheFixedFormatOnTheNextWrite(t *testing.T) {
-	path := tempCursor(t)
-	writeRaw(t, path, []byte(`{"epoch":"67953471cc57a32a","next_offset":98332}`+"\n"))
-	if st := mustRead(t, path); st != (State{Epoch: testEpoch, NextOffset: 98332, Legacy: true}) {
-		t.Fatalf("Read legacy = %+v", st)
-	}
-	w, st, err := Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if !st.Legacy {
-		t.Fatalf("Open legacy state %+v lacks Legacy", st)
-	}
-	if err := w.Advance(98400); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := os.ReadFile(path)
-	if !bytes.Equal(got, mustEncode(t, testEpoch, 98400)) {
-		t.Fatalf("migrated file %q is not the fixed record", got)
-	}
-	if w.State().Legacy {
-		t.Fatal("writer still reports Legacy after migration")
-	}
-	// After the migration the writer advances in place on the new file.
-	migrated, _ := os.Stat(path)
-	if err := w.Advance(98500); err != nil {
-		t.Fatal(err)
-	}
-	again, _ := os.Stat(path)
-	if !os.SameFile(migrated, again) {
-		t.Fatal("the advance after migration replaced the file instead of writing in place")
-	}
-	if st := mustRead(t, path); st != (State{Epoch: testEpoch, NextOffset: 98500}) {
-		t.Fatalf("state after migration %+v", st)
-	}
-	if got := dirNames(t, filepath.Dir(path)); len(got) != 1 {
-		t.Fatalf("dir holds %v", got)
+// A file of an older record version under the current name (version 0 JSON or version 1) is
+// read, and the next write makes it a fixed version 2 record advanced in place afterwards.
+func TestOlderRecordIsReadAndRewrittenAsVersion2OnTheNextWrite(t *testing.T) {
+	for _, old := range [][]byte{
+		[]byte(`{"epoch":"67953471cc57a32a","next_offset":98332}` + "\n"),
+		mustEncodeV1(t, testEpoch, 98332),
+	} {
+		path := tempCursor(t)
+		writeRaw(t, path, old)
+		w, st, err := Open(context.Background(), filepath.Dir(path), testChild)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if st.Version == 2 || st.NextOffset != 98332 || st.Child != testChild {
+			t.Fatalf("Open older state %+v", st)
+		}
+		if err := w.Advance(98400); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(path)
+		if !bytes.Equal(got, mustEncode(t, testEpoch, 98400)) {
+			t.Fatalf("rewritten file %q is not the fixed record", got)
+		}
+		// After the rewrite the writer advances in place on the new file.
+		migrated, _ := os.Stat(path)
+		if err := w.Advance(98500); err != nil {
+			t.Fatal(err)
+		}
+		again, _ := os.Stat(path)
+		if !os.SameFile(migrated, again) {
+			t.Fatal("the advance after the rewrite replaced the file instead of writing in place")
+		}
+		if st := mustRead(t, path); st != (State{Child: testChild, Epoch: testEpoch, NextOffset: 98500, Version: 2}) {
+			t.Fatalf("state after the rewrite %+v", st)
+		}
+		if got := dirNames(t, filepath.Dir(path)); len(got) != 1 {
+			t.Fatalf("dir holds %v", got)
+		}
 	}
 }
 
 func TestLongEpochUsesTheAtomicPathAndStillRoundTrips(t *testing.T) {
 	path := tempCursor(t)
-	epoch := strings.Repeat("e", 300)
+	epoch := strings.Repeat("e", 500)
 	w := mustAnchor(t, path, epoch, 5)
 	for _, next := range []int64{5, 6, 7000} {
 		if next != 5 {
@@ -169,12 +171,12 @@ func TestLongEpochUsesTheAtomicPathAndStillRoundTrips(t *testing.T) {
 		if len(got) <= RecordSize || got[len(got)-1] != '\n' || !bytes.HasPrefix(got, []byte(`{"crc":"`)) {
 			t.Fatalf("long record %q is not the long form", got)
 		}
-		if st := mustRead(t, path); st != (State{Epoch: epoch, NextOffset: next}) {
+		if st := mustRead(t, path); st != (State{Child: testChild, Epoch: epoch, NextOffset: next, Version: 2}) {
 			t.Fatalf("long record read back as %+v", st)
 		}
 	}
 	w.Close()
-	w2, st, err := Open(context.Background(), path)
+	w2, st, err := Open(context.Background(), filepath.Dir(path), testChild)
 	if err != nil || st.NextOffset != 7000 {
 		t.Fatalf("Open long: %+v, %v", st, err)
 	}
@@ -194,7 +196,7 @@ func TestAnchorReplacesAnotherEpochsFile(t *testing.T) {
 	if err := w.Advance(20); err != nil {
 		t.Fatal(err)
 	}
-	if st := mustRead(t, path); st != (State{Epoch: testEpoch, NextOffset: 20}) {
+	if st := mustRead(t, path); st != (State{Child: testChild, Epoch: testEpoch, NextOffset: 20, Version: 2}) {
 		t.Fatalf("state %+v", st)
 	}
 }
@@ -204,7 +206,7 @@ func TestMissingFileIsErrNotExistAndNothingIsCreated(t *testing.T) {
 	if _, err := Read(context.Background(), path); !errors.Is(err, ErrNotExist) || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Read missing: %v, want ErrNotExist wrapping fs.ErrNotExist", err)
 	}
-	if _, _, err := Open(context.Background(), path); !errors.Is(err, ErrNotExist) {
+	if _, _, err := Open(context.Background(), filepath.Dir(path), testChild); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("Open missing: %v, want ErrNotExist", err)
 	}
 	if got := dirNames(t, filepath.Dir(path)); len(got) != 0 {
@@ -214,8 +216,7 @@ func TestMissingFileIsErrNotExistAndNothingIsCreated(t *testing.T) {
 
 func TestAnchorIntoAMissingPartitionDirIsErrDirMissingAndCreatesNothing(t *testing.T) {
 	root := t.TempDir()
-	path := Path(filepath.Join(root, "p00000"), "analytics")
-	if _, err := Anchor(path, testEpoch, 0); !errors.Is(err, ErrDirMissing) || !errors.Is(err, durable.ErrDirMissing) {
+	if _, err := Anchor(filepath.Join(root, "p00000"), testChild, testEpoch, 0); !errors.Is(err, ErrDirMissing) || !errors.Is(err, durable.ErrDirMissing) {
 		t.Fatalf("Anchor into a missing dir: %v, want ErrDirMissing", err)
 	}
 	if got := dirNames(t, root); len(got) != 0 {
