@@ -86,6 +86,10 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.HeartbeatTimeout = b.duration(optHeartbeatTimeout)
 	s.ForcePromoteAfter = b.duration(optForcePromoteAfter)
 	s.DeadTargetAbortAfter = b.duration(optDeadTargetAbort)
+	s.MaxConnections = int(b.integer(optMaxConnections, 32))
+	s.MaxConnectionsPerIP = int(b.integer(optMaxConnectionsPerIP, 32))
+	s.ClusterMaxConnections = int(b.integer(optClusterMaxConnections, 32))
+	s.ClusterMaxConnectionsPerIP = int(b.integer(optClusterMaxConnectionsPerIP, 32))
 	if b.err != nil {
 		return Serve{}, b.err
 	}

@@ -69,6 +69,21 @@ const (
 	optHeartbeatTimeout   = "heartbeat-timeout"
 	optForcePromoteAfter  = "move-force-promote-after"
 	optDeadTargetAbort    = "move-dead-target-abort-after"
+
+	optMaxConnections             = "max-connections"
+	optMaxConnectionsPerIP        = "max-connections-per-ip"
+	optClusterMaxConnections      = "cluster-max-connections"
+	optClusterMaxConnectionsPerIP = "cluster-max-connections-per-ip"
+)
+
+// Connection caps of the two ports (docs/operating.md, "Connection limits"). The per-IP caps
+// leave room for load generators and tests on one loopback address; the cluster port sees a
+// handful of connections per peer node.
+const (
+	DefaultMaxConnections             = 8192
+	DefaultMaxConnectionsPerIP        = 1024
+	DefaultClusterMaxConnections      = 1024
+	DefaultClusterMaxConnectionsPerIP = 256
 )
 
 // Defaults that do not depend on other settings.
@@ -139,6 +154,10 @@ var options = []option{
 	{name: optForcePromoteAfter, kind: kDuration, def: DefaultForcePromoteAfter.String(), help: "how long a move's source must be dead before the destination promotes its complete copy; change only for tests"},
 	{name: optDeadTargetAbort, kind: kDuration, def: DefaultDeadTargetAbortAfter.String(), help: "how long a move's destination may be dead before the controller clears the move; change only for tests"},
 	{name: optHeartbeatTimeout, kind: kDuration, def: DefaultHeartbeatTimeout.String(), help: "heartbeat age after which a member is marked dead, above heartbeat-interval; change only for tests and unusual networks"},
+	{name: optMaxConnections, kind: kInt, def: strconv.Itoa(DefaultMaxConnections), help: "connections the HTTP port keeps open at once; more are closed at accept"},
+	{name: optMaxConnectionsPerIP, kind: kInt, def: strconv.Itoa(DefaultMaxConnectionsPerIP), help: "connections the HTTP port keeps open at once from one client IP (at most max-connections)"},
+	{name: optClusterMaxConnections, kind: kInt, def: strconv.Itoa(DefaultClusterMaxConnections), help: "connections the cluster port keeps open at once, authenticated or not"},
+	{name: optClusterMaxConnectionsPerIP, kind: kInt, def: strconv.Itoa(DefaultClusterMaxConnectionsPerIP), help: "connections the cluster port keeps open at once from one IP (at most cluster-max-connections)"},
 }
 
 var optionsByName = func() map[string]*option {

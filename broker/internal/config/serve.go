@@ -64,6 +64,13 @@ type Serve struct {
 	ForcePromoteAfter    time.Duration
 	DeadTargetAbortAfter time.Duration
 
+	// Connection caps: HTTP port and cluster port, in total and per remote IP (each ≥ 1,
+	// per-IP ≤ total).
+	MaxConnections             int
+	MaxConnectionsPerIP        int
+	ClusterMaxConnections      int
+	ClusterMaxConnectionsPerIP int
+
 	ConfigFile string // the file read, "" = none
 }
 
@@ -108,6 +115,10 @@ func (s Serve) LogValue() slog.Value {
 		slog.Any("initial_members", s.InitialMembers),
 		slog.Duration("heartbeat_interval", s.HeartbeatInterval),
 		slog.Duration("heartbeat_timeout", s.HeartbeatTimeout),
+		slog.Int("max_connections", s.MaxConnections),
+		slog.Int("max_connections_per_ip", s.MaxConnectionsPerIP),
+		slog.Int("cluster_max_connections", s.ClusterMaxConnections),
+		slog.Int("cluster_max_connections_per_ip", s.ClusterMaxConnectionsPerIP),
 		slog.Duration("move_force_promote_after", s.ForcePromoteAfter),
 		slog.Duration("move_dead_target_abort_after", s.DeadTargetAbortAfter),
 		slog.String("config_file", s.ConfigFile),
