@@ -2,7 +2,9 @@ package connlimit
 
 import (
 	"errors"
+	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,5 +121,51 @@ func TestConnectionsOverTheCapsAreClosedAndCounted(t *testing.T) {
 	}
 	for _, c := range []net.Conn{a1, a2, s2, s3, s4} {
 		c.Close()
+	}
+}
+
+// lockedBuffer is an io.Writer safe for the listener's goroutine and the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// A flood over the cap is counted in full but logged only a few lines at a time.
+func TestRefusalLogIsRateLimited(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out lockedBuffer
+	r := &refusals{by: map[string]int{}}
+	l := New(ln, Limits{Total: 1, PerIP: 1}, "test", slog.New(slog.NewTextHandler(&out, nil)), r.observe)
+	defer l.Close()
+	conns := serve(l)
+	dialFrom(t, "127.0.0.2", ln.Addr().String())
+	waitAccepted(t, conns)
+	const flood = 50
+	for range flood {
+		c := dialFrom(t, "127.0.0.2", ln.Addr().String())
+		if !closedByPeer(c, 5*time.Second) {
+			t.Fatal("connection over the cap stayed open")
+		}
+	}
+	if got := r.count(ReasonTotal); got != flood {
+		t.Fatalf("refusals counted %d, want %d", got, flood)
+	}
+	if lines := strings.Count(out.String(), "connection refused"); lines < 1 || lines > logBurst {
+		t.Fatalf("%d log lines for %d refusals, want 1…%d", lines, flood, logBurst)
 	}
 }

@@ -301,7 +301,6 @@ func TestConcurrentStreamsPerConnectionAreCapped(t *testing.T) {
 		}()
 	}
 	waitFor(t, 30*time.Second, "the stream cap reached", func() bool { return impl.inflight.Load() >= MaxStreamsPerConn })
-	time.Sleep(200 * time.Millisecond) // let any call beyond the cap arrive (it must not)
 	if got := impl.maxIn.Load(); got > MaxStreamsPerConn {
 		t.Fatalf("%d calls in the server at once on one connection, cap %d", got, MaxStreamsPerConn)
 	}
@@ -311,6 +310,53 @@ func TestConcurrentStreamsPerConnectionAreCapped(t *testing.T) {
 			t.Fatalf("call after the cap freed: %v", err)
 		}
 	}
+}
+
+// The server announces the stream cap in its first HTTP/2 SETTINGS frame, right after the
+// handshake: SETTINGS_MAX_CONCURRENT_STREAMS = MaxStreamsPerConn.
+func TestServerAnnouncesTheStreamCap(t *testing.T) {
+	secret := []byte("s3cret")
+	n := startNode(t, "127.0.0.1", secret, 0)
+	c, err := net.Dial("tcp", n.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte{GRPCTag}); err != nil {
+		t.Fatal(err)
+	}
+	if err := clientHandshake(c, secret, GRPCTag, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")); err != nil {
+		t.Fatal(err)
+	}
+	var head [9]byte // length(3) type(1) flags(1) stream(4)
+	if _, err := io.ReadFull(c, head[:]); err != nil {
+		t.Fatal(err)
+	}
+	length := int(head[0])<<16 | int(head[1])<<8 | int(head[2])
+	if head[3] != 0x4 || length%6 != 0 || length > 1024 {
+		t.Fatalf("first server frame: type %d length %d, want SETTINGS", head[3], length)
+	}
+	body := make([]byte, length)
+	if _, err := io.ReadFull(c, body); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < length; i += 6 {
+		id := uint16(body[i])<<8 | uint16(body[i+1])
+		v := uint32(body[i+2])<<24 | uint32(body[i+3])<<16 | uint32(body[i+4])<<8 | uint32(body[i+5])
+		if id == 0x3 { // SETTINGS_MAX_CONCURRENT_STREAMS
+			if v != MaxStreamsPerConn {
+				t.Fatalf("max concurrent streams %d, want %d", v, MaxStreamsPerConn)
+			}
+			return
+		}
+	}
+	t.Fatal("server SETTINGS carry no max concurrent streams (unlimited)")
 }
 
 func TestLogNodeIDIsSanitizedAndBounded(t *testing.T) {
