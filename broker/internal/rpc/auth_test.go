@@ -275,15 +275,17 @@ func TestUnauthenticatedGRPCMessagesAreNeverRead(t *testing.T) {
 	}
 }
 
-// One connection holds at most MaxStreamsPerConn calls in the server at once; the rest wait.
+// One connection holds at most its stream cap of calls in the server at once; the rest wait
+// and run once streams free up.
 func TestConcurrentStreamsPerConnectionAreCapped(t *testing.T) {
 	secret := []byte("s3cret")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	const streamCap = 64
 	impl := &stubNode{block: make(chan struct{})}
-	n := startNodeOn(t, ln, secret, 0, impl)
+	n := startNodeOn(t, ln, secret, 0, impl, func(o *options) { o.maxStreams = streamCap })
 	pool := NewPool(secret)
 	defer pool.Close()
 	c, err := pool.Client(n.addr)
@@ -292,7 +294,7 @@ func TestConcurrentStreamsPerConnectionAreCapped(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	const calls = MaxStreamsPerConn + 64
+	const calls = streamCap + 32
 	errs := make(chan error, calls)
 	for range calls {
 		go func() {
@@ -300,9 +302,9 @@ func TestConcurrentStreamsPerConnectionAreCapped(t *testing.T) {
 			errs <- err
 		}()
 	}
-	waitFor(t, 30*time.Second, "the stream cap reached", func() bool { return impl.inflight.Load() >= MaxStreamsPerConn })
-	if got := impl.maxIn.Load(); got > MaxStreamsPerConn {
-		t.Fatalf("%d calls in the server at once on one connection, cap %d", got, MaxStreamsPerConn)
+	waitFor(t, 30*time.Second, "the stream cap reached", func() bool { return impl.inflight.Load() >= streamCap })
+	if got := impl.maxIn.Load(); got > streamCap {
+		t.Fatalf("%d calls in the server at once on one connection, cap %d", got, streamCap)
 	}
 	close(impl.block)
 	for range calls {

@@ -25,9 +25,10 @@ const maxGRPCMessage = MaxMessageBytes + messageSlack
 // limits bound what one connection can hold, not what a call may legitimately need.
 const (
 	// MaxStreamsPerConn caps concurrent calls on one connection; a node keeps one connection
-	// per peer, so this is the most calls one peer has in flight here (forwarded long-poll
-	// consumes included). Further calls wait on the client side for a free stream.
-	MaxStreamsPerConn = 1024
+	// per peer, so this is the most calls one peer has in flight here, forwarded long-poll
+	// consumes (up to max-consume-wait each) included. Further calls wait on the client side
+	// for a free stream.
+	MaxStreamsPerConn = 4096
 	// ConnMaxIdle closes a connection that has had no call for this long; the peer's pool
 	// reconnects on its next call.
 	ConnMaxIdle = 5 * time.Minute
@@ -52,11 +53,14 @@ func NewServer(secret []byte, impl nodepb.NodeServer, logger *slog.Logger, opts 
 		logger.Warn("rpc: node RPC has no cluster secret; any peer can call it")
 	}
 	o := collect(opts)
+	if o.maxStreams == 0 {
+		o.maxStreams = MaxStreamsPerConn
+	}
 	s := grpc.NewServer(
 		grpc.Creds(&clusterCreds{secret: secret, tls: o.tls}),
 		grpc.MaxRecvMsgSize(maxGRPCMessage),
 		grpc.MaxSendMsgSize(maxGRPCMessage),
-		grpc.MaxConcurrentStreams(MaxStreamsPerConn),
+		grpc.MaxConcurrentStreams(o.maxStreams),
 		grpc.ConnectionTimeout(HandshakeTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionIdle: ConnMaxIdle,

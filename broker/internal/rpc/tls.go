@@ -100,6 +100,8 @@ type options struct {
 	tlsSet bool // WithTLS was given (even with nil)
 	nodeID string
 	authed func(accepted bool)
+
+	maxStreams uint32 // NewServer's stream cap; 0 = MaxStreamsPerConn (tests lower it)
 }
 
 // WithNodeID sets the node ID this node claims in the cluster handshake when it dials (Pool,
