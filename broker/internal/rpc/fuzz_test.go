@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"io"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -126,6 +127,39 @@ func fuzzMux(f *testing.F, n *testNode, hello func(net.Conn) (net.Conn, error)) 
 		case got := <-accepted:
 			t.Fatalf("a fuzz input passed the cluster handshake: %v", got.RemoteAddr())
 		default:
+		}
+	})
+}
+
+// FuzzServerHandshake feeds arbitrary client bytes to the server side of the cluster
+// handshake: it must never accept them (the proof is bound to its fresh nonce), never read
+// more than handshakeHelloMax bytes, and always return.
+func FuzzServerHandshake(f *testing.F) {
+	hello := append(append([]byte{handshakeVersion}, make([]byte, NonceSize)...), 2, 'n', '1')
+	f.Add([]byte{})
+	f.Add(hello)
+	f.Add(append(append([]byte{}, hello...), make([]byte, 32)...))
+	f.Add(append(append([]byte{handshakeVersion}, make([]byte, NonceSize)...), 0xff))
+	f.Add([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, s := net.Pipe()
+		defer c.Close()
+		var read atomic.Int64
+		done := make(chan error, 1)
+		go func() {
+			_, err := serverHandshake(&countingConn{Conn: s, n: &read}, []byte("fuzz-secret"), GRPCTag)
+			s.Close()
+			done <- err
+		}()
+		go func() { _, _ = io.Copy(io.Discard, c) }()
+		_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		_, _ = c.Write(data)
+		c.Close()
+		if err := <-done; err == nil {
+			t.Fatal("server accepted fuzz bytes as a handshake")
+		}
+		if got := read.Load(); got > handshakeHelloMax {
+			t.Fatalf("server read %d bytes, at most %d allowed", got, handshakeHelloMax)
 		}
 	})
 }
