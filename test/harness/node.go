@@ -254,6 +254,16 @@ func (n *Node) Wait(timeout time.Duration) error {
 	}
 }
 
+// PID is the process id of the running process, 0 when it is not started.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
 // Running reports whether the process is alive.
 func (n *Node) Running() bool {
 	n.mu.Lock()

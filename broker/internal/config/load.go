@@ -91,6 +91,10 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.FanoutMaxBatchBytes = int(b.integer(optFanoutMaxBytes, 32))
 	s.MaxMovesInFlight = int(b.integer(optMaxMovesInFlight, 32))
 	s.MinVoters = int(b.integer(optMinVoters, 32))
+	s.MaxConnections = int(b.integer(optMaxConnections, 32))
+	s.MaxConnectionsPerIP = int(b.integer(optMaxConnectionsPerIP, 32))
+	s.ClusterMaxConnections = int(b.integer(optClusterMaxConnections, 32))
+	s.ClusterMaxConnectionsPerIP = int(b.integer(optClusterMaxConnectionsPerIP, 32))
 	if b.err != nil {
 		return Serve{}, b.err
 	}

@@ -59,6 +59,7 @@ func TestDefaultsApplyWhenNothingIsSet(t *testing.T) {
 		HeartbeatInterval: 5 * time.Second, HeartbeatTimeout: 30 * time.Second,
 		ForcePromoteAfter: 2 * time.Minute, DeadTargetAbortAfter: 2 * time.Minute,
 		FanoutMaxBatchRecords: 4096, FanoutMaxBatchBytes: 4 << 20, MaxMovesInFlight: 8, MinVoters: 3,
+		MaxConnections: 8192, MaxConnectionsPerIP: 1024, ClusterMaxConnections: 1024, ClusterMaxConnectionsPerIP: 256,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
@@ -314,6 +315,9 @@ func TestEachValidationErrorNamesItsField(t *testing.T) {
 		{[]string{"--http-read-timeout=0s"}, nil, "http-read-timeout", "positive"},
 		{[]string{"--http-write-timeout=0s"}, nil, "http-write-timeout", "positive"},
 		{[]string{"--http-idle-timeout=-5s"}, nil, "http-idle-timeout", "positive"},
+		{[]string{"--max-connections=0"}, nil, "max-connections", "at least 1"},
+		{[]string{"--max-connections=10", "--max-connections-per-ip=11"}, nil, "max-connections-per-ip", "1…max-connections"},
+		{[]string{"--cluster-max-connections-per-ip=0"}, nil, "cluster-max-connections-per-ip", "1…cluster-max-connections"},
 		{[]string{"--initial-members=n0,bad/id"}, nil, "initial-members", "not a node ID"},
 		{nil, map[string]string{"NARAD_CLUSTER_INITIAL_MEMBERS": "n0,n1,n0"}, "initial-members", "lists \"n0\" twice (from env NARAD_CLUSTER_INITIAL_MEMBERS)"},
 		{[]string{"--heartbeat-interval=0s"}, nil, "heartbeat-interval", "positive"},
@@ -389,6 +393,8 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"heartbeat-interval": "5s", "heartbeat-timeout": "30s",
 		"move-force-promote-after": "2m0s", "move-dead-target-abort-after": "2m0s",
 		"remote-allowed-hosts": "[]",
+		"max-connections":      "8192", "max-connections-per-ip": "1024",
+		"cluster-max-connections": "1024", "cluster-max-connections-per-ip": "256",
 	}
 	names := []string{"dev", "data-dir", "http-addr", "cluster-addr", "advertise-addr", "node-id", "join",
 		"bootstrap", "config", "log-level", "log-format", "pprof-addr", "security-enabled", "admin-user",
@@ -399,7 +405,8 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"initial-members", "heartbeat-interval", "heartbeat-timeout", "move-force-promote-after",
 		"move-dead-target-abort-after",
 		"remote-allowed-hosts",
-		"fanout-max-batch-records", "fanout-max-batch-bytes", "max-moves-in-flight", "min-voters"}
+		"fanout-max-batch-records", "fanout-max-batch-bytes", "max-moves-in-flight", "min-voters",
+		"max-connections", "max-connections-per-ip", "cluster-max-connections", "cluster-max-connections-per-ip"}
 	for _, n := range names {
 		f := fs.Lookup(n)
 		if f == nil {

@@ -74,6 +74,21 @@ const (
 	optFanoutMaxBytes     = "fanout-max-batch-bytes"
 	optMaxMovesInFlight   = "max-moves-in-flight"
 	optMinVoters          = "min-voters"
+
+	optMaxConnections             = "max-connections"
+	optMaxConnectionsPerIP        = "max-connections-per-ip"
+	optClusterMaxConnections      = "cluster-max-connections"
+	optClusterMaxConnectionsPerIP = "cluster-max-connections-per-ip"
+)
+
+// Connection caps of the two ports (docs/operating.md, "Connection limits"). The per-IP caps
+// leave room for load generators and tests on one loopback address; the cluster port sees a
+// handful of connections per peer node.
+const (
+	DefaultMaxConnections             = 8192
+	DefaultMaxConnectionsPerIP        = 1024
+	DefaultClusterMaxConnections      = 1024
+	DefaultClusterMaxConnectionsPerIP = 256
 )
 
 // Defaults that do not depend on other settings.
@@ -157,6 +172,10 @@ var options = []option{
 	{name: optFanoutMaxBytes, kind: kInt, def: strconv.Itoa(DefaultFanoutMaxBatchBytes), help: "most key+payload bytes one fan-out slab carries (1024-8388608; a larger record still goes alone)"},
 	{name: optMaxMovesInFlight, kind: kInt, def: strconv.Itoa(DefaultMaxMovesInFlight), help: "partition moves the leader runs at once (1-256); set the same on every node"},
 	{name: optMinVoters, kind: kInt, def: strconv.Itoa(DefaultMinVoters), help: "Raft voters the leader keeps and a decommission must leave (odd, 1-9); set the same on every node"},
+	{name: optMaxConnections, kind: kInt, def: strconv.Itoa(DefaultMaxConnections), help: "connections the HTTP port keeps open at once; more are closed at accept"},
+	{name: optMaxConnectionsPerIP, kind: kInt, def: strconv.Itoa(DefaultMaxConnectionsPerIP), help: "connections the HTTP port keeps open at once from one client IP (at most max-connections)"},
+	{name: optClusterMaxConnections, kind: kInt, def: strconv.Itoa(DefaultClusterMaxConnections), help: "connections the cluster port keeps open at once, authenticated or not"},
+	{name: optClusterMaxConnectionsPerIP, kind: kInt, def: strconv.Itoa(DefaultClusterMaxConnectionsPerIP), help: "connections the cluster port keeps open at once from one IP (at most cluster-max-connections)"},
 }
 
 var optionsByName = func() map[string]*option {

@@ -76,6 +76,12 @@ type Serve struct {
 	// 1 … 9, default 3). The leader's values apply: set them alike on every node.
 	MaxMovesInFlight int
 	MinVoters        int
+	// Connection caps: HTTP port and cluster port, in total and per remote IP (each ≥ 1,
+	// per-IP ≤ total).
+	MaxConnections             int
+	MaxConnectionsPerIP        int
+	ClusterMaxConnections      int
+	ClusterMaxConnectionsPerIP int
 
 	ConfigFile string // the file read, "" = none
 }
@@ -122,6 +128,10 @@ func (s Serve) LogValue() slog.Value {
 		slog.Any("remote_allowed_hosts", s.RemoteAllowedHosts),
 		slog.Duration("heartbeat_interval", s.HeartbeatInterval),
 		slog.Duration("heartbeat_timeout", s.HeartbeatTimeout),
+		slog.Int("max_connections", s.MaxConnections),
+		slog.Int("max_connections_per_ip", s.MaxConnectionsPerIP),
+		slog.Int("cluster_max_connections", s.ClusterMaxConnections),
+		slog.Int("cluster_max_connections_per_ip", s.ClusterMaxConnectionsPerIP),
 		slog.Duration("move_force_promote_after", s.ForcePromoteAfter),
 		slog.Duration("move_dead_target_abort_after", s.DeadTargetAbortAfter),
 		slog.Int("fanout_max_batch_records", s.FanoutMaxBatchRecords),

@@ -95,6 +95,12 @@ func validate(s *Serve, origin func(string) string) error {
 		func() error { return positive(optHTTPWriteTimeout, s.HTTPWriteTimeout, origin) },
 		func() error { return positive(optHTTPIdleTimeout, s.HTTPIdleTimeout, origin) },
 		func() error {
+			return connCaps(optMaxConnections, optMaxConnectionsPerIP, s.MaxConnections, s.MaxConnectionsPerIP, origin)
+		},
+		func() error {
+			return connCaps(optClusterMaxConnections, optClusterMaxConnectionsPerIP, s.ClusterMaxConnections, s.ClusterMaxConnectionsPerIP, origin)
+		},
+		func() error {
 			if s.MaxConsumeWait >= s.HTTPWriteTimeout {
 				return fieldErr(optMaxConsumeWait, "must be below http-write-timeout (%s)", s.HTTPWriteTimeout)
 			}
@@ -254,4 +260,15 @@ func nameChars(s string, max int) bool {
 		}
 	}
 	return true
+}
+
+// connCaps checks a pair of connection caps: both ≥ 1, the per-IP one at most the total.
+func connCaps(totalOpt, perIPOpt string, total, perIP int, origin func(string) string) error {
+	if total < 1 {
+		return fieldErr(totalOpt, "%d must be at least 1%s", total, origin(totalOpt))
+	}
+	if perIP < 1 || perIP > total {
+		return fieldErr(perIPOpt, "%d must be 1…%s (%d)%s", perIP, totalOpt, total, origin(perIPOpt))
+	}
+	return nil
 }

@@ -84,6 +84,10 @@ type Metrics struct {
 	BootDuration        prometheus.Gauge
 	IngressUndispatched prometheus.Gauge
 	DispatchedRecords   *prometheus.CounterVec
+
+	// Cluster-port authentication and connection caps (docs/operating.md, "Connection limits").
+	ClusterAuth        *prometheus.CounterVec
+	ConnectionsRefused *prometheus.CounterVec
 }
 
 // New registers every family on a fresh registry, plus the Go and process collectors.
@@ -163,6 +167,17 @@ func New() *Metrics {
 	m.BootDuration = f.gauge("narad_boot_duration_seconds", "Process start to API listener up.")
 	m.IngressUndispatched = f.gauge("narad_ingress_undispatched_records", "Accepted produces not yet committed at their owners.")
 	m.DispatchedRecords = f.counterVec("narad_dispatched_records_total", "Accepted records the dispatcher committed at their owner, by destination: local (this node) or remote (CommitProduceBatch to another node).", []string{"destination"})
+
+	m.ClusterAuth = f.counterVec("narad_cluster_auth_total", "Cluster-port handshakes by outcome: accepted, or refused (wrong secret, malformed, timed out, failed TLS).", []string{"outcome"})
+	m.ConnectionsRefused = f.counterVec("narad_connections_refused_total", "Connections closed at accept for being over a connection cap, by port (http, cluster) and reason (max_connections, max_connections_per_ip).", []string{"port", "reason"})
+	for _, o := range []string{"accepted", "refused"} {
+		m.ClusterAuth.WithLabelValues(o)
+	}
+	for _, p := range []string{"http", "cluster"} {
+		for _, r := range []string{"max_connections", "max_connections_per_ip"} {
+			m.ConnectionsRefused.WithLabelValues(p, r)
+		}
+	}
 
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -96,6 +96,9 @@ var golden = []family{
 	{"narad_partitions_total", gauge, nil, nil},
 	{"narad_errors_total", counter, []string{"component", "kind"}, nil},
 	{"narad_boot_duration_seconds", gauge, nil, nil},
+	// Cluster-port authentication and connection caps (docs/operating.md, "Connection limits")
+	{"narad_cluster_auth_total", counter, []string{"outcome"}, nil},
+	{"narad_connections_refused_total", counter, []string{"port", "reason"}, nil},
 }
 
 // proposed is spec/metrics.md §9: optional, but if registered they must match.

@@ -6,20 +6,21 @@
 //
 //	ct, _ := rpc.LoadClusterTLS(certFile, keyFile, caFile) // optional; caFile "" = no mTLS
 //	ln, _ := net.Listen("tcp", clusterAddr)
-//	mux := rpc.NewMux(ln, secret, logger, rpc.WithTLS(ct))
+//	mux := rpc.NewMux(ln, secret, logger, rpc.WithTLS(ct), rpc.WithNodeID(nodeID))
 //	sl, _ := rpc.NewStreamLayer(mux, advertiseAddr) // Addr() = advertiseAddr; dials as mux serves
 //	trans := rpc.NewRaftTransport(sl, logger)         // → raft.NewRaft(..., trans)
 //	srv := rpc.NewServer(secret, nodeImpl, logger, rpc.WithTLS(ct))
 //	go srv.Serve(mux.GRPCListener())
 //	go mux.Run(ctx)
-//	pool := rpc.NewPool(secret, rpc.WithTLS(ct)) // outgoing calls: pool.Client(member.ClusterAddr)
+//	pool := rpc.NewPool(secret, rpc.WithTLS(ct), rpc.WithNodeID(nodeID)) // outgoing calls: pool.Client(member.ClusterAddr)
 //
 // Without WithTLS (or with WithTLS(nil)) everything is plaintext, as before cluster TLS.
 //
-// Every connection and every call proves knowledge of the cluster secret (§10.2): Raft
-// connections with a 32-byte proof after the tag byte (inside TLS under cluster TLS), gRPC
-// calls with the hex proof in metadata. Both are checked in constant time before anything is
-// served. Under mutual TLS the peer certificate must also chain to the cluster CA.
+// Every connection, gRPC or Raft, runs a mutual challenge-response handshake after its kind
+// byte (inside TLS under cluster TLS) before anything else of it is read: both sides prove
+// knowledge of the cluster secret with an HMAC over fresh nonces of both sides (handshake.go),
+// so a recorded exchange is worthless on any other connection. Under mutual TLS the peer
+// certificate must also chain to the cluster CA.
 //
 // This package knows nothing of topics, logs or the metastore: servers implement
 // nodepb.NodeServer, callers read the HTTP-vocabulary status in each reply.

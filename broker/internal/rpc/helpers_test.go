@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
 
 	"narad.dev/broker/internal/rpc/nodepb"
 )
@@ -20,10 +22,20 @@ type stubNode struct {
 	nodepb.UnimplementedNodeServer
 	calls     atomic.Int64
 	remaining atomic.Int64 // time.Duration left on the last call's deadline; -1 = none
+	peerNode  atomic.Value // string: the node ID the last caller claimed
+
+	block    chan struct{} // non-nil: Consume waits until it is closed
+	inflight atomic.Int64  // Consume calls inside the handler now
+	maxIn    atomic.Int64  // the most Consume calls ever inside the handler at once
 }
 
 func (s *stubNode) note(ctx context.Context) {
 	s.calls.Add(1)
+	if p, ok := peer.FromContext(ctx); ok {
+		if ai, ok := p.AuthInfo.(AuthInfo); ok {
+			s.peerNode.Store(ai.NodeID)
+		}
+	}
 	if d, ok := ctx.Deadline(); ok {
 		s.remaining.Store(int64(time.Until(d)))
 	} else {
@@ -38,6 +50,17 @@ func (s *stubNode) NodeStatus(ctx context.Context, _ *nodepb.NodeStatusRequest) 
 
 func (s *stubNode) Consume(ctx context.Context, _ *nodepb.ConsumeRequest) (*nodepb.ConsumeReply, error) {
 	s.note(ctx)
+	if s.block != nil {
+		n := s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		for m := s.maxIn.Load(); n > m && !s.maxIn.CompareAndSwap(m, n); m = s.maxIn.Load() {
+		}
+		select {
+		case <-s.block:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return &nodepb.ConsumeReply{Status: 204}, nil
 }
 
@@ -62,11 +85,19 @@ func startNode(t testing.TB, ip string, secret []byte, handshake time.Duration, 
 	if err != nil {
 		t.Fatalf("listen %s: %v", ip, err)
 	}
+	return startNodeOn(t, ln, secret, handshake, nil, opts...)
+}
+
+// startNodeOn is startNode on a given listener; impl nil → a fresh stubNode.
+func startNodeOn(t testing.TB, ln net.Listener, secret []byte, handshake time.Duration, impl *stubNode, opts ...Option) *testNode {
+	t.Helper()
 	m := NewMux(ln, secret, nil, opts...)
 	if handshake > 0 {
 		m.handshake = handshake
 	}
-	impl := &stubNode{}
+	if impl == nil {
+		impl = &stubNode{}
+	}
 	srv := NewServer(secret, impl, nil, opts...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(m.GRPCListener()) }()
@@ -83,6 +114,51 @@ func startNode(t testing.TB, ip string, secret []byte, handshake time.Duration, 
 		<-served
 	})
 	return &testNode{addr: ln.Addr().String(), mux: m, srv: srv, impl: impl}
+}
+
+// countingListener counts the bytes the server read from all its connections.
+type countingListener struct {
+	net.Listener
+	read atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, n: &l.read}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// recordingConn keeps a copy of everything written to it.
+type recordingConn struct {
+	net.Conn
+	mu  sync.Mutex
+	out []byte
+}
+
+func (c *recordingConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.out = append(c.out, p...)
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (c *recordingConn) written() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]byte(nil), c.out...)
 }
 
 // acceptInto runs sl.Accept until it fails, sending each connection to the returned channel.

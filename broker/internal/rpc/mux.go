@@ -10,43 +10,40 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
-// RaftTag is the first byte of every Raft connection on the cluster port. It can never begin
-// an HTTP/2 client preface ("PRI * HTTP/2.0…", 0x50) nor a TLS record (0x14–0x17), so gRPC
-// traffic, plaintext or TLS, is never mistaken for Raft.
+// RaftTag is the first byte of every Raft connection on the cluster port (GRPCTag starts
+// gRPC ones). Neither can begin an HTTP/2 client preface ("PRI * HTTP/2.0…", 0x50) nor a TLS
+// record (0x14–0x17), so a node of an older version is refused at its first byte.
 const RaftTag byte = 0x01
 
-// tlsHandshakeRecord is the first byte of every TLS connection (a handshake record carrying
-// the ClientHello).
-const tlsHandshakeRecord byte = 0x16
-
-// HandshakeTimeout bounds how long a new connection may take to send its first byte and, for
-// Raft, its TLS handshake (under cluster TLS) and proof, and how long a classified connection may wait for its listener to take it.
-// A stalled peer holds one goroutine for at most this long and never blocks Accept.
+// HandshakeTimeout bounds how long a new connection may take from accept to the end of the
+// cluster handshake (kind byte, TLS under cluster TLS, challenge-response), and how long an
+// authenticated connection may wait for its listener to take it. A stalled peer holds one
+// goroutine for at most this long and never blocks Accept.
 const HandshakeTimeout = 5 * time.Second
 
-// maxPendingHandshakes caps connections being classified at once; beyond it new connections
-// are closed at once, so a connection flood costs bounded memory.
+// maxPendingHandshakes caps connections being authenticated at once; beyond it new
+// connections are closed at once, so a connection flood costs bounded memory.
 const maxPendingHandshakes = 1024
 
 // ErrStreamLayerTaken is returned when a second StreamLayer is created on one Mux.
 var ErrStreamLayerTaken = errors.New("rpc: mux already has a raft stream layer")
 
 // Mux splits one cluster-port listener into a gRPC listener and a Raft stream (spec/cluster.md
-// §10.1). It reads exactly one byte of each connection before dispatch: RaftTag sends the
-// connection to the Raft stream layer once its 32-byte secret proof checks out (else it is
-// closed and never reaches Accept); any other byte sends it, byte included, to the gRPC
-// listener. Run owns the accept loop; Close stops it and both sub-listeners.
-//
-// Under cluster TLS (WithTLS) no plaintext byte reaches a listener after the tag: a Raft
-// connection runs the TLS server handshake right after RaftTag and sends its proof inside
-// TLS, and Accept yields the *tls.Conn; a gRPC connection must start with a TLS record
-// (0x16), which passes untouched to the gRPC server and its TLS credentials; any other first
-// byte is closed.
+// §10.1). Every connection first sends a kind byte (RaftTag or GRPCTag; anything else is
+// closed), then, under cluster TLS (WithTLS), runs the TLS server handshake, then the cluster
+// handshake of handshake.go. Only a connection that passed all three within HandshakeTimeout
+// reaches a listener: Raft's Accept, or the gRPC listener (as the connection after TLS,
+// which the server credentials of NewServer take as is). Nothing else of an unauthenticated
+// peer is ever read. Run owns the accept loop; Close stops it and both sub-listeners.
 type Mux struct {
 	ln        net.Listener
-	proof     []byte
+	secret    []byte
+	nodeID    string              // claimed by StreamLayer.Dial
+	authed    func(accepted bool) // WithAuthObserver; never nil
 	logger    *slog.Logger
 	handshake time.Duration // HandshakeTimeout; shortened by tests
 	tls       *ClusterTLS   // nil: plaintext
@@ -58,6 +55,8 @@ type Mux struct {
 	pending  chan struct{} // semaphore of in-flight classifications
 	rejectIn warnLimiter   // rate of "bad proof" warnings
 	tlsIn    warnLimiter   // rate of "failed TLS handshake / plaintext on TLS port" warnings
+	dropIn   warnLimiter   // rate of "too many pending handshakes" warnings
+	acceptIn *rate.Limiter // rate of "accepted node" info lines
 
 	mu         sync.Mutex // guards streamTook, isClosed, handshaking and wg.Add against Close
 	streamTook bool
@@ -78,10 +77,17 @@ func NewMux(ln net.Listener, secret []byte, logger *slog.Logger, opts ...Option)
 		logger = slog.New(slog.DiscardHandler)
 	}
 	o := collect(opts)
+	authed := o.authed
+	if authed == nil {
+		authed = func(bool) {}
+	}
 	m := &Mux{
 		tls:       o.tls,
 		ln:        ln,
-		proof:     SecretProof(secret),
+		secret:    secret,
+		nodeID:    o.nodeID,
+		authed:    authed,
+		acceptIn:  rate.NewLimiter(rate.Every(time.Second), 20),
 		logger:    logger,
 		handshake: HandshakeTimeout,
 		pending:   make(chan struct{}, maxPendingHandshakes),
@@ -136,8 +142,10 @@ func (m *Mux) Run(ctx context.Context) error {
 		select {
 		case m.pending <- struct{}{}:
 		default:
-			m.logger.Warn("rpc: too many pending cluster handshakes; dropping connection",
-				"remote", conn.RemoteAddr().String())
+			if suppressed, ok := m.dropIn.allow(); ok {
+				m.logger.Warn("rpc: too many pending cluster handshakes; dropping connection",
+					"remote", conn.RemoteAddr().String(), "suppressed", suppressed)
+			}
 			conn.Close()
 			continue
 		}
@@ -164,8 +172,8 @@ func isTemporary(err error) bool {
 	return ok && t.Temporary()
 }
 
-// classify reads the first byte of conn (and the proof for Raft) under the handshake
-// deadline, then hands the connection over, or closes it.
+// classify authenticates conn under the handshake deadline, then hands the connection over,
+// or closes it.
 func (m *Mux) classify(conn net.Conn) {
 	if c, ok := m.readHello(conn); ok {
 		m.handOff(c.to, c.conn, c.deadline)
@@ -179,8 +187,9 @@ type classified struct {
 	deadline time.Time
 }
 
-// readHello does classify's reading. Whatever the outcome, conn has left m.handshaking when it
-// returns; ok=false means conn was closed.
+// readHello does classify's reading: the kind byte, TLS under cluster TLS, and the cluster
+// handshake. Whatever the outcome, conn has left m.handshaking when it returns; ok=false
+// means conn was closed.
 func (m *Mux) readHello(conn net.Conn) (_ classified, ok bool) {
 	defer func() {
 		m.mu.Lock()
@@ -191,50 +200,65 @@ func (m *Mux) readHello(conn net.Conn) (_ classified, ok bool) {
 		}
 	}()
 	deadline := time.Now().Add(m.handshake)
-	if err := conn.SetReadDeadline(deadline); err != nil {
+	if err := conn.SetDeadline(deadline); err != nil {
 		return classified{}, false
 	}
-	var first [1]byte
-	if _, err := io.ReadFull(conn, first[:]); err != nil {
+	var kind [1]byte
+	if _, err := io.ReadFull(conn, kind[:]); err != nil {
+		m.authed(false)
 		return classified{}, false
 	}
-	if first[0] != RaftTag {
-		if m.tls != nil && first[0] != tlsHandshakeRecord {
-			m.warnTLS("rpc: closed a plaintext connection on the TLS cluster port", conn, nil)
-			return classified{}, false
-		}
-		if err := conn.SetReadDeadline(time.Time{}); err != nil {
-			return classified{}, false
-		}
-		return classified{to: m.grpc, conn: &peekedConn{Conn: conn, first: first[0], hasFirst: true}, deadline: deadline}, true
+	var to *subListener
+	switch kind[0] {
+	case RaftTag:
+		to = m.raft
+	case GRPCTag:
+		to = m.grpc
+	default:
+		m.authed(false)
+		m.warnTLS("rpc: closed a cluster connection that did not start with a cluster handshake (a node of an older version?)", conn, nil)
+		return classified{}, false
 	}
-	raftConn := conn
+	authConn := conn
 	if m.tls != nil {
-		if err := conn.SetWriteDeadline(deadline); err != nil {
-			return classified{}, false
-		}
 		tc := tls.Server(conn, m.serverTLS)
 		if err := tc.Handshake(); err != nil {
-			m.warnTLS("rpc: raft TLS handshake failed", conn, err)
+			m.authed(false)
+			m.warnTLS("rpc: cluster TLS handshake failed", conn, err)
 			return classified{}, false
 		}
-		raftConn = tc
+		authConn = tc
 	}
-	var got [ProofSize]byte
-	if _, err := io.ReadFull(raftConn, got[:]); err != nil {
-		return classified{}, false
-	}
-	if !validProof(got[:], m.proof) {
-		if suppressed, ok := m.rejectIn.allow(); ok {
-			m.logger.Warn("rpc: rejected raft connection without a valid cluster secret proof",
-				"remote", conn.RemoteAddr().String(), "suppressed", suppressed)
+	nodeID, err := serverHandshake(authConn, m.secret, kind[0])
+	if err != nil {
+		m.authed(false)
+		if errors.Is(err, errHandshakeRefused) {
+			if suppressed, ok := m.rejectIn.allow(); ok {
+				m.logger.Warn("rpc: refused cluster connection without a valid cluster secret proof",
+					"remote", conn.RemoteAddr().String(), "claimed_node", logNodeID(nodeID), "suppressed", suppressed)
+			}
 		}
 		return classified{}, false
+	}
+	m.authed(true)
+	if m.acceptIn.Allow() {
+		m.logger.Info("rpc: accepted cluster connection", "remote", conn.RemoteAddr().String(),
+			"node", logNodeID(nodeID), "kind", kindName(kind[0]))
 	}
 	if err := conn.SetDeadline(time.Time{}); err != nil {
 		return classified{}, false
 	}
-	return classified{to: m.raft, conn: raftConn, deadline: deadline}, true
+	if to == m.grpc {
+		return classified{to: to, conn: &authedConn{Conn: authConn, nodeID: nodeID}, deadline: deadline}, true
+	}
+	return classified{to: to, conn: authConn, deadline: deadline}, true
+}
+
+func kindName(k byte) string {
+	if k == RaftTag {
+		return "raft"
+	}
+	return "grpc"
 }
 
 // warnTLS logs a refused connection of the TLS cluster port, at most once per authLogEvery.
@@ -332,21 +356,3 @@ func (l *subListener) Close() error {
 
 // Addr is the bound address of the cluster listener.
 func (l *subListener) Addr() net.Addr { return l.addr }
-
-// peekedConn replays the one byte the mux read before handing the connection on. Read must
-// not be called concurrently (net.Conn readers never do; gRPC reads from one goroutine).
-type peekedConn struct {
-	net.Conn
-	first    byte
-	hasFirst bool
-}
-
-// Read returns the peeked byte first, then reads from the connection.
-func (c *peekedConn) Read(p []byte) (int, error) {
-	if c.hasFirst && len(p) > 0 {
-		p[0] = c.first
-		c.hasFirst = false
-		return 1, nil
-	}
-	return c.Conn.Read(p)
-}

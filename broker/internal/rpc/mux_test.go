@@ -12,7 +12,7 @@ import (
 	"narad.dev/broker/internal/rpc/nodepb"
 )
 
-// CL-12: a Raft connection without the right proof is closed and never reaches Accept.
+// CL-12: a Raft connection without a valid handshake is closed and never reaches Accept.
 func TestRaftConnWithoutValidProofIsClosedNeverAccepted(t *testing.T) {
 	secret := []byte("s3cret")
 	n := startNode(t, "127.0.0.1", secret, 0)
@@ -21,16 +21,19 @@ func TestRaftConnWithoutValidProofIsClosedNeverAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	accepted := acceptInto(sl)
-	wrong := SecretProof([]byte("other"))
+	hello := append(append([]byte{RaftTag, handshakeVersion}, make([]byte, NonceSize)...), 2, 'n', '1')
 	cases := []struct {
 		name  string
 		hello []byte
 	}{
-		{"proof of another secret", append([]byte{RaftTag}, wrong...)},
-		{"all-zero proof", append([]byte{RaftTag}, make([]byte, ProofSize)...)},
-		{"raw secret", append([]byte{RaftTag}, append(secret, make([]byte, ProofSize-len(secret))...)...)},
-		{"short proof then EOF", append([]byte{RaftTag}, SecretProof(secret)[:16]...)},
+		{"all-zero proof", append(append([]byte{}, hello...), make([]byte, 32)...)},
+		{"raw secret as proof", append(append(append([]byte{}, hello...), secret...), make([]byte, 32-len(secret))...)},
+		{"short proof then EOF", append(append([]byte{}, hello...), make([]byte, 16)...)},
+		{"hello cut short then EOF", hello[:10]},
+		{"unknown version", append([]byte{RaftTag, handshakeVersion + 1}, make([]byte, 40)...)},
 		{"tag only then EOF", []byte{RaftTag}},
+		{"old node's constant proof", append([]byte{RaftTag}, make([]byte, 32)...)},
+		{"unknown kind byte", []byte{0x03, handshakeVersion}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,9 +45,8 @@ func TestRaftConnWithoutValidProofIsClosedNeverAccepted(t *testing.T) {
 			if _, err := c.Write(tc.hello); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-				t.Fatal(err)
-			}
+			// The mux may have closed it already (a bad kind byte is refused at once).
+			_ = c.(*net.TCPConn).CloseWrite()
 			waitClosedByPeer(t, c, 5*time.Second)
 
 			// A good connection made afterwards is the first and only one Accept yields.
@@ -91,11 +93,10 @@ func TestRaftDialWithOtherSecretIsRefused(t *testing.T) {
 	}
 	accepted := acceptInto(sl)
 	c, err := mustStreamLayerPeer(t, []byte("other")).Dial(raft.ServerAddress(n.addr), time.Second)
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		c.Close()
+		t.Fatal("raft dial with another secret succeeded")
 	}
-	defer c.Close()
-	waitClosedByPeer(t, c, 5*time.Second)
 	select {
 	case got := <-accepted:
 		t.Fatalf("connection with a wrong proof reached Accept: %v", got.RemoteAddr())
@@ -132,6 +133,16 @@ func TestStalledConnectionDoesNotBlockAccept(t *testing.T) {
 		t.Fatal(err)
 	}
 	stalled = append(stalled, half)
+	// So does a gRPC hello that never sends its proof.
+	halfGRPC, err := net.Dial("tcp", n.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer halfGRPC.Close()
+	if _, err := halfGRPC.Write(append(append([]byte{GRPCTag, handshakeVersion}, make([]byte, NonceSize)...), 0)); err != nil {
+		t.Fatal(err)
+	}
+	stalled = append(stalled, halfGRPC)
 
 	good, err := mustStreamLayerPeer(t, secret).Dial(raft.ServerAddress(n.addr), time.Second)
 	if err != nil {

@@ -8,8 +8,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/experimental"
 
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -36,10 +34,11 @@ var reconnectBackoff = grpc.ConnectParams{
 }
 
 // Pool caches one gRPC client connection per peer cluster address. Connections are created
-// lazily (the first RPC dials) and reconnect on their own; every call carries the secret proof
-// and a deadline (see callTimeout). Safe for concurrent use. The transport is plaintext unless
-// NewPool got WithTLS; then every connection verifies the dialed host against the server
-// certificate (and presents the node certificate under mutual TLS).
+// lazily (the first RPC dials) and reconnect on their own; every connection runs the cluster
+// handshake before its first call, and every call carries a deadline (see callTimeout). Safe
+// for concurrent use. The transport is plaintext unless NewPool got WithTLS; then every
+// connection verifies the dialed host against the server certificate (and presents the node
+// certificate under mutual TLS).
 type Pool struct {
 	opts []grpc.DialOption
 
@@ -48,17 +47,13 @@ type Pool struct {
 	closed bool
 }
 
-// NewPool returns an empty pool whose calls prove knowledge of secret, over TLS with
-// WithTLS's configuration, else plaintext.
+// NewPool returns an empty pool whose connections prove knowledge of secret and claim
+// WithNodeID's node ID, over TLS with WithTLS's configuration, else plaintext.
 func NewPool(secret []byte, opts ...Option) *Pool {
-	transport := insecure.NewCredentials()
-	if t := collect(opts).tls; t != nil {
-		transport = credentials.NewTLS(t.ClientConfig())
-	}
+	o := collect(opts)
 	return &Pool{
 		opts: []grpc.DialOption{
-			grpc.WithTransportCredentials(transport),
-			grpc.WithPerRPCCredentials(newProofCredentials(secret)),
+			grpc.WithTransportCredentials(&clusterCreds{secret: secret, nodeID: o.nodeID, tls: o.tls}),
 			grpc.WithChainUnaryInterceptor(deadlineInterceptor),
 			grpc.WithDefaultCallOptions(
 				grpc.MaxCallRecvMsgSize(maxGRPCMessage),

@@ -2,9 +2,10 @@ package rpc
 
 import (
 	"log/slog"
+	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 
 	"narad.dev/broker/internal/rpc/nodepb"
 )
@@ -20,11 +21,30 @@ const messageSlack = 64 << 10
 // maxGRPCMessage is the gRPC send/receive limit on both sides.
 const maxGRPCMessage = MaxMessageBytes + messageSlack
 
-// NewServer returns a gRPC server with impl registered as the Node service, refusing every
-// call whose metadata lacks the proof of secret (codes.Unauthenticated, before any handler or
-// later interceptor runs). Serve it on Mux.GRPCListener. logger nil → discard. WithTLS makes
-// the server do the TLS handshake (mutual under a cluster CA) on every connection; the proof
-// of secret is still required on every call (defence in depth).
+// Server limits of the node RPC. An authenticated peer is another node of the cluster: the
+// limits bound what one connection can hold, not what a call may legitimately need.
+const (
+	// MaxStreamsPerConn caps concurrent calls on one connection; a node keeps one connection
+	// per peer, so this is the most calls one peer has in flight here, forwarded long-poll
+	// consumes (up to max-consume-wait each) included. Further calls wait on the client side
+	// for a free stream.
+	MaxStreamsPerConn = 4096
+	// ConnMaxIdle closes a connection that has had no call for this long; the peer's pool
+	// reconnects on its next call.
+	ConnMaxIdle = 5 * time.Minute
+	// keepaliveTime and keepaliveTimeout: the server pings a quiet connection and closes it
+	// when the ping is not answered, so a vanished peer does not hold a connection.
+	keepaliveTime    = time.Minute
+	keepaliveTimeout = 20 * time.Second
+	// keepaliveMinTime is the shortest client ping interval tolerated (pings more often end
+	// the connection with GOAWAY).
+	keepaliveMinTime = 10 * time.Second
+)
+
+// NewServer returns a gRPC server with impl registered as the Node service. Its transport
+// credentials take only connections the Mux authenticated (cluster handshake, and TLS under
+// WithTLS): serve it on Mux.GRPCListener, never on a bare listener. logger nil → discard.
+// The peer's claimed node ID is in the call context's peer.AuthInfo (AuthInfo).
 func NewServer(secret []byte, impl nodepb.NodeServer, logger *slog.Logger, opts ...Option) *grpc.Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -32,18 +52,26 @@ func NewServer(secret []byte, impl nodepb.NodeServer, logger *slog.Logger, opts 
 	if len(secret) == 0 {
 		logger.Warn("rpc: node RPC has no cluster secret; any peer can call it")
 	}
-	a := newAuthenticator(secret, logger)
-	sopts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(a.unary),
-		grpc.ChainStreamInterceptor(a.stream),
+	o := collect(opts)
+	if o.maxStreams == 0 {
+		o.maxStreams = MaxStreamsPerConn
+	}
+	s := grpc.NewServer(
+		grpc.Creds(&clusterCreds{secret: secret, tls: o.tls}),
 		grpc.MaxRecvMsgSize(maxGRPCMessage),
 		grpc.MaxSendMsgSize(maxGRPCMessage),
+		grpc.MaxConcurrentStreams(o.maxStreams),
 		grpc.ConnectionTimeout(HandshakeTimeout),
-	}
-	if t := collect(opts).tls; t != nil {
-		sopts = append(sopts, grpc.Creds(credentials.NewTLS(t.ServerConfig())))
-	}
-	s := grpc.NewServer(sopts...)
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionIdle: ConnMaxIdle,
+			Time:              keepaliveTime,
+			Timeout:           keepaliveTimeout,
+		}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+			MinTime:             keepaliveMinTime,
+			PermitWithoutStream: true,
+		}),
+	)
 	nodepb.RegisterNodeServer(s, impl)
 	return s
 }

@@ -22,14 +22,15 @@ const (
 var ErrBadAdvertise = errors.New("rpc: advertise address is not dialable")
 
 // StreamLayer is the raft.StreamLayer of the cluster port. Accept yields only connections
-// that presented RaftTag and a valid secret proof (the Mux checks both); Dial presents them.
-// Addr is the advertise address, the one peers store in the Raft configuration, never the
-// bind address. Under cluster TLS Dial writes RaftTag in plaintext, then runs the TLS client
-// handshake and sends the proof inside TLS, as the peer's Mux expects.
+// that presented RaftTag and passed the cluster handshake (the Mux checks); Dial runs the
+// client side. Addr is the advertise address, the one peers store in the Raft configuration,
+// never the bind address. Under cluster TLS Dial writes RaftTag in plaintext, then runs the
+// TLS client handshake and the cluster handshake inside TLS, as the peer's Mux expects.
 type StreamLayer struct {
 	mux       *Mux
 	advertise advertiseAddr
-	proof     []byte
+	secret    []byte
+	nodeID    string
 	tls       *ClusterTLS // dial side; nil: plaintext
 }
 
@@ -49,7 +50,11 @@ func NewStreamLayer(m *Mux, advertise string, opts ...Option) (*StreamLayer, err
 	if o := collect(opts); o.tlsSet {
 		t = o.tls
 	}
-	return &StreamLayer{mux: m, advertise: advertiseAddr(advertise), proof: m.proof, tls: t}, nil
+	nodeID := m.nodeID
+	if o := collect(opts); o.nodeID != "" {
+		nodeID = o.nodeID
+	}
+	return &StreamLayer{mux: m, advertise: advertiseAddr(advertise), secret: m.secret, nodeID: nodeID, tls: t}, nil
 }
 
 func checkAdvertise(addr string) error {
@@ -76,8 +81,8 @@ func (s *StreamLayer) Close() error { return s.mux.raft.Close() }
 // Addr returns the advertise address.
 func (s *StreamLayer) Addr() net.Addr { return s.advertise }
 
-// Dial connects to a peer's cluster port and presents RaftTag and the secret proof (under
-// cluster TLS: RaftTag, the TLS handshake, then the proof inside TLS), all within timeout.
+// Dial connects to a peer's cluster port and presents RaftTag, then runs the cluster
+// handshake (under cluster TLS: inside TLS), all within timeout.
 func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	raw, err := d.Dial("tcp", string(address))
@@ -99,26 +104,19 @@ func (s *StreamLayer) hello(raw net.Conn, address string, timeout time.Duration)
 			return nil, err
 		}
 	}
-	var conn net.Conn = raw
-	if s.tls == nil {
-		hello := make([]byte, 0, 1+ProofSize)
-		hello = append(hello, RaftTag)
-		hello = append(hello, s.proof...)
-		if _, err := raw.Write(hello); err != nil {
-			return nil, err
-		}
-	} else {
-		if _, err := raw.Write([]byte{RaftTag}); err != nil {
-			return nil, err
-		}
+	if _, err := raw.Write([]byte{RaftTag}); err != nil {
+		return nil, err
+	}
+	conn := raw
+	if s.tls != nil {
 		tc := tls.Client(raw, s.tls.clientConfigFor(address))
 		if err := tc.Handshake(); err != nil {
 			return nil, err
 		}
-		if _, err := tc.Write(s.proof); err != nil {
-			return nil, err
-		}
 		conn = tc
+	}
+	if err := clientHandshake(conn, s.secret, RaftTag, s.nodeID); err != nil {
+		return nil, err
 	}
 	if err := raw.SetDeadline(time.Time{}); err != nil {
 		return nil, err

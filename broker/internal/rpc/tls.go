@@ -98,6 +98,23 @@ type Option func(*options)
 type options struct {
 	tls    *ClusterTLS
 	tlsSet bool // WithTLS was given (even with nil)
+	nodeID string
+	authed func(accepted bool)
+
+	maxStreams uint32 // NewServer's stream cap; 0 = MaxStreamsPerConn (tests lower it)
+}
+
+// WithNodeID sets the node ID this node claims in the cluster handshake when it dials (Pool,
+// StreamLayer through its Mux). At most MaxNodeIDLen bytes; peers log and count it.
+func WithNodeID(id string) Option {
+	return func(o *options) { o.nodeID = id }
+}
+
+// WithAuthObserver makes the Mux call f once per cluster handshake it finishes: accepted or
+// refused (wrong proof, malformed hello). Connections that time out or fail TLS count as
+// refused too.
+func WithAuthObserver(f func(accepted bool)) Option {
+	return func(o *options) { o.authed = f }
 }
 
 // WithTLS runs the cluster port, its Raft dialer, the gRPC server or the client pool over TLS

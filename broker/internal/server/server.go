@@ -22,6 +22,7 @@ import (
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/config"
+	"narad.dev/broker/internal/connlimit"
 	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/credseal"
 	"narad.dev/broker/internal/dispatch"
@@ -59,7 +60,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		return err
 	}
 
-	var rpcOpts []rpc.Option
+	rpcOpts := []rpc.Option{rpc.WithNodeID(cfg.NodeID)}
 	if cfg.TLSCertFile != "" {
 		ct, err := rpc.LoadClusterTLS(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.ClusterTLSCAFile)
 		if err != nil {
@@ -76,7 +77,10 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		return fmt.Errorf("cluster-addr: %w", err)
 	}
 	advertise := advertiseAddr(cfg.AdvertiseAddr, cln.Addr())
-	mux := rpc.NewMux(cln, secret, logger, rpcOpts...)
+	cln = limitConns(cln, "cluster", cfg.ClusterMaxConnections, cfg.ClusterMaxConnectionsPerIP, logger, m)
+	mux := rpc.NewMux(cln, secret, logger, append(rpcOpts, rpc.WithAuthObserver(func(ok bool) {
+		m.ClusterAuth.WithLabelValues(pick(ok, "accepted", "refused")).Inc()
+	}))...)
 	sl, err := rpc.NewStreamLayer(mux, advertise, rpcOpts...)
 	if err != nil {
 		mux.Close()
@@ -219,12 +223,14 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		store.Close()
 		return fmt.Errorf("http-addr: %w", err)
 	}
+	hln = limitConns(hln, "http", cfg.MaxConnections, cfg.MaxConnectionsPerIP, logger, m)
 	httpSrv := &http.Server{
-		Handler:      handler,
-		ReadTimeout:  cfg.HTTPReadTimeout,
-		WriteTimeout: cfg.HTTPWriteTimeout,
-		IdleTimeout:  cfg.HTTPIdleTimeout,
-		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		Handler:           handler,
+		ReadHeaderTimeout: min(cfg.HTTPReadTimeout, httpReadHeaderTimeout),
+		ReadTimeout:       cfg.HTTPReadTimeout,
+		WriteTimeout:      cfg.HTTPWriteTimeout,
+		IdleTimeout:       cfg.HTTPIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	go func() {
 		if cfg.TLSCertFile != "" {
@@ -521,3 +527,22 @@ const devBanner = `
     narad pub orders '{"id": 1}'
     narad sub orders
 `
+
+// httpReadHeaderTimeout bounds how long a client may take to send a request's headers
+// (http-read-timeout when shorter), so a slow sender cannot hold a connection slot.
+const httpReadHeaderTimeout = 5 * time.Second
+
+// limitConns caps ln's open connections (docs/operating.md, "Connection limits"); refusals
+// are counted by port and reason.
+func limitConns(ln net.Listener, port string, total, perIP int, logger *slog.Logger, m *metrics.Metrics) net.Listener {
+	return connlimit.New(ln, connlimit.Limits{Total: total, PerIP: perIP}, port, logger, func(reason string) {
+		m.ConnectionsRefused.WithLabelValues(port, reason).Inc()
+	})
+}
+
+func pick(cond bool, yes, no string) string {
+	if cond {
+		return yes
+	}
+	return no
+}
