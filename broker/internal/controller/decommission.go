@@ -104,6 +104,7 @@ func (c *Controller) decommission(ctx context.Context) error {
 		found[id] = []string{}
 		c.logger.Info("drained member removed from the raft configuration", "member", id,
 			"voter", voter, "alive", v.alive(id))
+		c.audit(ctx, "cluster.member.remove", id, "voter", voter)
 	}
 	return nil
 }

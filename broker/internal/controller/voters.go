@@ -90,6 +90,7 @@ func (c *Controller) reconcileVoters(ctx context.Context) error {
 		v.total++
 		v.alive++
 		c.logger.Info("non-voter promoted to voter", "member", id, "voters", v.total, "target", target)
+		c.audit(ctx, "cluster.voter.promote", id, "voters", v.total)
 		return nil
 	}
 	for v.alive < target && len(eligible) > 0 { // 1
@@ -147,6 +148,7 @@ func (c *Controller) demote(ctx context.Context, id, reason string, v *voterSet)
 	}
 	c.forgetNote("dead-voter-kept/" + id)
 	c.logger.Info("voter demoted", "member", id, "reason", reason, "voters", v.total)
+	c.audit(ctx, "cluster.voter.demote", id, "reason", reason, "voters", v.total)
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/config"
 	"narad.dev/broker/internal/controller"
@@ -49,6 +50,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}
+	auditLog := audit.New(logger, cfg.NodeID)
 	m := metrics.New()
 
 	if err := durable.MkdirAll(cfg.DataDir); err != nil {
@@ -144,6 +146,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		Prober:    nodeProber{nodes},
 		SeedRoot:  func(ctx context.Context) error { return seedRoot(ctx, cfg, store, logger) },
 		Logger:    logger,
+		Audit:     auditLog,
 		DeadAfter: cfg.HeartbeatTimeout,
 		Metrics:   m,
 
@@ -179,7 +182,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	})
 	mv := moveDeps{source: e, reporter: runner, decom: ctrl}
 
-	grpcSrv := rpc.NewServer(secret, &nodeService{e: e, store: store, log: logger, mv: mv}, logger, rpcOpts...)
+	grpcSrv := rpc.NewServer(secret, &nodeService{e: e, store: store, log: logger, audit: auditLog, mv: mv}, logger, rpcOpts...)
 	go func() { _ = grpcSrv.Serve(mux.GRPCListener()) }()
 	go func() { _ = mux.Run(muxCtx) }()
 
@@ -194,8 +197,9 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		Observer:        httpObserver{m},
 		APIObserver:     apiObserver{m},
 		Metrics:         promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
-		Routes:          clusterRoutes(&clusterHTTP{store: store, peers: nodes, mv: mv, log: logger}),
+		Routes:          clusterRoutes(&clusterHTTP{store: store, peers: nodes, mv: mv, log: logger, audit: auditLog}),
 		Logger:          logger,
+		Audit:           auditLog,
 	})
 	hln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
