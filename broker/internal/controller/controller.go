@@ -299,7 +299,12 @@ func stopsPass(err error) bool {
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// audit records a membership change the controller made on member id.
-func (c *Controller) audit(ctx context.Context, event, id string, attrs ...any) {
-	c.cfg.Audit.Record(ctx, audit.Event{Name: event, Actor: audit.ActorController, Target: id, Outcome: audit.OK, Attrs: attrs})
+// audit records a membership change the controller made on member id: ok when err is nil,
+// else unknown (a timed-out configuration change may still commit).
+func (c *Controller) audit(ctx context.Context, event, id string, err error, attrs ...any) {
+	outcome := audit.OK
+	if err != nil {
+		outcome, attrs = audit.Unknown, append(attrs, "err", err)
+	}
+	c.cfg.Audit.Record(ctx, audit.Event{Name: event, Actor: audit.ActorController, Target: id, Outcome: outcome, Attrs: attrs})
 }
