@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -476,6 +477,38 @@ func FuzzAuthenticateHeader(f *testing.F) {
 		case errors.Is(err, ErrUnauthenticated), errors.Is(err, ErrThrottled):
 		default:
 			t.Fatalf("unexpected error %v", err)
+		}
+	})
+}
+
+// FuzzClientKey feeds arbitrary peer addresses and X-Forwarded-For values through a trusted
+// proxy: never a panic, and the key is "unknown", an IP address or an IPv6 /64, never text
+// the client chose.
+func FuzzClientKey(f *testing.F) {
+	f.Add("10.0.0.1:80", "198.51.100.7")
+	f.Add("10.0.0.1:80", "junk, 10.9.9.9")
+	f.Add("[fe80::1%eth0]:1", "2001:db8::1, ::ffff:1.2.3.4")
+	f.Add("garbage", "")
+	trusted, err := ParseTrustedProxies([]string{"10.0.0.0/8", "fe80::/10"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, peer, xff string) {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = peer
+		r.Header.Set("X-Forwarded-For", xff)
+		key := clientKey(r, trusted)
+		if key == "unknown" {
+			return
+		}
+		if a, err := netip.ParseAddr(key); err == nil {
+			if a.Is4In6() || a.Zone() != "" {
+				t.Fatalf("key %q not normalised", key)
+			}
+			return
+		}
+		if p, err := netip.ParsePrefix(key); err != nil || p.Bits() != ipv6ThrottleBits || !p.Addr().Is6() {
+			t.Fatalf("key %q is neither an address nor an IPv6 /64", key)
 		}
 	})
 }
