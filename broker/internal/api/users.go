@@ -51,16 +51,22 @@ type setPasswordBody struct {
 	CurrentPassword *string `json:"current_password"`
 }
 
-// requireAdmin answers 403 unless the caller holds admin, auditing the refusal as event on
-// target; it reports whether to go on.
-func (s *server) requireAdmin(w http.ResponseWriter, r *http.Request, op, event, target string) (*meta.User, bool) {
+// requireAdmin answers 403 unless the caller holds admin; it reports whether to go on.
+func (s *server) requireAdmin(w http.ResponseWriter, r *http.Request, op string) (*meta.User, bool) {
 	u := s.caller(r)
 	if !s.isAdmin(u) {
-		s.audit(r, event, target, audit.Denied, "reason", "admin required")
 		s.writeErr(w, r, op, forbiddenf("admin required"))
 		return nil, false
 	}
 	return u, true
+}
+
+// requireAdminAudited is requireAdmin that audits a refusal as event on target.
+func (s *server) requireAdminAudited(w http.ResponseWriter, r *http.Request, op, event, target string) (*meta.User, bool) {
+	if !s.isAdmin(s.caller(r)) {
+		s.audit(r, event, target, audit.Denied, "reason", "admin required")
+	}
+	return s.requireAdmin(w, r, op)
 }
 
 // auditedErr audits err as the outcome of event on target, then answers it.
@@ -73,7 +79,7 @@ func (s *server) auditedErr(w http.ResponseWriter, r *http.Request, op, event, t
 // grant validation (400) → no escalation (403) → store (409/503) → 201 User.
 func (s *server) createUser(w http.ResponseWriter, r *http.Request) {
 	const op = "create user"
-	caller, ok := s.requireAdmin(w, r, op, eventUserCreate, "")
+	caller, ok := s.requireAdminAudited(w, r, op, eventUserCreate, "")
 	if !ok {
 		return
 	}
@@ -121,7 +127,7 @@ func validateNewUser(b *createUserBody) error {
 
 // listUsers is GET /v1/users: admin (403) → 200 JSON array sorted by username.
 func (s *server) listUsers(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.requireAdmin(w, r, "list users", eventUserRead, ""); !ok {
+	if _, ok := s.requireAdminAudited(w, r, "list users", eventUserRead, ""); !ok {
 		return
 	}
 	us := s.be.Users()
@@ -136,7 +142,7 @@ func (s *server) listUsers(w http.ResponseWriter, r *http.Request) {
 func (s *server) getUser(w http.ResponseWriter, r *http.Request) {
 	const op = "get user"
 	name := r.PathValue("username")
-	if _, ok := s.requireAdmin(w, r, op, eventUserRead, name); !ok {
+	if _, ok := s.requireAdminAudited(w, r, op, eventUserRead, name); !ok {
 		return
 	}
 	u, found := s.be.User(name)
@@ -153,7 +159,7 @@ func (s *server) getUser(w http.ResponseWriter, r *http.Request) {
 func (s *server) setGrants(w http.ResponseWriter, r *http.Request) {
 	const op = "set grants"
 	name := r.PathValue("username")
-	caller, ok := s.requireAdmin(w, r, op, eventUserGrants, name)
+	caller, ok := s.requireAdminAudited(w, r, op, eventUserGrants, name)
 	if !ok {
 		return
 	}
@@ -250,7 +256,7 @@ func (s *server) setPassword(w http.ResponseWriter, r *http.Request) {
 func (s *server) deleteUser(w http.ResponseWriter, r *http.Request) {
 	const op = "delete user"
 	name := r.PathValue("username")
-	caller, ok := s.requireAdmin(w, r, op, eventUserDelete, name)
+	caller, ok := s.requireAdminAudited(w, r, op, eventUserDelete, name)
 	if !ok {
 		return
 	}

@@ -124,7 +124,7 @@ func (c *clusterHTTP) decommission(w http.ResponseWriter, r *http.Request) {
 	if call.Cancel {
 		event = eventDecommissionCancel
 	}
-	u, ok := c.requireAdmin(w, r, event, call.ID)
+	u, ok := c.requireAdminAudited(w, r, event, call.ID)
 	if !ok {
 		return
 	}

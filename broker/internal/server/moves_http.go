@@ -109,15 +109,22 @@ func writeError(w http.ResponseWriter, status int, msg string, fields map[string
 }
 
 // requireAdmin answers 403 unless the caller holds admin (or is root; anyone with security
-// off, where the caller is the synthetic root admin), auditing a refusal as event on target.
-func (c *clusterHTTP) requireAdmin(w http.ResponseWriter, r *http.Request, event, target string) (*meta.User, bool) {
+// off, where the caller is the synthetic root admin).
+func (c *clusterHTTP) requireAdmin(w http.ResponseWriter, r *http.Request) (*meta.User, bool) {
 	u := c.callerOf(r)
 	if !auth.IsAdmin(u) {
-		c.record(r, event, u, target, audit.Denied, "reason", "admin required")
 		writeError(w, http.StatusForbidden, "admin required", nil)
 		return nil, false
 	}
 	return u, true
+}
+
+// requireAdminAudited is requireAdmin that audits a refusal as event on target.
+func (c *clusterHTTP) requireAdminAudited(w http.ResponseWriter, r *http.Request, event, target string) (*meta.User, bool) {
+	if u := c.callerOf(r); !auth.IsAdmin(u) {
+		c.record(r, event, u, target, audit.Denied, "reason", "admin required")
+	}
+	return c.requireAdmin(w, r)
 }
 
 // record writes one audit record of the caller u (docs/operating.md, Audit events).
@@ -289,7 +296,7 @@ func (c *clusterHTTP) localDetail(mv *moveJSON) {
 // 202 only if the owner is unchanged and the move to that target is gone.
 func (c *clusterHTTP) abortMove(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("topic")
-	u, ok := c.requireAdmin(w, r, eventMoveAbort, topic+"/"+r.PathValue("partition"))
+	u, ok := c.requireAdminAudited(w, r, eventMoveAbort, topic+"/"+r.PathValue("partition"))
 	if !ok {
 		return
 	}

@@ -182,7 +182,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	})
 	mv := moveDeps{source: e, reporter: runner, decom: ctrl}
 
-	grpcSrv := rpc.NewServer(secret, &nodeService{e: e, store: store, log: logger, audit: auditLog, mv: mv}, logger, rpcOpts...)
+	grpcSrv := rpc.NewServer(secret, &nodeService{e: e, store: store, log: logger, mv: mv}, logger, rpcOpts...)
 	go func() { _ = grpcSrv.Serve(mux.GRPCListener()) }()
 	go func() { _ = mux.Run(muxCtx) }()
 
