@@ -71,6 +71,26 @@ var _ = Describe("Secrets", func() {
 		Expect(get("/debug/pprof/cmdline", "admin", password)).To(Equal(http.StatusNotFound))
 	})
 
+	It("accepts the secret flags with --dev, warning loudly that ps shows them", func() {
+		n, err := harness.NewNode(harness.Options{ID: "n1", Dev: true,
+			Args: []string{"--cluster-secret", "Dev-Flag-Secret-4", "--admin-password", "Dev-Flag-Secret-5"}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(n.Cleanup)
+		Expect(n.StartReady()).To(Succeed())
+		logText, err := os.ReadFile(n.LogPath)
+		Expect(err).NotTo(HaveOccurred())
+		var warned []string
+		for _, l := range strings.Split(string(logText), "\n") {
+			if strings.Contains(l, `"level":"WARN"`) && strings.Contains(l, "ps and /proc/<pid>/cmdline") {
+				warned = append(warned, l)
+			}
+		}
+		Expect(warned).To(HaveLen(2), "one warning per secret flag:\n%s", logText)
+		Expect(warned[0]).To(ContainSubstring("--admin-password"))
+		Expect(warned[1]).To(ContainSubstring("--cluster-secret"))
+		Expect(string(logText)).NotTo(ContainSubstring("Dev-Flag-Secret"))
+	})
+
 	DescribeTable("refuses a secret given as a flag outside --dev, naming the field",
 		func(flag string) {
 			bin, err := harness.Binary()
