@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/meta"
 )
@@ -131,14 +132,16 @@ func (s *server) attachRemote(w http.ResponseWriter, r *http.Request, b attachBo
 		return
 	}
 	if s.security && !auth.MayLinkRemote(s.caller(r)) {
-		s.writeErr(w, r, op, forbiddenf("remote children need the admin grant"))
+		s.auditedErr(w, r, op, eventRemoteAttach, parentName, forbiddenf("remote children need the admin grant"))
 		return
 	}
 	_, cs, err := rb.AttachRemote(r.Context(), req)
 	if err != nil {
-		s.writeErr(w, r, op, err)
+		s.auditedErr(w, r, op, eventRemoteAttach, parentName, err)
 		return
 	}
+	s.audit(r, eventRemoteAttach, parentName, audit.OK, "child", cs.ID, "remote_url", strings.Join(req.URLs, ","),
+		"remote_topic", req.Topic, "remote_user", req.User)
 	writeJSON(w, http.StatusOK, cs)
 }
 
@@ -160,9 +163,10 @@ func (s *server) detachRemote(w http.ResponseWriter, r *http.Request, parentName
 		return
 	}
 	if err := rb.DetachRemote(r.Context(), parentName, id); err != nil {
-		s.writeErr(w, r, op, err)
+		s.auditedErr(w, r, op, eventRemoteDetach, parentName, err)
 		return
 	}
+	s.audit(r, eventRemoteDetach, parentName, audit.OK, "child", id)
 	writeEmpty(w, http.StatusNoContent)
 }
 

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/meta"
 )
@@ -60,6 +61,8 @@ type Options struct {
 	Routes map[string]http.Handler
 	// Logger receives error logs (500s, panics); nil → discard.
 	Logger *slog.Logger
+	// Audit receives the audit records of user and remote-link changes; nil → discard.
+	Audit *audit.Logger
 	// Now stamps user created/updated times; nil → time.Now.
 	Now func() time.Time
 }
@@ -75,6 +78,7 @@ type server struct {
 	obs        HTTPObserver
 	events     APIObserver
 	log        *slog.Logger
+	auditLog   *audit.Logger
 	now        func() time.Time
 	mux        *http.ServeMux
 }
@@ -96,6 +100,7 @@ func NewHandler(opts Options) http.Handler {
 		obs:        opts.Observer,
 		events:     opts.APIObserver,
 		log:        opts.Logger,
+		auditLog:   opts.Audit,
 		now:        opts.Now,
 		mux:        http.NewServeMux(),
 	}

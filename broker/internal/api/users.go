@@ -2,9 +2,20 @@ package api
 
 import (
 	"net/http"
+	"strings"
 
+	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/meta"
+)
+
+// Audit events of the user endpoints (docs/operating.md, Audit events).
+const (
+	eventUserCreate   = "user.create"
+	eventUserGrants   = "user.grants"
+	eventUserPassword = "user.password"
+	eventUserDelete   = "user.delete"
+	eventUserRead     = "user.read" // audited only when refused
 )
 
 // userObject is the User object of spec §2.15; it never carries the password hash.
@@ -50,39 +61,55 @@ func (s *server) requireAdmin(w http.ResponseWriter, r *http.Request, op string)
 	return u, true
 }
 
+// requireAdminAudited is requireAdmin that audits a refusal as event on target.
+func (s *server) requireAdminAudited(w http.ResponseWriter, r *http.Request, op, event, target string) (*meta.User, bool) {
+	if !s.isAdmin(s.caller(r)) {
+		s.audit(r, event, target, audit.Denied, "reason", "admin required")
+	}
+	return s.requireAdmin(w, r, op)
+}
+
+// auditedErr audits err as the outcome of event on target, then answers it.
+func (s *server) auditedErr(w http.ResponseWriter, r *http.Request, op, event, target string, err error) {
+	s.audit(r, event, target, auditOutcome(err), "err", err)
+	s.writeErr(w, r, op, err)
+}
+
 // createUser is POST /v1/users: admin (403) → body (413/400) → username, password and
 // grant validation (400) → no escalation (403) → store (409/503) → 201 User.
 func (s *server) createUser(w http.ResponseWriter, r *http.Request) {
 	const op = "create user"
-	caller, ok := s.requireAdmin(w, r, op)
+	caller, ok := s.requireAdminAudited(w, r, op, eventUserCreate, "")
 	if !ok {
 		return
 	}
 	var b createUserBody
 	if err := readJSON(r, &b); err != nil {
-		s.writeErr(w, r, op, err)
+		s.auditedErr(w, r, op, eventUserCreate, "", err)
 		return
 	}
+	fail := func(err error) { s.auditedErr(w, r, op, eventUserCreate, b.Username, err) }
 	if err := validateNewUser(&b); err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
 	if err := auth.CheckGrantAssignment(caller, b.Grants); err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
 	hash, err := auth.HashPassword(b.Password, s.bcryptCost)
 	if err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
 	now := s.now().UnixMilli()
 	u := meta.User{Username: b.Username, PasswordHash: hash, Grants: b.Grants,
 		CreatedAtMs: now, UpdatedAtMs: now}
 	if err := s.be.CreateUser(r.Context(), u); err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
+	s.audit(r, eventUserCreate, u.Username, audit.OK, "grants", grantsText(u.Grants))
 	writeJSON(w, http.StatusCreated, userObjectOf(u))
 }
 
@@ -100,7 +127,7 @@ func validateNewUser(b *createUserBody) error {
 
 // listUsers is GET /v1/users: admin (403) → 200 JSON array sorted by username.
 func (s *server) listUsers(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.requireAdmin(w, r, "list users"); !ok {
+	if _, ok := s.requireAdminAudited(w, r, "list users", eventUserRead, ""); !ok {
 		return
 	}
 	us := s.be.Users()
@@ -114,10 +141,10 @@ func (s *server) listUsers(w http.ResponseWriter, r *http.Request) {
 // getUser is GET /v1/users/{username}: admin (403) → existence (404) → 200 User.
 func (s *server) getUser(w http.ResponseWriter, r *http.Request) {
 	const op = "get user"
-	if _, ok := s.requireAdmin(w, r, op); !ok {
+	name := r.PathValue("username")
+	if _, ok := s.requireAdminAudited(w, r, op, eventUserRead, name); !ok {
 		return
 	}
-	name := r.PathValue("username")
 	u, found := s.be.User(name)
 	if !found {
 		s.writeErr(w, r, op, notFoundf("user %q not found", name))
@@ -131,40 +158,42 @@ func (s *server) getUser(w http.ResponseWriter, r *http.Request) {
 // store (404/503) → 200 User.
 func (s *server) setGrants(w http.ResponseWriter, r *http.Request) {
 	const op = "set grants"
-	caller, ok := s.requireAdmin(w, r, op)
+	name := r.PathValue("username")
+	caller, ok := s.requireAdminAudited(w, r, op, eventUserGrants, name)
 	if !ok {
 		return
 	}
+	fail := func(err error) { s.auditedErr(w, r, op, eventUserGrants, name, err) }
 	var b setGrantsBody
 	if err := readJSON(r, &b); err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
 	if b.Grants == nil {
-		s.writeErr(w, r, op, invalidf("grants is required ([] clears)"))
+		fail(invalidf("grants is required ([] clears)"))
 		return
 	}
 	grants := *b.Grants
 	if err := auth.ValidateGrants(grants); err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
-	name := r.PathValue("username")
 	target, found := s.be.User(name)
 	if !found {
-		s.writeErr(w, r, op, notFoundf("user %q not found", name))
+		fail(notFoundf("user %q not found", name))
 		return
 	}
 	if err := auth.CheckSetGrants(caller, &target, grants); err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
 	target.Grants = grants
 	target.UpdatedAtMs = s.now().UnixMilli()
 	if err := s.be.UpdateUser(r.Context(), target); err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
+	s.audit(r, eventUserGrants, name, audit.OK, "grants", grantsText(grants))
 	writeJSON(w, http.StatusOK, userObjectOf(target))
 }
 
@@ -174,28 +203,29 @@ func (s *server) setGrants(w http.ResponseWriter, r *http.Request) {
 // store (404/503) → 204.
 func (s *server) setPassword(w http.ResponseWriter, r *http.Request) {
 	const op = "set password"
+	name := r.PathValue("username")
+	fail := func(err error) { s.auditedErr(w, r, op, eventUserPassword, name, err) }
 	var b setPasswordBody
 	if err := readJSON(r, &b); err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
 	if b.NewPassword == "" {
-		s.writeErr(w, r, op, invalidf("new_password is required"))
+		fail(invalidf("new_password is required"))
 		return
 	}
 	if err := auth.ValidatePassword(b.NewPassword); err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
 	caller := s.caller(r)
-	name := r.PathValue("username")
 	if !s.isAdmin(caller) && caller.Username != name {
-		s.writeErr(w, r, op, forbiddenf("only the user itself or an admin may change a password"))
+		fail(forbiddenf("only the user itself or an admin may change a password"))
 		return
 	}
 	target, found := s.be.User(name)
 	if !found {
-		s.writeErr(w, r, op, notFoundf("user %q not found", name))
+		fail(notFoundf("user %q not found", name))
 		return
 	}
 	current := ""
@@ -203,20 +233,21 @@ func (s *server) setPassword(w http.ResponseWriter, r *http.Request) {
 		current = *b.CurrentPassword
 	}
 	if err := auth.CheckSetPassword(caller, &target, current, b.CurrentPassword != nil); err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
 	hash, err := auth.HashPassword(b.NewPassword, s.bcryptCost)
 	if err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
 	target.PasswordHash = hash
 	target.UpdatedAtMs = s.now().UnixMilli()
 	if err := s.be.UpdateUser(r.Context(), target); err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
+	s.audit(r, eventUserPassword, name, audit.OK, "self", caller.Username == name)
 	writeEmpty(w, http.StatusNoContent)
 }
 
@@ -224,23 +255,41 @@ func (s *server) setPassword(w http.ResponseWriter, r *http.Request) {
 // own account (403) → delete (404/503) → 204.
 func (s *server) deleteUser(w http.ResponseWriter, r *http.Request) {
 	const op = "delete user"
-	caller, ok := s.requireAdmin(w, r, op)
+	name := r.PathValue("username")
+	caller, ok := s.requireAdminAudited(w, r, op, eventUserDelete, name)
 	if !ok {
 		return
 	}
-	name := r.PathValue("username")
+	fail := func(err error) { s.auditedErr(w, r, op, eventUserDelete, name, err) }
 	target, found := s.be.User(name)
 	if !found {
-		s.writeErr(w, r, op, notFoundf("user %q not found", name))
+		fail(notFoundf("user %q not found", name))
 		return
 	}
 	if err := auth.CheckDeleteUser(caller, &target); err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
 	if err := s.be.DeleteUser(r.Context(), name); err != nil {
-		s.writeErr(w, r, op, err)
+		fail(err)
 		return
 	}
+	s.audit(r, eventUserDelete, name, audit.OK)
 	writeEmpty(w, http.StatusNoContent)
+}
+
+// grantsText renders grants for an audit record ("produce:a*,b consume:c admin").
+func grantsText(gs []meta.Grant) string {
+	var b strings.Builder
+	for i, g := range gs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(g.Action)
+		if len(g.Patterns) > 0 {
+			b.WriteByte(':')
+			b.WriteString(strings.Join(g.Patterns, ","))
+		}
+	}
+	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -24,8 +25,11 @@ type UserSource interface {
 type AuthOptions struct {
 	// Now is the clock of the failed-login throttle; nil → time.Now.
 	Now func() time.Time
-	// Logger receives failed-login and throttle events (keys: user); nil → discard.
+	// Logger receives failed-login and throttle events (keys: user, client); nil → discard.
 	Logger *slog.Logger
+	// TrustedProxies are the peers whose X-Forwarded-For header names the client address the
+	// throttle keys on (docs/operating.md, Security); empty → the TCP peer is the client.
+	TrustedProxies []netip.Prefix
 	// CacheSize bounds the success cache (entries); 0 → DefaultCacheSize, < 0 disables it.
 	CacheSize int
 	// DummyCost is the bcrypt cost of the hash compared for unknown users, so that an unknown
@@ -34,31 +38,41 @@ type AuthOptions struct {
 	DummyCost int
 }
 
-// Throttle and cache limits (spec/api.md §1.2).
+// Throttle and cache limits (docs/operating.md, Security). Both buckets regain a token within
+// ThrottleRefill, so a 429's Retry-After of 12 s holds for either.
 const (
-	ThrottleBurst    = 5                // failed attempts allowed back to back per username
-	ThrottleRefill   = 12 * time.Second // one failed attempt regained per interval
-	DefaultCacheSize = 4096             // successful credentials remembered (LRU)
-	// maxThrottleEntries bounds the per-username bucket map; full buckets are dropped first.
+	ThrottleBurst  = 5                // failed attempts allowed back to back per client address and username
+	ThrottleRefill = 12 * time.Second // one such attempt regained per interval
+	// AddrThrottleBurst failed attempts are allowed back to back per client address, whatever
+	// the usernames (password spraying); one is regained every AddrThrottleRefill.
+	AddrThrottleBurst  = 30
+	AddrThrottleRefill = 2 * time.Second
+	DefaultCacheSize   = 4096 // successful credentials remembered (LRU)
+	// maxThrottleEntries bounds each bucket map; full buckets are dropped first.
 	maxThrottleEntries = 65536
 )
 
 // Authenticator checks HTTP Basic credentials against bcrypt hashes from a UserSource.
 //
 // Invariants: an unknown user and a wrong password return the same error after the same work
-// (one bcrypt comparison at the same cost); once a username's failure bucket is empty every
-// attempt for it is refused with ErrThrottled, a correct password included, and only failures
-// take tokens; a cached success is honoured only while the user's stored PasswordHash is the
-// one it was verified against, so a password change takes effect on the next request.
+// (one bcrypt comparison at the same cost); failures are counted per client address and per
+// client address and username, never per username alone, so failures from one address never
+// refuse a correct password from another; once a bucket is empty every attempt it covers is
+// refused with ErrThrottled without a bcrypt comparison, a correct password included, and
+// only failures take tokens; a cached success is honoured only while the user's stored
+// PasswordHash is the one it was verified against, so a password change takes effect on the
+// next request.
 //
 // Authenticate is safe for concurrent use.
 type Authenticator struct {
-	src      UserSource
-	now      func() time.Time
-	log      *slog.Logger
-	dummy    []byte
-	throttle *throttle
-	cache    *successCache
+	src     UserSource
+	now     func() time.Time
+	log     *slog.Logger
+	dummy   []byte
+	trusted []netip.Prefix
+	byAddr  *throttle // key: client address
+	byPair  *throttle // key: client address + "/" + username
+	cache   *successCache
 	// compare is bcrypt.CompareHashAndPassword; tests swap it to count calls.
 	compare func(hash, pw []byte) error
 }
@@ -82,13 +96,15 @@ func NewAuthenticator(src UserSource, opts AuthOptions) *Authenticator {
 		cost = DefaultBcryptCost
 	}
 	return &Authenticator{
-		src:      src,
-		now:      now,
-		log:      log,
-		dummy:    dummyHash(cost),
-		throttle: newThrottle(maxThrottleEntries),
-		cache:    newSuccessCache(size),
-		compare:  bcrypt.CompareHashAndPassword,
+		src:     src,
+		now:     now,
+		log:     log,
+		dummy:   dummyHash(cost),
+		trusted: opts.TrustedProxies,
+		byAddr:  newThrottle(maxThrottleEntries, AddrThrottleBurst, AddrThrottleRefill),
+		byPair:  newThrottle(maxThrottleEntries, ThrottleBurst, ThrottleRefill),
+		cache:   newSuccessCache(size),
+		compare: bcrypt.CompareHashAndPassword,
 	}
 }
 
@@ -109,8 +125,10 @@ func (a *Authenticator) Authenticate(r *http.Request) (*meta.User, error) {
 		return nil, fmt.Errorf("%w: invalid credentials", ErrUnauthenticated)
 	}
 	now := a.now()
-	if a.throttle.empty(name, now) {
-		return nil, fmt.Errorf("%w: user %q", ErrThrottled, name)
+	client := clientKey(r, a.trusted)
+	pair := client + "/" + name // unambiguous: usernames never hold a "/"
+	if a.byAddr.empty(client, now) || a.byPair.empty(pair, now) {
+		return nil, fmt.Errorf("%w: user %q from %s", ErrThrottled, name, client)
 	}
 	u, found := a.src.User(name)
 	if found && a.cache.hit(name, pw, u.PasswordHash) {
@@ -125,13 +143,17 @@ func (a *Authenticator) Authenticate(r *http.Request) (*meta.User, error) {
 		a.cache.put(name, pw, u.PasswordHash)
 		return &u, nil
 	}
-	allowed, emptied := a.throttle.fail(name, now)
-	a.log.Debug("authentication failed", "user", name)
-	if emptied {
-		a.log.Warn("failed-login throttle engaged", "user", name)
+	addrOK, addrEmptied := a.byAddr.fail(client, now)
+	pairOK, pairEmptied := a.byPair.fail(pair, now)
+	a.log.Debug("authentication failed", "user", name, "client", client)
+	switch {
+	case addrEmptied:
+		a.log.Warn("failed-login throttle engaged for a client address", "client", client)
+	case pairEmptied:
+		a.log.Warn("failed-login throttle engaged", "user", name, "client", client)
 	}
-	if !allowed {
-		return nil, fmt.Errorf("%w: user %q", ErrThrottled, name)
+	if !addrOK || !pairOK {
+		return nil, fmt.Errorf("%w: user %q from %s", ErrThrottled, name, client)
 	}
 	return nil, fmt.Errorf("%w: invalid credentials", ErrUnauthenticated)
 }

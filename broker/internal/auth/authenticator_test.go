@@ -3,8 +3,10 @@ package auth
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,7 +93,13 @@ func newHarness(t *testing.T, opts AuthOptions) *harness {
 }
 
 func (h *harness) try(user, pw string) (*meta.User, error) {
+	return h.tryFrom("192.0.2.1:1234", user, pw)
+}
+
+// tryFrom authenticates as user from the TCP peer addr (host:port).
+func (h *harness) tryFrom(addr, user, pw string) (*meta.User, error) {
 	r := httptest.NewRequest(http.MethodGet, "/v1/topics", nil)
+	r.RemoteAddr = addr
 	r.SetBasicAuth(user, pw)
 	return h.a.Authenticate(r)
 }
@@ -205,8 +213,104 @@ func TestThrottleIsPerUsernameAndCoversUnknownUsers(t *testing.T) {
 	}
 }
 
+func TestFailuresFromOneAddressNeverRefuseTheRightPasswordFromAnother(t *testing.T) {
+	h := newHarness(t, AuthOptions{})
+	h.src.setPassword(t, "admin", "right")
+	for i := 0; i < 3*ThrottleBurst; i++ {
+		_, _ = h.tryFrom("203.0.113.7:4000", "admin", "guess")
+	}
+	if _, err := h.tryFrom("203.0.113.7:4001", "admin", "right"); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("right password from the attacking address: err = %v, want ErrThrottled", err)
+	}
+	if _, err := h.tryFrom("198.51.100.2:5000", "admin", "right"); err != nil {
+		t.Fatalf("right password from another address: err = %v, want success", err)
+	}
+	// The other address still has its own full budget of failures.
+	for i := 1; i <= ThrottleBurst; i++ {
+		if _, err := h.tryFrom("198.51.100.2:5000", "admin", "typo"); !errors.Is(err, ErrUnauthenticated) {
+			t.Fatalf("failure %d from the other address: err = %v, want ErrUnauthenticated", i, err)
+		}
+	}
+}
+
+func TestAddressIsThrottledAcrossUsernames(t *testing.T) {
+	h := newHarness(t, AuthOptions{})
+	h.src.setPassword(t, "carol", "pw")
+	// Spraying: a few failures for each of many usernames, never emptying a pair bucket.
+	for i := 0; i < AddrThrottleBurst; i++ {
+		if _, err := h.tryFrom("192.0.2.9:1", fmt.Sprintf("user%d", i/2), "x"); !errors.Is(err, ErrUnauthenticated) {
+			t.Fatalf("failure %d: err = %v, want ErrUnauthenticated", i+1, err)
+		}
+	}
+	before := h.calls.Load()
+	if _, err := h.tryFrom("192.0.2.9:2", "carol", "pw"); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("any username from a throttled address: err = %v, want ErrThrottled", err)
+	}
+	if h.calls.Load() != before {
+		t.Fatal("a throttled attempt ran bcrypt")
+	}
+	if _, err := h.tryFrom("192.0.2.10:1", "carol", "pw"); err != nil {
+		t.Fatalf("the next address: err = %v, want success", err)
+	}
+	h.clock.Advance(AddrThrottleRefill)
+	if _, err := h.tryFrom("192.0.2.9:2", "carol", "pw"); err != nil {
+		t.Fatalf("after one address refill: err = %v, want success", err)
+	}
+}
+
+func TestIPv6ClientsAreGroupedBySlash64(t *testing.T) {
+	h := newHarness(t, AuthOptions{})
+	h.src.setPassword(t, "dave", "pw")
+	for i := 0; i < ThrottleBurst; i++ {
+		_, _ = h.tryFrom(fmt.Sprintf("[2001:db8:1:2::%x]:80", i+1), "dave", "x")
+	}
+	if _, err := h.tryFrom("[2001:db8:1:2:ffff::1]:80", "dave", "pw"); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("same /64: err = %v, want ErrThrottled", err)
+	}
+	if _, err := h.tryFrom("[2001:db8:1:3::1]:80", "dave", "pw"); err != nil {
+		t.Fatalf("another /64: err = %v, want success", err)
+	}
+}
+
+func TestForwardedForIsTrustedOnlyFromTrustedProxies(t *testing.T) {
+	trusted, err := ParseTrustedProxies([]string{"10.0.0.0/8", "192.168.1.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, peer string
+		xff        []string
+		want       string
+	}{
+		{"no proxy configured applies", "203.0.113.1:1", []string{"1.2.3.4"}, "203.0.113.1"},
+		{"trusted proxy", "10.1.2.3:1", []string{"198.51.100.7"}, "198.51.100.7"},
+		{"chain of trusted proxies", "10.1.2.3:1", []string{"6.6.6.6, 198.51.100.7, 192.168.1.1"}, "198.51.100.7"},
+		{"two headers", "10.1.2.3:1", []string{"6.6.6.6", "198.51.100.7"}, "198.51.100.7"},
+		{"junk stops at the last trusted hop", "10.1.2.3:1", []string{"198.51.100.7, junk, 10.9.9.9"}, "10.9.9.9"},
+		{"trusted proxy without header", "10.1.2.3:1", nil, "10.1.2.3"},
+		{"ipv4-mapped peer", "[::ffff:203.0.113.1]:1", nil, "203.0.113.1"},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = c.peer
+		for _, v := range c.xff {
+			r.Header.Add("X-Forwarded-For", v)
+		}
+		tr := trusted
+		if c.name == "no proxy configured applies" {
+			tr = nil
+		}
+		if got := clientKey(r, tr); got != c.want {
+			t.Errorf("%s: client = %q, want %q", c.name, got, c.want)
+		}
+	}
+	if _, err := ParseTrustedProxies([]string{"not-an-ip"}); err == nil {
+		t.Error("a bad trusted proxy entry parsed")
+	}
+}
+
 func TestThrottleMapStaysBounded(t *testing.T) {
-	th := newThrottle(16)
+	th := newThrottle(16, ThrottleBurst, ThrottleRefill)
 	now := time.Unix(0, 0)
 	for i := 0; i < 100; i++ {
 		now = now.Add(time.Millisecond)
@@ -373,6 +477,38 @@ func FuzzAuthenticateHeader(f *testing.F) {
 		case errors.Is(err, ErrUnauthenticated), errors.Is(err, ErrThrottled):
 		default:
 			t.Fatalf("unexpected error %v", err)
+		}
+	})
+}
+
+// FuzzClientKey feeds arbitrary peer addresses and X-Forwarded-For values through a trusted
+// proxy: never a panic, and the key is "unknown", an IP address or an IPv6 /64, never text
+// the client chose.
+func FuzzClientKey(f *testing.F) {
+	f.Add("10.0.0.1:80", "198.51.100.7")
+	f.Add("10.0.0.1:80", "junk, 10.9.9.9")
+	f.Add("[fe80::1%eth0]:1", "2001:db8::1, ::ffff:1.2.3.4")
+	f.Add("garbage", "")
+	trusted, err := ParseTrustedProxies([]string{"10.0.0.0/8", "fe80::/10"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, peer, xff string) {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = peer
+		r.Header.Set("X-Forwarded-For", xff)
+		key := clientKey(r, trusted)
+		if key == "unknown" {
+			return
+		}
+		if a, err := netip.ParseAddr(key); err == nil {
+			if a.Is4In6() || a.Zone() != "" {
+				t.Fatalf("key %q not normalised", key)
+			}
+			return
+		}
+		if p, err := netip.ParsePrefix(key); err != nil || p.Bits() != ipv6ThrottleBits || !p.Addr().Is6() {
+			t.Fatalf("key %q is neither an address nor an IPv6 /64", key)
 		}
 	})
 }

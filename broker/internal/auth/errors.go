@@ -18,7 +18,8 @@ var (
 	// ErrUnauthenticated: no or malformed credentials, unknown user, wrong password (401). Unknown
 	// user and wrong password are deliberately the same error.
 	ErrUnauthenticated = errors.New("authentication required")
-	// ErrThrottled: the username's failed-login bucket is empty (429).
+	// ErrThrottled: the failed-login bucket of the client address, or of the client address and
+	// username, is empty (429).
 	ErrThrottled = errors.New("too many failed authentication attempts")
 	// ErrUnavailable: the credential store cannot be used, e.g. a stored hash is corrupt (500).
 	ErrUnavailable = errors.New("authentication unavailable")

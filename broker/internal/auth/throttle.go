@@ -8,14 +8,17 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// throttle keeps one failed-login token bucket per username (burst ThrottleBurst, one token per
-// ThrottleRefill). A missing entry is a full bucket, so only failures create entries.
+// throttle keeps one failed-login token bucket per key (burst, one token regained per refill).
+// A missing entry is a full bucket, so only failures create entries. The Authenticator keeps
+// two: one keyed by client address, one by client address and username.
 //
 // The map never holds more than max entries after a failure is recorded: full buckets are
 // dropped first, then the ones whose last failure is oldest.
 type throttle struct {
 	mu      sync.Mutex
 	max     int
+	burst   int
+	refill  time.Duration
 	buckets map[string]*bucket
 }
 
@@ -24,29 +27,29 @@ type bucket struct {
 	last time.Time // time of the latest failure
 }
 
-func newThrottle(max int) *throttle {
-	return &throttle{max: max, buckets: make(map[string]*bucket)}
+func newThrottle(max, burst int, refill time.Duration) *throttle {
+	return &throttle{max: max, burst: burst, refill: refill, buckets: make(map[string]*bucket)}
 }
 
-// empty reports whether name has no token left at now: every attempt is then refused.
-func (t *throttle) empty(name string, now time.Time) bool {
+// empty reports whether key has no token left at now: every attempt is then refused.
+func (t *throttle) empty(key string, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := t.buckets[name]
+	b := t.buckets[key]
 	return b != nil && b.lim.TokensAt(now) < 1
 }
 
-// fail records a failed attempt for name at now. allowed is false when no token was left to
+// fail records a failed attempt for key at now. allowed is false when no token was left to
 // take (a concurrent failure took the last one); emptied is true when the bucket is now empty.
-func (t *throttle) fail(name string, now time.Time) (allowed, emptied bool) {
+func (t *throttle) fail(key string, now time.Time) (allowed, emptied bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := t.buckets[name]
+	b := t.buckets[key]
 	if b == nil {
-		b = &bucket{lim: rate.NewLimiter(rate.Every(ThrottleRefill), ThrottleBurst)}
-		t.buckets[name] = b
+		b = &bucket{lim: rate.NewLimiter(rate.Every(t.refill), t.burst)}
+		t.buckets[key] = b
 		if len(t.buckets) > t.max {
-			t.prune(now, name)
+			t.prune(now, key)
 		}
 	}
 	b.last = now
@@ -57,9 +60,9 @@ func (t *throttle) fail(name string, now time.Time) (allowed, emptied bool) {
 // prune drops full buckets, then the oldest, until the map is at most 7/8 of max. keep is never
 // dropped. Called with mu held.
 func (t *throttle) prune(now time.Time, keep string) {
-	for name, b := range t.buckets {
-		if name != keep && b.lim.TokensAt(now) >= ThrottleBurst {
-			delete(t.buckets, name)
+	for key, b := range t.buckets {
+		if key != keep && b.lim.TokensAt(now) >= float64(t.burst) {
+			delete(t.buckets, key)
 		}
 	}
 	target := t.max - t.max/8
@@ -67,13 +70,13 @@ func (t *throttle) prune(now time.Time, keep string) {
 		return
 	}
 	type aged struct {
-		name string
+		key  string
 		last time.Time
 	}
 	all := make([]aged, 0, len(t.buckets))
-	for name, b := range t.buckets {
-		if name != keep {
-			all = append(all, aged{name, b.last})
+	for key, b := range t.buckets {
+		if key != keep {
+			all = append(all, aged{key, b.last})
 		}
 	}
 	slices.SortFunc(all, func(x, y aged) int { return x.last.Compare(y.last) })
@@ -81,11 +84,11 @@ func (t *throttle) prune(now time.Time, keep string) {
 		if len(t.buckets) <= target {
 			break
 		}
-		delete(t.buckets, e.name)
+		delete(t.buckets, e.key)
 	}
 }
 
-// size returns the number of tracked usernames (tests).
+// size returns the number of tracked keys (tests).
 func (t *throttle) size() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

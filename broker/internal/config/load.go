@@ -95,8 +95,12 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.MaxConnectionsPerIP = int(b.integer(optMaxConnectionsPerIP, 32))
 	s.ClusterMaxConnections = int(b.integer(optClusterMaxConnections, 32))
 	s.ClusterMaxConnectionsPerIP = int(b.integer(optClusterMaxConnectionsPerIP, 32))
+	s.TrustedProxies = b.list(optTrustedProxies)
 	if b.err != nil {
 		return Serve{}, b.err
+	}
+	if err := secretsOffArgv(&s, r); err != nil {
+		return Serve{}, err
 	}
 	if s.NodeID == "" {
 		h, err := hostname()
@@ -111,6 +115,27 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	return s, nil
 }
 
+// secretsOffArgv refuses --admin-password and --cluster-secret given as flags outside --dev:
+// every local user reads a process's arguments (ps, /proc/<pid>/cmdline). With --dev the flag
+// is accepted with a warning.
+func secretsOffArgv(s *Serve, r *resolver) error {
+	for _, o := range []struct{ name, file string }{
+		{optAdminPassword, optAdminPasswordFile},
+		{optClusterSecret, optClusterSecretFile},
+	} {
+		if !r.get(o.name).flag {
+			continue
+		}
+		if !s.Dev {
+			return fieldErr(o.name, "a secret given as a flag is visible to every local user (ps, /proc/<pid>/cmdline); "+
+				"use --%s or %s (the flag is accepted only with --dev)", o.file, EnvName(o.name))
+		}
+		s.Warnings = append(s.Warnings, fmt.Sprintf("--%s was given on the command line, where ps and /proc/<pid>/cmdline "+
+			"show it to every local user; use --%s or %s outside development", o.name, o.file, EnvName(o.name)))
+	}
+	return nil
+}
+
 func pick(dev bool, devValue, value string) string {
 	if dev {
 		return devValue
@@ -123,6 +148,7 @@ type setting struct {
 	raw    string
 	origin string // "flag --x", "env NARAD_X", "config file p"; "" for the default
 	set    bool   // false: default
+	flag   bool   // set on the command line
 }
 
 type resolver struct {
@@ -136,7 +162,7 @@ func (r *resolver) get(name string) setting {
 	o := optionsByName[name]
 	if r.fs != nil {
 		if f := r.fs.Lookup(name); f != nil && f.Changed {
-			return setting{raw: flagText(r.fs, f), origin: "flag --" + name, set: true}
+			return setting{raw: flagText(r.fs, f), origin: "flag --" + name, set: true, flag: true}
 		}
 	}
 	for _, env := range append([]string{EnvName(name)}, o.aliases...) {

@@ -293,7 +293,16 @@ func TestEachValidationErrorNamesItsField(t *testing.T) {
 		{nil, map[string]string{"NARAD_DEV": "maybe"}, "dev", "invalid boolean \"maybe\" (from env NARAD_DEV)"},
 		{nil, map[string]string{"NARAD_SECURITY_ENABLED": "yes"}, "security-enabled", "invalid boolean"},
 		{[]string{"--admin-user=no spaces"}, nil, "admin-user", "characters"},
-		{[]string{"--admin-password=" + longPw}, nil, "admin-password", "longer than 72 bytes"},
+		{nil, map[string]string{"NARAD_ADMIN_PASSWORD": longPw}, "admin-password", "longer than 72 bytes"},
+		{[]string{"--dev", "--admin-password=" + longPw}, nil, "admin-password", "longer than 72 bytes"},
+		{[]string{"--admin-password=" + longPw}, nil, "admin-password", "visible to every local user"},
+		{[]string{"--admin-password=a"}, nil, "admin-password", "use --admin-password-file or NARAD_ADMIN_PASSWORD"},
+		{[]string{"--cluster-secret=a"}, nil, "cluster-secret", "use --cluster-secret-file or NARAD_CLUSTER_SECRET"},
+		{[]string{"--pprof-addr=:7942"}, nil, "pprof-addr", "collides with http-addr"},
+		{[]string{"--pprof-addr=0.0.0.0:7943"}, nil, "pprof-addr", "collides with cluster-addr"},
+		{[]string{"--security-enabled=false", "--pprof-addr=:6060"}, nil, "pprof-addr", "loopback"},
+		{[]string{"--dev", "--pprof-addr=10.0.0.1:6060"}, nil, "pprof-addr", "loopback"},
+		{[]string{"--trusted-proxies=10.0.0.0/8,proxy.local"}, nil, "trusted-proxies", "neither an IP address nor a CIDR prefix"},
 		{[]string{"--admin-password=a"}, map[string]string{"NARAD_ADMIN_PASSWORD_FILE": "/x"}, "admin-password", "not both"},
 		{[]string{"--admin-password-file=/nonexistent/pw"}, nil, "admin-password-file", "no such file"},
 		{[]string{"--cluster-secret=a", "--cluster-secret-file=/x"}, nil, "cluster-secret", "not both"},
@@ -406,7 +415,8 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"move-dead-target-abort-after",
 		"remote-allowed-hosts",
 		"fanout-max-batch-records", "fanout-max-batch-bytes", "max-moves-in-flight", "min-voters",
-		"max-connections", "max-connections-per-ip", "cluster-max-connections", "cluster-max-connections-per-ip"}
+		"max-connections", "max-connections-per-ip", "cluster-max-connections", "cluster-max-connections-per-ip",
+		"trusted-proxies"}
 	for _, n := range names {
 		f := fs.Lookup(n)
 		if f == nil {
@@ -444,7 +454,7 @@ func TestLoadWorksWithAPartialFlagSet(t *testing.T) {
 }
 
 func TestLogValueRedactsSecrets(t *testing.T) {
-	s := mustLoad(t, []string{"--admin-password=topsecret", "--cluster-secret=clustersecret"}, nil)
+	s := mustLoad(t, nil, map[string]string{"NARAD_ADMIN_PASSWORD": "topsecret", "NARAD_CLUSTER_SECRET": "clustersecret"})
 	text := s.LogValue().String()
 	if strings.Contains(text, "topsecret") || strings.Contains(text, "clustersecret") || !strings.Contains(text, "<redacted>") {
 		t.Fatalf("LogValue leaks or hides wrongly: %s", text)
@@ -468,5 +478,37 @@ func TestRemoteAllowedHostsLoadAndValidate(t *testing.T) {
 	_, err := load(t, []string{"--remote-allowed-hosts=10.0.0.0/99"}, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "config: remote-allowed-hosts: ") {
 		t.Fatalf("bad entry: %v", err)
+	}
+}
+
+func TestSecretFlagsOnlyWithDevAndWithAWarning(t *testing.T) {
+	s := mustLoad(t, []string{"--dev", "--admin-password=pw", "--cluster-secret=cs"}, nil)
+	if s.AdminPassword != "pw" || s.ClusterSecret != "cs" {
+		t.Fatalf("dev flags not taken: admin=%q secret=%q", s.AdminPassword, s.ClusterSecret)
+	}
+	if len(s.Warnings) != 2 || !strings.Contains(s.Warnings[0], "--admin-password") ||
+		!strings.Contains(s.Warnings[1], "--cluster-secret") || !strings.Contains(s.Warnings[1], "ps") {
+		t.Fatalf("warnings = %q, want one per secret flag naming ps", s.Warnings)
+	}
+	for _, w := range s.Warnings {
+		if strings.Contains(w, "=pw") || strings.Contains(w, "=cs") {
+			t.Fatalf("a warning echoes the secret: %q", w)
+		}
+	}
+	// The environment and files are the production paths: accepted, no warning.
+	s = mustLoad(t, []string{"--admin-password-file", writeFile(t, "pw", "pw\n")},
+		map[string]string{"NARAD_CLUSTER_SECRET": "cs"})
+	if s.AdminPassword != "pw" || s.ClusterSecret != "cs" || len(s.Warnings) != 0 {
+		t.Fatalf("env/file: admin=%q secret=%q warnings=%q", s.AdminPassword, s.ClusterSecret, s.Warnings)
+	}
+}
+
+func TestPprofAndTrustedProxiesAccepted(t *testing.T) {
+	s := mustLoad(t, []string{"--pprof-addr=:6060", "--trusted-proxies=10.0.0.0/8, 192.168.1.1,fd00::/8"}, nil)
+	if s.PprofAddr != ":6060" || !reflect.DeepEqual(s.TrustedProxies, []string{"10.0.0.0/8", "192.168.1.1", "fd00::/8"}) {
+		t.Fatalf("pprof=%q proxies=%q", s.PprofAddr, s.TrustedProxies)
+	}
+	if s := mustLoad(t, []string{"--dev", "--pprof-addr=127.0.0.1:6060"}, nil); s.PprofAddr != "127.0.0.1:6060" {
+		t.Fatalf("loopback pprof with --dev: %q", s.PprofAddr)
 	}
 }

@@ -89,6 +89,7 @@ const (
 	DefaultMaxConnectionsPerIP        = 1024
 	DefaultClusterMaxConnections      = 1024
 	DefaultClusterMaxConnectionsPerIP = 256
+	optTrustedProxies                 = "trusted-proxies"
 )
 
 // Defaults that do not depend on other settings.
@@ -141,12 +142,12 @@ var options = []option{
 	{name: optBootstrap, kind: kBool, def: "false", help: "bootstrap a new cluster when the data directory is empty"},
 	{name: optLogLevel, kind: kString, def: "info", help: "log level: debug, info, warn, error"},
 	{name: optLogFormat, kind: kString, help: "log format: json or text (default json; text with --dev)"},
-	{name: optPprofAddr, kind: kString, help: "serve net/http/pprof on this host:port (default off)"},
+	{name: optPprofAddr, kind: kString, help: "serve net/http/pprof on this host:port (default off); needs admin credentials when security is on, a loopback address when it is off"},
 	{name: optSecurityEnabled, kind: kBool, def: "true", help: "require HTTP Basic credentials and enforce grants (--dev turns it off unless set to true explicitly)"},
 	{name: optAdminUser, kind: kString, def: DefaultAdminUser, help: "name of the root admin seeded at first cluster start"},
-	{name: optAdminPassword, kind: kString, help: "root admin password at first start, at most 72 bytes (default: random, logged once)"},
+	{name: optAdminPassword, kind: kString, help: "root admin password at first start, at most 72 bytes (default: random, logged once); as a flag only with --dev (visible in ps): use the file or the environment"},
 	{name: optAdminPasswordFile, kind: kString, help: "read the root admin password from this file (trailing newline trimmed)"},
-	{name: optClusterSecret, kind: kString, noFile: true, help: "shared secret authenticating node-to-node calls (not accepted in the config file)"},
+	{name: optClusterSecret, kind: kString, noFile: true, help: "shared secret authenticating node-to-node calls (not accepted in the config file; as a flag only with --dev, since ps shows it: use the file or the environment)"},
 	{name: optClusterSecretFile, kind: kString, help: "read the cluster secret from this file (trailing newline trimmed)"},
 	{name: optStorageCodec, kind: kString, def: "none", help: "partition log compression: none or zstd"},
 	{name: optStorageCompression, kind: kString, def: "fastest", help: "zstd level: fastest, default, better, best"},
@@ -167,6 +168,7 @@ var options = []option{
 	{name: optForcePromoteAfter, kind: kDuration, def: DefaultForcePromoteAfter.String(), help: "how long a move's source must be dead before the destination promotes its complete copy; change only for tests"},
 	{name: optDeadTargetAbort, kind: kDuration, def: DefaultDeadTargetAbortAfter.String(), help: "how long a move's destination may be dead before the controller clears the move; change only for tests"},
 	{name: optRemoteAllowedHosts, kind: kList, help: "comma-separated hosts, host:port or CIDRs that remote fan-out children may target (empty: any host; set it in production)"},
+	{name: optTrustedProxies, kind: kList, help: "comma-separated IPs or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client address the failed-login throttle keys on (default none: the TCP peer is the client)"},
 	{name: optHeartbeatTimeout, kind: kDuration, def: DefaultHeartbeatTimeout.String(), help: "heartbeat age after which a member is marked dead, above heartbeat-interval; change only for tests and unusual networks"},
 	{name: optFanoutMaxRecords, kind: kInt, def: strconv.Itoa(DefaultFanoutMaxBatchRecords), help: "most parent records one fan-out slab carries to its children (1-65536)"},
 	{name: optFanoutMaxBytes, kind: kInt, def: strconv.Itoa(DefaultFanoutMaxBatchBytes), help: "most key+payload bytes one fan-out slab carries (1024-8388608; a larger record still goes alone)"},

@@ -28,6 +28,12 @@ type Serve struct {
 	AdminUser       string // root admin seeded at first start (username rule)
 	AdminPassword   string // ≤ 72 bytes; "" = random, logged once
 	ClusterSecret   string // node-to-node credential; never from the config file in plain text
+	// TrustedProxies are IPs or CIDR prefixes (each parses) of reverse proxies whose
+	// X-Forwarded-For the failed-login throttle believes; empty = none.
+	TrustedProxies []string
+	// Warnings are settings accepted but unsafe (a secret given as a flag with --dev), for the
+	// server to log at warn level once it has a logger.
+	Warnings []string
 
 	StorageCodec            string // none | zstd
 	StorageCompressionLevel string // fastest | default | better | best
@@ -126,6 +132,7 @@ func (s Serve) LogValue() slog.Value {
 		slog.String("cluster_tls_ca", s.ClusterTLSCAFile),
 		slog.Any("initial_members", s.InitialMembers),
 		slog.Any("remote_allowed_hosts", s.RemoteAllowedHosts),
+		slog.Any("trusted_proxies", s.TrustedProxies),
 		slog.Duration("heartbeat_interval", s.HeartbeatInterval),
 		slog.Duration("heartbeat_timeout", s.HeartbeatTimeout),
 		slog.Int("max_connections", s.MaxConnections),

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -182,11 +183,45 @@ func validate(s *Serve, origin func(string) string) error {
 			}
 			return nil
 		},
+		func() error { return checkPprof(s, origin) },
+		func() error {
+			for _, p := range s.TrustedProxies {
+				if _, err := netip.ParsePrefix(p); err == nil {
+					continue
+				}
+				if _, err := netip.ParseAddr(p); err != nil {
+					return fieldErr(optTrustedProxies, "%q is neither an IP address nor a CIDR prefix%s", clip(p), origin(optTrustedProxies))
+				}
+			}
+			return nil
+		},
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkPprof keeps pprof off the API and cluster ports, and, with security off (no credentials
+// to ask for), on a loopback address.
+func checkPprof(s *Serve, origin func(string) string) error {
+	if s.PprofAddr == "" {
+		return nil
+	}
+	for _, other := range []struct{ name, addr string }{{optHTTPAddr, s.HTTPAddr}, {optClusterAddr, s.ClusterAddr}} {
+		if samePort(s.PprofAddr, other.addr) {
+			return fieldErr(optPprofAddr, "%s collides with %s %s%s", s.PprofAddr, other.name, other.addr, origin(optPprofAddr))
+		}
+	}
+	if s.SecurityEnabled {
+		return nil
+	}
+	host, _, _ := net.SplitHostPort(s.PprofAddr)
+	if a, err := netip.ParseAddr(host); host != "localhost" && (err != nil || !a.IsLoopback()) {
+		return fieldErr(optPprofAddr, "%q must be a loopback address while security is off (nobody is asked for credentials)%s",
+			clip(s.PprofAddr), origin(optPprofAddr))
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
 )
@@ -85,6 +86,10 @@ type Config struct {
 	// no seeded root user; nil → C8 is skipped. It must propose with the ctx it is given.
 	SeedRoot func(ctx context.Context) error
 	Logger   *slog.Logger // nil → discard
+	// Audit receives the audit records of the membership changes the controller makes
+	// (voter promotion and demotion, removal from the Raft configuration, member record
+	// removal); nil → discard.
+	Audit *audit.Logger
 	// Membership reads and changes the Raft configuration for C4 and C6; nil → Store.
 	Membership Membership
 	// Metrics receives C7's gauges (narad_moves_blocked source_dead/target_dead,
@@ -300,4 +305,14 @@ func stopsPass(err error) bool {
 	return errors.Is(err, meta.ErrNoLeader) || errors.Is(err, meta.ErrNotLeader) ||
 		errors.Is(err, meta.ErrClosed) || errors.Is(err, meta.ErrTimeout) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// audit records a membership change the controller made on member id: ok when err is nil,
+// else unknown (a timed-out configuration change may still commit).
+func (c *Controller) audit(ctx context.Context, event, id string, err error, attrs ...any) {
+	outcome := audit.OK
+	if err != nil {
+		outcome, attrs = audit.Unknown, append(attrs, "err", err)
+	}
+	c.cfg.Audit.Record(ctx, audit.Event{Name: event, Actor: audit.ActorController, Target: id, Outcome: outcome, Attrs: attrs})
 }

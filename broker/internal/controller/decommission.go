@@ -98,12 +98,14 @@ func (c *Controller) decommission(ctx context.Context) error {
 		}
 		voter := v.voter(id)
 		if err := c.membership.RemoveServer(ctx, id); err != nil {
+			c.audit(ctx, "cluster.member.remove", id, err)
 			return err
 		}
 		delete(v.conf, id)
 		found[id] = []string{}
 		c.logger.Info("drained member removed from the raft configuration", "member", id,
 			"voter", voter, "alive", v.alive(id))
+		c.audit(ctx, "cluster.member.remove", id, nil, "voter", voter)
 	}
 	return nil
 }

@@ -42,6 +42,7 @@ func (c *Controller) collectMembers(ctx context.Context) error {
 		case err == nil:
 			c.logger.Info("member record garbage-collected", "member", m.ID,
 				"dead_for", now.Sub(since).Round(time.Second).String())
+			c.audit(ctx, "cluster.member.forget", m.ID, nil, "dead_for", now.Sub(since).Round(time.Second).String())
 		case errors.Is(err, meta.ErrNotFound):
 		case errors.Is(err, meta.ErrConflict):
 			c.logger.Info("member record kept: it owns or receives a partition", "member", m.ID, "err", err)

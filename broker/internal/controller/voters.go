@@ -86,11 +86,13 @@ func (c *Controller) reconcileVoters(ctx context.Context) error {
 		id := eligible[0]
 		eligible = eligible[1:]
 		if err := c.store.AddVoter(ctx, id, ""); err != nil {
+			c.audit(ctx, "cluster.voter.promote", id, err)
 			return err
 		}
 		v.total++
 		v.alive++
 		c.logger.Info("non-voter promoted to voter", "member", id, "voters", v.total, "target", target)
+		c.audit(ctx, "cluster.voter.promote", id, nil, "voters", v.total)
 		return nil
 	}
 	for v.alive < target && len(eligible) > 0 { // 1
@@ -140,6 +142,7 @@ func (c *Controller) demote(ctx context.Context, id, reason string, v *voterSet)
 		return nil // never the leader itself
 	}
 	if err := c.store.DemoteVoter(ctx, id); err != nil {
+		c.audit(ctx, "cluster.voter.demote", id, err, "reason", reason)
 		return err
 	}
 	v.total--
@@ -148,6 +151,7 @@ func (c *Controller) demote(ctx context.Context, id, reason string, v *voterSet)
 	}
 	c.forgetNote("dead-voter-kept/" + id)
 	c.logger.Info("voter demoted", "member", id, "reason", reason, "voters", v.total)
+	c.audit(ctx, "cluster.voter.demote", id, nil, "reason", reason, "voters", v.total)
 	return nil
 }
 

@@ -1,9 +1,12 @@
 package controller
 
 import (
+	"log/slog"
 	"reflect"
 	"sort"
 	"testing"
+
+	"narad.dev/broker/internal/audit"
 )
 
 func sorted(ids []string) []string {
@@ -14,8 +17,8 @@ func sorted(ids []string) []string {
 
 func TestNonvoterPromotedOnlyAfterVoterDiesThenDeadVoterDemoted(t *testing.T) {
 	c := openCluster(t, []string{"a", "b", "c"}, "d")
-	log := &logRecorder{}
-	ctl := c.start("a", log, nil)
+	log, trail := &logRecorder{}, &logRecorder{}
+	ctl := c.start("a", log, func(cfg *Config) { cfg.Audit = audit.New(slog.New(trail), "a") })
 	settle(t, ctl, 3)
 	if got := sorted(c.voters()); !reflect.DeepEqual(got, []string{"a", "b", "c"}) {
 		t.Fatalf("voters with every voter alive = %v, want [a b c] (d stays a non-voter)", got)
@@ -35,6 +38,26 @@ func TestNonvoterPromotedOnlyAfterVoterDiesThenDeadVoterDemoted(t *testing.T) {
 	}
 	if role := c.leader().RaftRole("c"); role != "nonvoter" {
 		t.Fatalf("dead c is %q after demotion, want nonvoter", role)
+	}
+	// Both changes are in the audit trail, made by the controller (docs/operating.md, Audit
+	// events); a change whose proposal timed out may still have committed: unknown, not ok.
+	for _, want := range []map[string]string{
+		{"event": "cluster.voter.promote", "target": "d"},
+		{"event": "cluster.voter.demote", "target": "c", "reason": "dead"},
+	} {
+		i := trail.index(audit.Message, "event", want["event"])
+		if i < 0 {
+			t.Fatalf("no %s audit record", want["event"])
+		}
+		got := trail.records[i].attrs
+		if got["actor"] != audit.ActorController || (got["outcome"] != audit.OK && got["outcome"] != audit.Unknown) || got["node"] != "a" {
+			t.Fatalf("%s audit record %v", want["event"], got)
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Fatalf("%s audit record %v: %s = %q, want %q", want["event"], got, k, got[k], v)
+			}
+		}
 	}
 }
 

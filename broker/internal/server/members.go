@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/meta"
 )
@@ -118,11 +119,15 @@ func (c *clusterHTTP) leaderBlocked(ctx context.Context) (reachable bool, blocke
 // /v1/cluster/members/{id}/decommission (spec/api.md §2.17), on the leader directly or
 // through op 25 elsewhere.
 func (c *clusterHTTP) decommission(w http.ResponseWriter, r *http.Request) {
-	u, ok := c.requireAdmin(w, r)
+	call := decomCall{ID: r.PathValue("id"), Cancel: r.Method == http.MethodDelete}
+	event := eventDecommission
+	if call.Cancel {
+		event = eventDecommissionCancel
+	}
+	u, ok := c.requireAdminAudited(w, r, event, call.ID)
 	if !ok {
 		return
 	}
-	call := decomCall{ID: r.PathValue("id"), Cancel: r.Method == http.MethodDelete}
 	if !call.Cancel {
 		dry, err := flagParam(r.URL.Query(), "dry_run")
 		if err != nil {
@@ -130,10 +135,6 @@ func (c *clusterHTTP) decommission(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		call.DryRun = dry
-	}
-	event := "cluster.decommission"
-	if call.Cancel {
-		event = "cluster.decommission.cancel"
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), clusterWriteWait)
 	defer cancel()
@@ -147,7 +148,7 @@ func (c *clusterHTTP) decommission(w http.ResponseWriter, r *http.Request) {
 		}
 		fallthrough // a leader answering 200 to a real decommission: done
 	case http.StatusNoContent:
-		c.audit(event, u, "ok", "member", call.ID)
+		c.record(r, event, u, call.ID, audit.OK)
 		w.WriteHeader(http.StatusNoContent)
 	case http.StatusBadRequest, http.StatusNotFound:
 		writeError(w, int(res.Status), res.Error, nil)
@@ -159,7 +160,7 @@ func (c *clusterHTTP) decommission(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, res.Error, map[string]any{"node": call.ID, "reasons": nonNil(res.Verdict.Reasons)})
 	default: // 421 (leadership moved), 503, anything unexpected: retryable
 		if !call.DryRun {
-			c.audit(event, u, "unknown", "member", call.ID, "err", res.Error)
+			c.record(r, event, u, call.ID, audit.Unknown, "err", res.Error)
 		}
 		writeError(w, http.StatusServiceUnavailable, res.Error, nil)
 	}

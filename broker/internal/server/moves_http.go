@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -61,6 +63,7 @@ type clusterHTTP struct {
 	peers clusterPeers
 	mv    moveDeps
 	log   *slog.Logger
+	audit *audit.Logger // nil → discard
 	// callerOf returns the authenticated caller (api.CallerFromContext when nil).
 	callerOf func(*http.Request) *meta.User
 }
@@ -72,6 +75,9 @@ func clusterRoutes(c *clusterHTTP) map[string]http.Handler {
 	}
 	if c.callerOf == nil {
 		c.callerOf = func(r *http.Request) *meta.User { return api.CallerFromContext(r.Context()) }
+	}
+	if c.audit == nil {
+		c.audit = audit.New(c.log, c.store.NodeID())
 	}
 	return map[string]http.Handler{
 		"GET /v1/cluster/members":                          http.HandlerFunc(c.members),
@@ -113,14 +119,38 @@ func (c *clusterHTTP) requireAdmin(w http.ResponseWriter, r *http.Request) (*met
 	return u, true
 }
 
-// audit logs one audit event with stable keys; outcome is "ok" or "unknown".
-func (c *clusterHTTP) audit(event string, u *meta.User, outcome string, attrs ...any) {
-	user := ""
-	if u != nil {
-		user = u.Username
+// requireAdminAudited is requireAdmin that audits a refusal as event on target.
+func (c *clusterHTTP) requireAdminAudited(w http.ResponseWriter, r *http.Request, event, target string) (*meta.User, bool) {
+	if u := c.callerOf(r); !auth.IsAdmin(u) {
+		c.record(r, event, u, target, audit.Denied, "reason", "admin required")
 	}
-	c.log.Info("audit", append([]any{"event", event, "user", user, "node", c.store.NodeID(), "outcome", outcome}, attrs...)...)
+	return c.requireAdmin(w, r)
 }
+
+// record writes one audit record of the caller u (docs/operating.md, Audit events).
+func (c *clusterHTTP) record(r *http.Request, event string, u *meta.User, target, outcome string, attrs ...any) {
+	actor := ""
+	if u != nil {
+		actor = u.Username
+		if actor == "" && u.Root {
+			actor = audit.ActorSecurityOff // the synthetic caller of a node with security off
+		}
+	}
+	client, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		client = r.RemoteAddr
+	}
+	c.audit.Record(r.Context(), audit.Event{Name: event, Actor: actor, Target: target, Outcome: outcome,
+		Attrs: append([]any{"client", client}, attrs...)})
+}
+
+// Audit events of the cluster endpoints (docs/operating.md, Audit events).
+const (
+	eventDecommission       = "cluster.decommission"
+	eventDecommissionCancel = "cluster.decommission.cancel"
+	eventMoveAbort          = "cluster.move.abort"
+	eventJoin               = "cluster.join"
+)
 
 // flagParam parses an optional boolean query parameter: absent or "false" → false, "true" →
 // true, anything else (or given twice) → error.
@@ -265,17 +295,18 @@ func (c *clusterHTTP) localDetail(mv *moveJSON) {
 // algorithm of spec/api.md §2.19: read, CAS-clear the target read, read back from the leader;
 // 202 only if the owner is unchanged and the move to that target is gone.
 func (c *clusterHTTP) abortMove(w http.ResponseWriter, r *http.Request) {
-	u, ok := c.requireAdmin(w, r)
+	topic := r.PathValue("topic")
+	u, ok := c.requireAdminAudited(w, r, eventMoveAbort, topic+"/"+r.PathValue("partition"))
 	if !ok {
 		return
 	}
-	topic := r.PathValue("topic")
 	p, err := strconv.ParseInt(r.PathValue("partition"), 10, 32)
 	if err != nil || p < 0 {
 		writeError(w, http.StatusBadRequest, "partition must be a non-negative integer", nil)
 		return
 	}
 	part := int(p)
+	moveTarget := topic + "/" + strconv.Itoa(part)
 	q := r.URL.Query()
 	if len(q["target"]) > 1 {
 		writeError(w, http.StatusBadRequest, `query parameter "target" given more than once`, nil)
@@ -306,7 +337,7 @@ func (c *clusterHTTP) abortMove(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), clusterWriteWait)
 	defer cancel()
 	unknown := func(step string, err error) {
-		c.audit("cluster.move.abort", u, "unknown", "topic", topic, "partition", part, "owner", owner, "target", target, "err", err)
+		c.record(r, eventMoveAbort, u, moveTarget, audit.Unknown, "owner", owner, "destination", target, "err", err)
 		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("abort outcome unknown (%s): %v", step, err), nil)
 	}
 
@@ -337,7 +368,7 @@ func (c *clusterHTTP) abortMove(w http.ResponseWriter, r *http.Request) {
 
 	// 4. Owner unchanged and no move to the target any more: the abort took effect.
 	if la.Owner == owner && la.Target != target {
-		c.audit("cluster.move.abort", u, "ok", "topic", topic, "partition", part, "owner", owner, "target", target)
+		c.record(r, eventMoveAbort, u, moveTarget, audit.OK, "owner", owner, "destination", target)
 		writeJSON(w, http.StatusAccepted, map[string]any{"topic": topic, "partition": part, "owner": owner, "aborted_target": target})
 		return
 	}

@@ -290,7 +290,8 @@ func TestAbortFollowsTheSpecAlgorithm(t *testing.T) {
 				}
 				return
 			}
-			if len(audits) != 1 || audits[0]["event"] != "cluster.move.abort" || audits[0]["outcome"] != tc.wantOutcome || audits[0]["user"] != "root" {
+			if len(audits) != 1 || audits[0]["event"] != "cluster.move.abort" || audits[0]["outcome"] != tc.wantOutcome || audits[0]["actor"] != "root" ||
+				audits[0]["target"] != "orders/1" {
 				t.Fatalf("audit lines %v, want one cluster.move.abort outcome %s", audits, tc.wantOutcome)
 			}
 		})

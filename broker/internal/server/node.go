@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/engine"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -21,7 +22,16 @@ type nodeService struct {
 	e     *engine.Engine
 	store *meta.Store
 	log   *slog.Logger
-	mv    moveDeps // ops 22–25 and 30 (node_move.go)
+	audit *audit.Logger // nil → an audit logger over log
+	mv    moveDeps      // ops 22–25 and 30 (node_move.go)
+}
+
+// auditLog is the audit trail of the node-to-node calls.
+func (s *nodeService) auditLog() *audit.Logger {
+	if s.audit == nil {
+		return audit.New(s.log, s.store.NodeID())
+	}
+	return s.audit
 }
 
 // statusOf maps engine/API errors onto the node plane's status codes.
@@ -159,6 +169,10 @@ func (s *nodeService) JoinCluster(ctx context.Context, req *nodepb.JoinClusterRe
 	}
 	newLife := s.store.RaftRole(req.Id) == "none"
 	if err := s.store.AddNonvoter(ctx, req.Id, req.ClusterAddr); err != nil {
+		if newLife {
+			s.auditLog().Record(ctx, audit.Event{Name: eventJoin, Actor: "node:" + req.Id, Target: req.Id, Outcome: audit.Unknown,
+				Attrs: []any{"cluster_addr", req.ClusterAddr, "err", err}})
+		}
 		return &nodepb.JoinClusterReply{Status: 503, Error: err.Error()}, nil
 	}
 	if m, ok := s.store.Member(req.Id); ok && m.Draining && newLife {
@@ -170,6 +184,8 @@ func (s *nodeService) JoinCluster(ctx context.Context, req *nodepb.JoinClusterRe
 	}
 	if newLife {
 		s.log.Info("admitted node as non-voter", "node", req.Id, "addr", req.ClusterAddr)
+		s.auditLog().Record(ctx, audit.Event{Name: eventJoin, Actor: "node:" + req.Id, Target: req.Id, Outcome: audit.OK,
+			Attrs: []any{"cluster_addr", req.ClusterAddr}})
 	}
 	return &nodepb.JoinClusterReply{Status: 200}, nil
 }

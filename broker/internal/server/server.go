@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/config"
 	"narad.dev/broker/internal/connlimit"
@@ -50,6 +50,10 @@ const (
 func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	start := time.Now()
 	logger := newLogger(cfg, stderr)
+	for _, w := range cfg.Warnings {
+		logger.Warn(w)
+	}
+	auditLog := audit.New(logger, cfg.NodeID)
 	m := metrics.New()
 
 	if err := durable.MkdirAll(cfg.DataDir); err != nil {
@@ -58,6 +62,10 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	secret, err := clusterSecret(cfg)
 	if err != nil {
 		return err
+	}
+	trustedProxies, err := auth.ParseTrustedProxies(cfg.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("config: trusted-proxies: %w", err)
 	}
 
 	rpcOpts := []rpc.Option{rpc.WithNodeID(cfg.NodeID)}
@@ -160,6 +168,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		Prober:    nodeProber{nodes},
 		SeedRoot:  func(ctx context.Context) error { return seedRoot(ctx, cfg, store, logger) },
 		Logger:    logger,
+		Audit:     auditLog,
 		DeadAfter: cfg.HeartbeatTimeout,
 		Metrics:   m,
 
@@ -203,17 +212,19 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	go func() { _ = mux.Run(muxCtx) }()
 
 	// HTTP: /healthz answers at once; /readyz stays 503 until the boot finishes.
+	authn := authAdapter{auth.NewAuthenticator(e, auth.AuthOptions{Logger: logger, TrustedProxies: trustedProxies})}
 	handler := api.NewHandler(api.Options{
 		Backend:         e,
-		Auth:            authAdapter{auth.NewAuthenticator(e, auth.AuthOptions{Logger: logger})},
+		Auth:            authn,
 		SecurityEnabled: cfg.SecurityEnabled,
 		MaxConsumeWait:  cfg.MaxConsumeWait,
 		MaxPartitions:   cfg.TopicMaxPartitions,
 		Observer:        httpObserver{m},
 		APIObserver:     apiObserver{m},
 		Metrics:         promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
-		Routes:          clusterRoutes(&clusterHTTP{store: store, peers: nodes, mv: mv, log: logger}),
+		Routes:          clusterRoutes(&clusterHTTP{store: store, peers: nodes, mv: mv, log: logger, audit: auditLog}),
 		Logger:          logger,
+		Audit:           auditLog,
 	})
 	hln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -241,7 +252,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	}()
 	m.BootDuration.Set(time.Since(start).Seconds())
 	if cfg.PprofAddr != "" {
-		go servePprof(cfg.PprofAddr, logger)
+		go servePprof(cfg.PprofAddr, pprofHandler(authn, cfg.SecurityEnabled), logger)
 	}
 
 	loopsCtx, stopLoops := context.WithCancel(context.Background())
@@ -504,18 +515,6 @@ func newLogger(cfg config.Serve, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
-}
-
-func servePprof(addr string, logger *slog.Logger) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	if err := http.ListenAndServe(addr, mux); err != nil {
-		logger.Error("pprof listener", "addr", addr, "err", err)
-	}
 }
 
 const devBanner = `
