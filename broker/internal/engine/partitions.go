@@ -50,6 +50,9 @@ type partition struct {
 	// deleted, log failed or shut down).
 	frz    *freeze
 	labels [2]string
+	// head caches the commit time of the oldest unconsumed record for the poller, so the
+	// log is read only when the consumer frontier moved (poller.go).
+	head headCache
 }
 
 // registry owns the open partition logs of this node (spec/storage.md §10). Get opens lazily

@@ -110,7 +110,7 @@ func New() *Metrics {
 
 	m.ConsumerLag = f.gaugeVec("narad_consumer_lag_messages", "hwm - (committed frontier + 1).", tp)
 	m.ConsumerDropped = f.gaugeVec("narad_consumer_dropped_messages", "Unacked records already removed by retention.", tp)
-	m.OldestUnconsumedAge = f.gaugeVec("narad_oldest_unconsumed_message_age_seconds", "Age of the segment holding the oldest unconsumed record.", tp)
+	m.OldestUnconsumedAge = f.gaugeVec("narad_oldest_unconsumed_message_age_seconds", "Seconds since the oldest unconsumed record (consumer frontier + 1) was committed; 0 when nothing is unconsumed.", tp)
 	m.InflightSize = f.gaugeVec("narad_inflight_size", "Live reservations.", tp)
 	m.AckedAheadSize = f.gaugeVec("narad_acked_ahead_size", "Acked-ahead set size.", tp)
 	m.AckRejected = f.counterVec("narad_ack_rejected_total", "Acks refused: stale (410) or cap (503).", []string{"reason"})
@@ -119,7 +119,7 @@ func New() *Metrics {
 	m.CorruptSkipped = f.counterVec("narad_consumer_corrupt_skipped_total", "Unreadable records skipped by consumers (recorded loss).", tp)
 
 	pcp := []string{"parent", "child", "partition"}
-	m.FanoutLag = f.gaugeVec("narad_fanout_lag_messages", "Parent hwm - cursor next offset.", pcp)
+	m.FanoutLag = f.gaugeVec("narad_fanout_lag_messages", "Parent hwm - cursor next offset; refreshed every second while a slab is being retried.", pcp)
 	m.FanoutDueLag = f.gaugeVec("narad_fanout_due_lag_seconds", "Seconds a delay cursor runs behind its due frontier.", pcp)
 	m.FanoutCommitted = f.counterVec("narad_fanout_committed_total", "Records committed into a child.", []string{"parent", "child"})
 	m.FanoutDropped = f.counterVec("narad_fanout_child_dropped_messages", "Records a child lost (drop-behind or unreadable).", []string{"parent", "child"})
