@@ -159,6 +159,8 @@ func (r *registry) openPartition(t meta.Topic, pt *partition) error {
 		return fmt.Errorf("open %s/%d: %w", t.Name, pt.key.p, err)
 	}
 	pt.log = l
+	// Under the guard: a purge (which deletes the topic's series) cannot run in between.
+	r.e.m.InitPartition(pt.labels[0], pt.labels[1])
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"narad.dev/broker/internal/consume"
 	plog "narad.dev/broker/internal/log"
 )
 
@@ -60,9 +61,7 @@ func (e *Engine) pollGauges() {
 		topicBytes[l[0]] += st.SizeBytes
 		e.m.PartitionSize.WithLabelValues(l[0], l[1]).Set(float64(st.SizeBytes))
 		e.m.Segments.WithLabelValues(l[0], l[1]).Set(float64(st.Segments))
-		pt.shardMu.Lock()
-		s := pt.shard
-		pt.shardMu.Unlock()
+		s := e.pollShard(pt)
 		if s == nil {
 			continue
 		}
@@ -81,6 +80,27 @@ func (e *Engine) pollGauges() {
 	for t, b := range topicBytes {
 		e.m.TopicBytes.WithLabelValues(t).Set(float64(b))
 	}
+}
+
+// pollShard returns the consume shard of an open partition this node owns, opening it (it
+// reads only the small consumer files) when no consume did yet: the queue-health gauges of a
+// topic nobody consumes exist too, and show its lag. nil when not the owner or on error.
+func (e *Engine) pollShard(pt *partition) *consume.Shard {
+	pt.shardMu.Lock()
+	s := pt.shard
+	pt.shardMu.Unlock()
+	if s != nil {
+		return s
+	}
+	t, ok := e.view.Topic(pt.key.topic)
+	if !ok || t.Incarnation != pt.incarnation || !e.owns(t.Name, pt.key.p) {
+		return nil
+	}
+	s, err := e.parts.shardOf(t, pt)
+	if err != nil {
+		return nil
+	}
+	return s
 }
 
 func (e *Engine) pollDataDir() {

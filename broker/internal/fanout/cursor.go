@@ -53,6 +53,9 @@ func (c *cursor) run(ctx context.Context) error {
 	if err != nil {
 		return quiet(ctx, err)
 	}
+	if so, ok := c.obs.(StartObserver); ok {
+		so.CursorStarted(c.d.Parent, c.d.Child, c.d.Partition, c.d.Remote != nil)
+	}
 	// The lag series exist from the attach on, before the first slab: the parent log is opened
 	// here only when it holds records past pos (as the first read would).
 	if _, err := c.acquire(pos); err == nil {
