@@ -10,6 +10,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"narad.dev/broker/client"
+	"narad.dev/test/harness"
 )
 
 // scrapeRaw returns the /metrics page as served.
@@ -71,5 +74,38 @@ var _ = Describe("Metric labels", func() {
 			fmt.Sprintf("/metrics grew from %d to %d bytes", len(before), len(after)))
 		Expect(after).To(ContainSubstring(`method="other"`))
 		Expect(after).To(ContainSubstring(`route="unmatched"`))
+	})
+})
+
+var _ = Describe("Oldest unconsumed message age", func() {
+	It("is the age of the oldest unacked message and does not drop when a newer one is produced", func() {
+		topic := uniqueTopic("age")
+		createTopic(client.CreateTopicRequest{Name: topic})
+		p0 := map[string]string{"topic": topic, "partition": "0"}
+		for i := 0; i < 3; i++ {
+			Expect(api.Produce(ctx(5*time.Second), topic, []byte("old"), client.ProduceOptions{Partition: intp(0)})).To(Succeed())
+		}
+		consumeOne(topic, time.Second) // leased, never acked: still unconsumed
+		var before float64
+		Eventually(func(g Gomega) {
+			exp, err := harness.ScrapeMetrics(ctx(5*time.Second), node.URL())
+			g.Expect(err).NotTo(HaveOccurred())
+			v, ok := exp.Value("narad_oldest_unconsumed_message_age_seconds", p0)
+			g.Expect(ok).To(BeTrue())
+			// Older than one poll interval (5 s): a value taken from the produce's time
+			// would read less after the next produce.
+			g.Expect(v).To(BeNumerically(">=", 6))
+			before = v
+		}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+		Expect(api.Produce(ctx(5*time.Second), topic, []byte("new"), client.ProduceOptions{Partition: intp(0)})).To(Succeed())
+		Eventually(func(g Gomega) {
+			exp, err := harness.ScrapeMetrics(ctx(5*time.Second), node.URL())
+			g.Expect(err).NotTo(HaveOccurred())
+			lag, _ := exp.Value("narad_consumer_lag_messages", p0)
+			g.Expect(lag).To(Equal(4.0), "a poll after the fourth produce")
+			age, _ := exp.Value("narad_oldest_unconsumed_message_age_seconds", p0)
+			Expect(age).To(BeNumerically(">=", before), "the age dropped after a produce while older messages wait")
+		}).WithTimeout(20 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	})
 })
