@@ -103,18 +103,11 @@ var specFamilies = map[string]metricSpec{
 
 // needsRareEvent lists labelled families this spec's traffic cannot be expected to give a
 // series on one healthy node (client_golang prints a vector only once it has one): they
-// are checked for type and labels when present, not for presence.
+// are checked for type and labels when present, not for presence. Every other family has a
+// series from the start (zero where its labels are known) or after the traffic.
 var needsRareEvent = map[string]string{
-	"narad_consumer_corrupt_skipped_total":           "a corrupt record",
-	"narad_fanout_child_dropped_messages":            "fan-out data loss",
-	"narad_storage_retention_bytes_deleted_total":    "a retention deletion",
-	"narad_storage_retention_messages_deleted_total": "a retention deletion",
-	"narad_storage_retention_run_duration_seconds":   "a retention run",
-	"narad_moves_total":                              "a completed move",
-	"narad_moves_blocked":                            "a blocked move",
-	"narad_decommission_blocked":                     "a blocked decommission",
-	"narad_errors_total":                             "an internal error",
-	"narad_consumer_dropped_messages":                "records aged out before consumption",
+	"narad_fanout_child_dropped_messages": "a fan-out child",
+	"narad_decommission_blocked":          "a blocked decommission",
 	// This build refuses fan-out children (POST /v1/topics with parent → 400 "not
 	// supported by this build"), so no fan-out vector can have a series yet.
 	"narad_fanout_lag_messages":    "a fan-out child",

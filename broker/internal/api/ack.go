@@ -186,7 +186,7 @@ func (s *server) ackEntryResult(r *http.Request, err error) ackResult {
 	}
 	st := statusOf(err)
 	if st == http.StatusInternalServerError {
-		s.log.Error("ack failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.Error("ack failed", "method", logValue(r.Method), "path", logValue(r.URL.Path), "err", err)
 		return ackResult{Status: st, Error: "ack failed"}
 	}
 	return ackResult{Status: st, Error: err.Error()}

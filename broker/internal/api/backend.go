@@ -72,7 +72,8 @@ type Authenticator interface {
 }
 
 // HTTPObserver receives one call per finished request (metrics). route is the matched
-// pattern, e.g. "GET /v1/topics/{topic}".
+// pattern, e.g. "GET /v1/topics/{topic}", or "unmatched"; method is the request method when
+// it is a known one, else "other": neither is ever a client-chosen string.
 type HTTPObserver interface {
 	ObserveRequest(route, method string, status int, d time.Duration, bytesIn, bytesOut int64)
 	InFlight(delta int)

@@ -217,7 +217,7 @@ func (s *server) observe(route string, r *http.Request, sw *statusWriter, start 
 	if in < 0 {
 		in = 0
 	}
-	s.obs.ObserveRequest(route, r.Method, status, time.Since(start), in, sw.bytes)
+	s.obs.ObserveRequest(route, methodLabel(r.Method), status, time.Since(start), in, sw.bytes)
 	s.obs.InFlight(-1)
 }
 

@@ -117,7 +117,7 @@ func (s *server) writeErr(w http.ResponseWriter, r *http.Request, op string, err
 		if op == opAuthenticate {
 			msg = "authentication unavailable"
 		}
-		s.log.Error(msg, "op", op, "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.Error(msg, "op", op, "method", logValue(r.Method), "path", logValue(r.URL.Path), "err", err)
 		writeErrorBody(w, status, msg, nil)
 		return
 	}

@@ -200,6 +200,17 @@ func (o FanoutObserver) CursorCorrupt(string, string, int) {
 	o.m.Errors.WithLabelValues("fanout", "cursor_corrupt").Inc()
 }
 
+var _ fanout.StartObserver = FanoutObserver{}
+
+// CursorStarted implements fanout.StartObserver: the link's counters exist at zero.
+func (o FanoutObserver) CursorStarted(parent, child string, _ int, remote bool) {
+	if remote {
+		o.m.InitRemoteLink(parent, child, fanout.RemoteSendErrorStates)
+		return
+	}
+	o.m.InitLink(parent, child)
+}
+
 // Forget implements fanout.Observer: the stopped cursor's series go away.
 func (o FanoutObserver) Forget(parent, child string, p int) {
 	o.m.FanoutLag.DeleteLabelValues(parent, child, metrics.Partition(p))

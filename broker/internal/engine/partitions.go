@@ -50,6 +50,9 @@ type partition struct {
 	// deleted, log failed or shut down).
 	frz    *freeze
 	labels [2]string
+	// head caches the commit time of the oldest unconsumed record for the poller, so the
+	// log is read only when the consumer frontier moved (poller.go).
+	head headCache
 }
 
 // registry owns the open partition logs of this node (spec/storage.md §10). Get opens lazily
@@ -156,6 +159,8 @@ func (r *registry) openPartition(t meta.Topic, pt *partition) error {
 		return fmt.Errorf("open %s/%d: %w", t.Name, pt.key.p, err)
 	}
 	pt.log = l
+	// Under the guard: a purge (which deletes the topic's series) cannot run in between.
+	r.e.m.InitPartition(pt.labels[0], pt.labels[1])
 	return nil
 }
 

@@ -2,11 +2,16 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"narad.dev/broker/internal/consume"
+	plog "narad.dev/broker/internal/log"
 )
 
 // Poller cadences (spec/metrics.md conventions).
@@ -56,9 +61,7 @@ func (e *Engine) pollGauges() {
 		topicBytes[l[0]] += st.SizeBytes
 		e.m.PartitionSize.WithLabelValues(l[0], l[1]).Set(float64(st.SizeBytes))
 		e.m.Segments.WithLabelValues(l[0], l[1]).Set(float64(st.Segments))
-		pt.shardMu.Lock()
-		s := pt.shard
-		pt.shardMu.Unlock()
+		s := e.pollShard(pt)
 		if s == nil {
 			continue
 		}
@@ -69,14 +72,35 @@ func (e *Engine) pollGauges() {
 		e.m.InflightSize.WithLabelValues(l[0], l[1]).Set(float64(cs.InFlight))
 		e.m.AckedAheadSize.WithLabelValues(l[0], l[1]).Set(float64(cs.AckedAhead))
 		age := 0.0
-		if lag > 0 && !st.OldestSegmentAt.IsZero() {
-			age = now.Sub(st.OldestSegmentAt).Seconds()
+		if lag > 0 {
+			age = oldestUnconsumedAge(pt, cs.Committed+1, now, st.OldestSegmentAt)
 		}
 		e.m.OldestUnconsumedAge.WithLabelValues(l[0], l[1]).Set(age)
 	}
 	for t, b := range topicBytes {
 		e.m.TopicBytes.WithLabelValues(t).Set(float64(b))
 	}
+}
+
+// pollShard returns the consume shard of an open partition this node owns, opening it (it
+// reads only the small consumer files) when no consume did yet: the queue-health gauges of a
+// topic nobody consumes exist too, and show its lag. nil when not the owner or on error.
+func (e *Engine) pollShard(pt *partition) *consume.Shard {
+	pt.shardMu.Lock()
+	s := pt.shard
+	pt.shardMu.Unlock()
+	if s != nil {
+		return s
+	}
+	t, ok := e.view.Topic(pt.key.topic)
+	if !ok || t.Incarnation != pt.incarnation || !e.owns(t.Name, pt.key.p) {
+		return nil
+	}
+	s, err := e.parts.shardOf(t, pt)
+	if err != nil {
+		return nil
+	}
+	return s
 }
 
 func (e *Engine) pollDataDir() {
@@ -103,4 +127,62 @@ func (e *Engine) pollDataDir() {
 		return
 	}
 	e.m.DataDirAvailable.Set(float64(st.Bavail) * float64(st.Bsize))
+}
+
+// headReadTries bounds how many records past the frontier the poller reads to find one it
+// can decode (a corrupt record at the head is skipped by consumers anyway).
+const headReadTries = 16
+
+// headCache is the commit time (unix ms) of the first readable record at or after offset;
+// offset −1 means empty. Safe for concurrent use.
+type headCache struct {
+	mu     sync.Mutex
+	offset int64
+	atMs   int64
+}
+
+// oldestUnconsumedAge is narad_oldest_unconsumed_message_age_seconds of one partition whose
+// oldest unconsumed offset is head (consumer frontier + 1, below the HWM): now minus the
+// commit time of that record (docs/operating.md, Metrics). Commit times never decrease along
+// a partition, so when head was removed by retention the oldest retained record is used, and
+// when it is unreadable the next readable one (both lower bounds of the age). The log is read
+// only when head moved since the last poll. Only if no record can be read (a transient
+// error) does it fall back to the age of the oldest segment (an upper bound).
+func oldestUnconsumedAge(pt *partition, head int64, now, oldestSegmentAt time.Time) float64 {
+	pt.head.mu.Lock()
+	defer pt.head.mu.Unlock()
+	if pt.head.atMs == 0 || pt.head.offset != head {
+		at, ok := headCommitTime(pt.log, head)
+		if !ok {
+			if oldestSegmentAt.IsZero() {
+				return 0
+			}
+			return max(0, now.Sub(oldestSegmentAt).Seconds())
+		}
+		pt.head.offset, pt.head.atMs = head, at
+	}
+	return max(0, now.Sub(time.UnixMilli(pt.head.atMs)).Seconds())
+}
+
+// headCommitTime reads the commit time of the first readable record at or after head.
+func headCommitTime(l *plog.Log, head int64) (atMs int64, ok bool) {
+	off := head
+	for range headReadTries {
+		r, err := l.Read(off)
+		switch {
+		case err == nil:
+			return r.CommittedAt, true
+		case errors.Is(err, plog.ErrOffsetOutOfRange):
+			oldest := l.OldestOffset()
+			if oldest <= off {
+				return 0, false
+			}
+			off = oldest
+		case errors.Is(err, plog.ErrCorruptRecord):
+			off++
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
 }

@@ -30,6 +30,10 @@ const (
 	CommitTimeout = 30 * time.Second
 	// DueWakeCap caps a delay cursor's sleep (defaultFanoutDueWakeCap): keeps gauges fresh.
 	DueWakeCap = 30 * time.Second
+	// LagReportInterval is how often a cursor that is delivering a slab (a child commit or a
+	// remote send being retried) re-reports its lag gauges from the parent's HWM, so they grow
+	// during the outage instead of freezing at their last value.
+	LagReportInterval = 1 * time.Second
 )
 
 // quickBackoffs are the waits between a bucket's quick tries: try, 100 ms, try, 200 ms, try.
@@ -56,6 +60,7 @@ type Config struct {
 	MaxInFlight     int           // MaxInFlight
 	CommitTimeout   time.Duration // CommitTimeout
 	DueWakeCap      time.Duration // DueWakeCap
+	LagReportEvery  time.Duration // LagReportInterval
 	// RemoteClient is the HTTP client of every remote sender (tests); nil → one client per
 	// remote link (NewRemoteHTTPClient).
 	RemoteClient *http.Client
@@ -85,6 +90,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.RetryBackoff, RetryBackoff)
 	setDur(&c.CommitTimeout, CommitTimeout)
 	setDur(&c.DueWakeCap, DueWakeCap)
+	setDur(&c.LagReportEvery, LagReportInterval)
 	setInt(&c.SweepEveryTicks, SweepEveryTicks)
 	setInt(&c.MaxBatchRecords, MaxBatchRecords)
 	setInt(&c.MaxBatchBytes, MaxBatchBytes)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"narad.dev/broker/internal/fanout/cursorfile"
 	"narad.dev/broker/internal/faults"
@@ -51,6 +53,14 @@ func (c *cursor) run(ctx context.Context) error {
 	if err != nil {
 		return quiet(ctx, err)
 	}
+	if so, ok := c.obs.(StartObserver); ok {
+		so.CursorStarted(c.d.Parent, c.d.Child, c.d.Partition, c.d.Remote != nil)
+	}
+	// The lag series exist from the attach on, before the first slab: the parent log is opened
+	// here only when it holds records past pos (as the first read would).
+	if _, err := c.acquire(pos); err == nil {
+		c.report(slab{}, pos)
+	}
 	for ctx.Err() == nil {
 		s, err := c.readSlab(ctx, pos)
 		if err != nil {
@@ -63,23 +73,15 @@ func (c *cursor) run(ctx context.Context) error {
 			}
 			continue
 		}
-		if len(s.recs) > 0 && c.d.Remote != nil {
-			if err := c.sendRemote(ctx, s); err != nil {
-				// seed: a slab not fully accepted is read again from the unadvanced position
-				// (duplicates on the target, never a gap).
-				c.report(s, pos)
-				wait := remoteBackoff(c.cfg.RetryBackoff, c.cfg.RemoteBackoffCap, c.remote.failures)
-				if sleepCtx(ctx, wait) != nil {
-					return nil
-				}
-				if !c.host.LinkCurrent(c.d.Parent, c.d.Child, c.d.Epoch) {
-					return errLinkGone
-				}
-				continue
-			}
-		} else if len(s.recs) > 0 {
-			if err := c.commitAll(ctx, entriesOf(s.recs)); err != nil {
+		if len(s.recs) > 0 {
+			stopReports := c.reportWhileDelivering(s, pos)
+			retry, err := c.deliver(ctx, s, pos)
+			stopReports()
+			if err != nil {
 				return quiet(ctx, err) // never advance past a partially committed slab
+			}
+			if retry {
+				continue
 			}
 		}
 		if len(s.recs) > 0 {
@@ -115,6 +117,60 @@ func (c *cursor) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// deliver hands the slab's records to the child: every bucket committed (local child), or one
+// remote send. retry means the remote target did not accept the whole slab: after the backoff
+// the caller reads the slab again from the unadvanced position. An error stops the cursor
+// (nil-equivalent when ctx ended).
+func (c *cursor) deliver(ctx context.Context, s slab, pos int64) (retry bool, err error) {
+	if c.d.Remote == nil {
+		return false, c.commitAll(ctx, entriesOf(s.recs))
+	}
+	if err := c.sendRemote(ctx, s); err == nil {
+		return false, nil
+	}
+	// seed: a slab not fully accepted is read again from the unadvanced position
+	// (duplicates on the target, never a gap).
+	c.report(s, pos)
+	wait := remoteBackoff(c.cfg.RetryBackoff, c.cfg.RemoteBackoffCap, c.remote.failures)
+	if err := sleepCtx(ctx, wait); err != nil {
+		return false, err
+	}
+	if !c.host.LinkCurrent(c.d.Parent, c.d.Child, c.d.Epoch) {
+		return false, errLinkGone
+	}
+	return true, nil
+}
+
+// reportWhileDelivering re-reports the lag series every LagReportEvery while the slab at pos is
+// being delivered (quick tries, held-bucket retries, remote backoff), so a stalled child shows
+// a growing lag (parent HWM − pos) and due lag during the outage. The returned stop must be
+// called before the cursor touches its fields again: after it returns no report runs.
+func (c *cursor) reportWhileDelivering(s slab, pos int64) (stop func()) {
+	var (
+		mu      sync.Mutex
+		stopped bool
+		t       *time.Timer
+	)
+	tick := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		c.report(s, pos)
+		t.Reset(c.cfg.LagReportEvery)
+	}
+	mu.Lock()
+	t = time.AfterFunc(c.cfg.LagReportEvery, tick)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
 }
 
 // report sets the cursor's lag series (R-LAG): offset lag always, due lag for a delay child.

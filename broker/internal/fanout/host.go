@@ -124,6 +124,13 @@ type Observer interface {
 	Forget(parent, child string, partition int)
 }
 
+// StartObserver is optionally implemented by an Observer: CursorStarted is called when a
+// cursor started (before its first slab), so the link's counters exist at zero from the
+// attach on. remote says whether the link is a remote one.
+type StartObserver interface {
+	CursorStarted(parent, child string, partition int, remote bool)
+}
+
 type nopObserver struct{}
 
 func (nopObserver) Lag(string, string, int, int64)      {}

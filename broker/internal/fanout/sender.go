@@ -37,6 +37,11 @@ const (
 	remoteStateUnconfigured = ""
 )
 
+// RemoteSendErrorStates are the states a failed remote send is counted under
+// (narad_fanout_remote_send_errors_total{state}).
+var RemoteSendErrorStates = []string{RemoteUnreachable, RemoteUnauthorized, RemoteTopicMissing,
+	RemoteRejected, RemoteTargetDelayChild}
+
 // Sender limits. The target's batch produce takes ≤ 4,096 records and ≤ 8 MiB of JSON; base64
 // grows payloads by 4/3, so a batch holds at most SenderBatchBytes of key + payload bytes.
 const (

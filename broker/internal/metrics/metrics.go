@@ -114,7 +114,7 @@ func New() *Metrics {
 
 	m.ConsumerLag = f.gaugeVec("narad_consumer_lag_messages", "hwm - (committed frontier + 1).", tp)
 	m.ConsumerDropped = f.gaugeVec("narad_consumer_dropped_messages", "Unacked records already removed by retention.", tp)
-	m.OldestUnconsumedAge = f.gaugeVec("narad_oldest_unconsumed_message_age_seconds", "Age of the segment holding the oldest unconsumed record.", tp)
+	m.OldestUnconsumedAge = f.gaugeVec("narad_oldest_unconsumed_message_age_seconds", "Seconds since the oldest unconsumed record (consumer frontier + 1) was committed; 0 when nothing is unconsumed.", tp)
 	m.InflightSize = f.gaugeVec("narad_inflight_size", "Live reservations.", tp)
 	m.AckedAheadSize = f.gaugeVec("narad_acked_ahead_size", "Acked-ahead set size.", tp)
 	m.AckRejected = f.counterVec("narad_ack_rejected_total", "Acks refused: stale (410) or cap (503).", []string{"reason"})
@@ -123,7 +123,7 @@ func New() *Metrics {
 	m.CorruptSkipped = f.counterVec("narad_consumer_corrupt_skipped_total", "Unreadable records skipped by consumers (recorded loss).", tp)
 
 	pcp := []string{"parent", "child", "partition"}
-	m.FanoutLag = f.gaugeVec("narad_fanout_lag_messages", "Parent hwm - cursor next offset.", pcp)
+	m.FanoutLag = f.gaugeVec("narad_fanout_lag_messages", "Parent hwm - cursor next offset; refreshed every second while a slab is being retried.", pcp)
 	m.FanoutDueLag = f.gaugeVec("narad_fanout_due_lag_seconds", "Seconds a delay cursor runs behind its due frontier.", pcp)
 	m.FanoutCommitted = f.counterVec("narad_fanout_committed_total", "Records committed into a child.", []string{"parent", "child"})
 	m.FanoutDropped = f.counterVec("narad_fanout_child_dropped_messages", "Records a child lost (drop-behind or unreadable).", []string{"parent", "child"})
@@ -180,7 +180,94 @@ func New() *Metrics {
 	}
 
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.initKnown()
 	return m
+}
+
+// Label values known before any event (docs/operating.md, Metrics): their series exist at
+// zero from the start, so absent() and rate() alerts work before the first event.
+var (
+	// ErrorKinds are the narad_errors_total {component, kind} pairs the broker counts.
+	ErrorKinds = [][2]string{
+		{"http", "5xx"},
+		{"messaging", "partition_open"}, {"messaging", "append"},
+		{"ingress", "append"}, {"ingress", "discard_deleted_topic"},
+		{"metrics", "data_dir_size"}, {"metrics", "data_dir_available"},
+		{"fanout", "cursor_corrupt"},
+	}
+	// ProduceRejectReasons are the narad_produce_rejections_total reasons.
+	ProduceRejectReasons = []string{"schema", "delayed_child", "draining"}
+	// ConsumeWaitOutcomes are the narad_consume_wait_seconds outcomes.
+	ConsumeWaitOutcomes = []string{"hit", "timeout", "cancelled"}
+	ackRejectReasons    = []string{"stale", "cap"}
+	moveOutcomes        = []string{"completed", "force_promoted"}
+	moveBlockedReasons  = []string{"source_dead", "target_dead", "copy_unverifiable", "source_dead_copy_behind"}
+	dispatchDests       = []string{"local", "remote"}
+	hwmPersistOutcomes  = []string{"ok", "error"}
+	retentionReasons    = []string{"age"}
+)
+
+// initKnown creates the zero series of every label set known without a topic.
+func (m *Metrics) initKnown() {
+	for _, ck := range ErrorKinds {
+		m.Errors.WithLabelValues(ck[0], ck[1])
+	}
+	for _, r := range ackRejectReasons {
+		m.AckRejected.WithLabelValues(r)
+	}
+	for _, o := range moveOutcomes {
+		m.MovesTotal.WithLabelValues(o)
+	}
+	for _, r := range moveBlockedReasons {
+		m.MovesBlocked.WithLabelValues(r)
+	}
+	for _, d := range dispatchDests {
+		m.DispatchedRecords.WithLabelValues(d)
+	}
+}
+
+// InitPartition creates the zero series of a partition this node owns (called when its log
+// opens): its traffic and storage counters and histograms, and its topic's. Gauges are set by
+// their pollers.
+func (m *Metrics) InitPartition(topic, partition string) {
+	for _, c := range []*prometheus.CounterVec{m.MessagesProduced, m.BytesProduced, m.MessagesConsumed,
+		m.BytesConsumed, m.CorruptSkipped, m.StorageFlushBytes} {
+		c.WithLabelValues(topic, partition)
+	}
+	for _, h := range []*prometheus.HistogramVec{m.StorageFlushDuration, m.StorageFsyncDuration, m.RetentionRunDuration} {
+		h.WithLabelValues(topic, partition)
+	}
+	for _, o := range hwmPersistOutcomes {
+		m.StorageHWMPersist.WithLabelValues(topic, partition, o)
+	}
+	for _, r := range retentionReasons {
+		m.RetentionBytesDeleted.WithLabelValues(topic, partition, r)
+		m.RetentionMessagesDeleted.WithLabelValues(topic, partition, r)
+	}
+	for _, r := range ProduceRejectReasons {
+		m.ProduceRejections.WithLabelValues(topic, r)
+	}
+	for _, o := range ConsumeWaitOutcomes {
+		m.ConsumeWait.WithLabelValues(topic, o)
+	}
+	m.ConsumeEmpty.WithLabelValues(topic)
+	m.AckExtended.WithLabelValues(topic)
+	m.Nacks.WithLabelValues(topic)
+}
+
+// InitLink creates the zero counters of a local fan-out link (called when its cursor starts).
+func (m *Metrics) InitLink(parent, child string) {
+	m.FanoutCommitted.WithLabelValues(parent, child)
+	m.FanoutDropped.WithLabelValues(parent, child)
+}
+
+// InitRemoteLink creates the zero counters of a remote link: sent bytes, and send errors for
+// each failure state.
+func (m *Metrics) InitRemoteLink(parent, child string, states []string) {
+	m.FanoutRemoteSentBytes.WithLabelValues(parent, child)
+	for _, st := range states {
+		m.FanoutRemoteSendErrors.WithLabelValues(parent, child, st)
+	}
 }
 
 // DeleteTopic removes every series carrying topic as topic, parent or child (series hygiene).

@@ -106,6 +106,8 @@ var proposed = []family{
 	{"narad_moves_freeze_seconds", histogram, nil, nil},
 	{"narad_reconcile_passes_total", counter, []string{"loop", "kind"}, nil},
 	{"narad_ingress_undispatched_records", gauge, nil, nil},
+	// Not in §9, but registered (and now with zero series from the start).
+	{"narad_dispatched_records_total", counter, []string{"destination"}, nil},
 }
 
 var fqNameRE = regexp.MustCompile(`fqName: "([^"]+)"`)
