@@ -46,7 +46,7 @@ func statusOf(err error) int {
 		return http.StatusTooManyRequests
 	case errors.Is(err, ErrNoLeader), errors.Is(err, meta.ErrTimeout), errors.Is(err, meta.ErrClosed),
 		errors.Is(err, ErrDraining), errors.Is(err, ErrUnavailable), errors.Is(err, ErrOwnerDown),
-		errors.Is(err, ErrAckedAheadFull),
+		errors.Is(err, ErrAckedAheadFull), errors.Is(err, ErrBusy),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		// Retryable; for a proposal the outcome is unknown (spec §1.6).
 		return http.StatusServiceUnavailable
@@ -127,6 +127,9 @@ func (s *server) writeErr(w http.ResponseWriter, r *http.Request, op string, err
 		msg = "authentication required" // unknown user and wrong password look the same (§1.2)
 	case http.StatusTooManyRequests:
 		msg = "too many failed authentication attempts"
+	}
+	if errors.Is(err, ErrBusy) {
+		w.Header().Set("Retry-After", retryAfterBusySeconds)
 	}
 	var fields map[string]any
 	var fe errorFielder

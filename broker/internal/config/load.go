@@ -86,6 +86,7 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.HeartbeatTimeout = b.duration(optHeartbeatTimeout)
 	s.ForcePromoteAfter = b.duration(optForcePromoteAfter)
 	s.DeadTargetAbortAfter = b.duration(optDeadTargetAbort)
+	s.MaxInflightRequestBytes = b.integer(optMaxInflightBytes, 64)
 	if b.err != nil {
 		return Serve{}, b.err
 	}

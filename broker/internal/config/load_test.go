@@ -58,6 +58,7 @@ func TestDefaultsApplyWhenNothingIsSet(t *testing.T) {
 		HTTPWriteTimeout: 30 * time.Second, HTTPIdleTimeout: 60 * time.Second,
 		HeartbeatInterval: 5 * time.Second, HeartbeatTimeout: 30 * time.Second,
 		ForcePromoteAfter: 2 * time.Minute, DeadTargetAbortAfter: 2 * time.Minute,
+		MaxInflightRequestBytes: 256 << 20,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
@@ -311,6 +312,8 @@ func TestEachValidationErrorNamesItsField(t *testing.T) {
 		{[]string{"--heartbeat-timeout=5s"}, nil, "heartbeat-timeout", "must exceed heartbeat-interval (5s)"},
 		{[]string{"--heartbeat-interval=2s", "--heartbeat-timeout=1s"}, nil, "heartbeat-timeout", "must exceed heartbeat-interval (2s)"},
 		{nil, map[string]string{"NARAD_HEARTBEAT_TIMEOUT": "30"}, "heartbeat-timeout", "invalid duration"},
+		{[]string{"--max-inflight-request-bytes=8388607"}, nil, "max-inflight-request-bytes", "below 8388608"},
+		{nil, map[string]string{"NARAD_MAX_INFLIGHT_REQUEST_BYTES": "lots"}, "max-inflight-request-bytes", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.field+"/"+c.want, func(t *testing.T) {
@@ -369,6 +372,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"tls-cert": "", "tls-key": "", "cluster-tls-ca": "", "initial-members": "[]",
 		"heartbeat-interval": "5s", "heartbeat-timeout": "30s",
 		"move-force-promote-after": "2m0s", "move-dead-target-abort-after": "2m0s",
+		"max-inflight-request-bytes": "268435456",
 	}
 	names := []string{"dev", "data-dir", "http-addr", "cluster-addr", "advertise-addr", "node-id", "join",
 		"bootstrap", "config", "log-level", "log-format", "pprof-addr", "security-enabled", "admin-user",
@@ -377,7 +381,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"topic-default-retention-ms", "idle-log-eviction", "shutdown-grace", "http-read-timeout",
 		"http-write-timeout", "http-idle-timeout", "tls-cert", "tls-key", "cluster-tls-ca",
 		"initial-members", "heartbeat-interval", "heartbeat-timeout", "move-force-promote-after",
-		"move-dead-target-abort-after"}
+		"move-dead-target-abort-after", "max-inflight-request-bytes"}
 	for _, n := range names {
 		f := fs.Lookup(n)
 		if f == nil {

@@ -69,6 +69,7 @@ const (
 	optHeartbeatTimeout   = "heartbeat-timeout"
 	optForcePromoteAfter  = "move-force-promote-after"
 	optDeadTargetAbort    = "move-dead-target-abort-after"
+	optMaxInflightBytes   = "max-inflight-request-bytes"
 )
 
 // Defaults that do not depend on other settings.
@@ -98,6 +99,12 @@ const (
 	// DefaultDeadTargetAbortAfter is how long a move's destination may be dead, on the leader's
 	// clock, before the controller clears the move (spec/moves.md §10).
 	DefaultDeadTargetAbortAfter = 2 * time.Minute
+	// DefaultMaxInflightRequestBytes is the node's budget of produce body bytes held at once
+	// (Kafka's queued.max.request.bytes): 256 MiB, 32 full batch bodies.
+	DefaultMaxInflightRequestBytes = int64(256 << 20)
+	// MinInflightRequestBytes is the smallest budget: one full batch produce body (8 MiB)
+	// must fit, or it would be refused forever.
+	MinInflightRequestBytes = int64(8 << 20)
 )
 
 // options lists every setting in the order errors are reported.
@@ -138,6 +145,7 @@ var options = []option{
 	{name: optHeartbeatInterval, kind: kDuration, def: DefaultHeartbeatInterval.String(), help: "member heartbeat period; change only for tests and unusual networks"},
 	{name: optForcePromoteAfter, kind: kDuration, def: DefaultForcePromoteAfter.String(), help: "how long a move's source must be dead before the destination promotes its complete copy; change only for tests"},
 	{name: optDeadTargetAbort, kind: kDuration, def: DefaultDeadTargetAbortAfter.String(), help: "how long a move's destination may be dead before the controller clears the move; change only for tests"},
+	{name: optMaxInflightBytes, kind: kInt64, def: strconv.FormatInt(DefaultMaxInflightRequestBytes, 10), help: "budget of produce request body bytes held in memory at once; a produce over it is answered 503 with Retry-After (at least 8388608)"},
 	{name: optHeartbeatTimeout, kind: kDuration, def: DefaultHeartbeatTimeout.String(), help: "heartbeat age after which a member is marked dead, above heartbeat-interval; change only for tests and unusual networks"},
 }
 

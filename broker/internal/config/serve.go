@@ -63,6 +63,9 @@ type Serve struct {
 	// 2 min each, spec/moves.md §8, §10).
 	ForcePromoteAfter    time.Duration
 	DeadTargetAbortAfter time.Duration
+	// MaxInflightRequestBytes is the budget of produce body bytes held at once (≥ 8 MiB,
+	// default 256 MiB); a produce over it is answered 503 with Retry-After.
+	MaxInflightRequestBytes int64
 
 	ConfigFile string // the file read, "" = none
 }
@@ -110,6 +113,7 @@ func (s Serve) LogValue() slog.Value {
 		slog.Duration("heartbeat_timeout", s.HeartbeatTimeout),
 		slog.Duration("move_force_promote_after", s.ForcePromoteAfter),
 		slog.Duration("move_dead_target_abort_after", s.DeadTargetAbortAfter),
+		slog.Int64("max_inflight_request_bytes", s.MaxInflightRequestBytes),
 		slog.String("config_file", s.ConfigFile),
 	)
 }

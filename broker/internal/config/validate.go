@@ -137,6 +137,12 @@ func validate(s *Serve, origin func(string) string) error {
 			}
 			return nil
 		},
+		func() error {
+			if s.MaxInflightRequestBytes < MinInflightRequestBytes {
+				return fieldErr(optMaxInflightBytes, "%d is below %d, one full batch produce body%s", s.MaxInflightRequestBytes, MinInflightRequestBytes, origin(optMaxInflightBytes))
+			}
+			return nil
+		},
 		func() error { return checkTLSFiles(s, origin) },
 		func() error {
 			if samePort(s.HTTPAddr, s.ClusterAddr) {
