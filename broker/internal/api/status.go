@@ -99,8 +99,18 @@ type recordError struct {
 func (e *recordError) Error() string { return fmt.Sprintf("record %d: %v", e.Index, e.Err) }
 func (e *recordError) Unwrap() error { return e.Err }
 
-// ErrorFields adds "index" to the error body.
-func (e *recordError) ErrorFields() map[string]any { return map[string]any{"index": e.Index} }
+// ErrorFields adds "index" to the error body, plus the fields of the record's own error.
+func (e *recordError) ErrorFields() map[string]any {
+	fields := map[string]any{}
+	var fe errorFielder
+	if errors.As(e.Err, &fe) {
+		for k, v := range fe.ErrorFields() {
+			fields[k] = v
+		}
+	}
+	fields["index"] = e.Index
+	return fields
+}
 
 // errorFielder is an error that adds machine-readable fields to the error body
 // (spec §1.5: index, owner/target, node/reasons).
