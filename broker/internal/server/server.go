@@ -201,18 +201,19 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		return fmt.Errorf("http-addr: %w", err)
 	}
 	httpSrv := &http.Server{
-		Handler:      handler,
-		ReadTimeout:  cfg.HTTPReadTimeout,
-		WriteTimeout: cfg.HTTPWriteTimeout,
-		IdleTimeout:  cfg.HTTPIdleTimeout,
-		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		Handler:        handler,
+		MaxHeaderBytes: maxHTTPHeaderBytes,
+		ReadTimeout:    cfg.HTTPReadTimeout,
+		WriteTimeout:   cfg.HTTPWriteTimeout,
+		IdleTimeout:    cfg.HTTPIdleTimeout,
+		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	go func() {
 		if cfg.TLSCertFile != "" {
 			_ = httpSrv.ServeTLS(hln, cfg.TLSCertFile, cfg.TLSKeyFile)
 			return
 		}
-		_ = httpSrv.Serve(hln)
+		_ = httpSrv.Serve(jsonErrorsListener{hln}) // net/http's own 431/400 answers as JSON
 	}()
 	m.BootDuration.Set(time.Since(start).Seconds())
 	if cfg.PprofAddr != "" {
