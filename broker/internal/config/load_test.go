@@ -313,6 +313,7 @@ func TestEachValidationErrorNamesItsField(t *testing.T) {
 		{[]string{"--heartbeat-interval=2s", "--heartbeat-timeout=1s"}, nil, "heartbeat-timeout", "must exceed heartbeat-interval (2s)"},
 		{nil, map[string]string{"NARAD_HEARTBEAT_TIMEOUT": "30"}, "heartbeat-timeout", "invalid duration"},
 		{[]string{"--max-inflight-request-bytes=8388607"}, nil, "max-inflight-request-bytes", "below 8388608"},
+		{[]string{"--topic-default-retention-ms=315360000001"}, nil, "topic-default-retention-ms", "at most 315360000000"},
 		{nil, map[string]string{"NARAD_MAX_INFLIGHT_REQUEST_BYTES": "lots"}, "max-inflight-request-bytes", ""},
 	}
 	for _, c := range cases {

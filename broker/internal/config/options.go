@@ -132,7 +132,7 @@ var options = []option{
 	{name: optMaxConsumeWait, kind: kDuration, def: DefaultMaxConsumeWait.String(), aliases: []string{"NARAD_HTTP_MAX_CONSUME_WAIT"}, help: "long-poll ceiling of consume; below http-write-timeout, at most shutdown-grace"},
 	{name: optDefaultPartitions, kind: kInt, def: "3", help: "partitions of a topic created without a count"},
 	{name: optMaxPartitions, kind: kInt, def: "108", help: "largest partition count a topic may have (3-108)"},
-	{name: optDefaultRetentionMs, kind: kInt64, def: "604800000", aliases: []string{"NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS"}, help: "retention of a topic created without one, ms (0 = forever, else at least 3600000)"},
+	{name: optDefaultRetentionMs, kind: kInt64, def: "604800000", aliases: []string{"NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS"}, help: "retention of a topic created without one, ms (0 = forever, else 3600000 to 315360000000)"},
 	{name: optIdleLogEviction, kind: kDuration, def: DefaultIdleLogEviction.String(), help: "close partition logs untouched this long (0 disables)"},
 	{name: optShutdownGrace, kind: kDuration, def: DefaultShutdownGrace.String(), help: "time graceful shutdown waits for in-flight requests"},
 	{name: optHTTPReadTimeout, kind: kDuration, def: DefaultHTTPReadTimeout.String(), help: "HTTP server read timeout"},
