@@ -62,7 +62,7 @@ func memberStatus(m meta.Member) string {
 
 // decommissioned reports whether a member's decommission has finished: it is flagged
 // draining, out of the Raft configuration, owns no partition and receives none. Such a
-// member is listed as "removed" rather than dead or draining (docs/cluster.md, Members).
+// member is listed as "removed" rather than dead or draining (docs/cluster.md, Removing a node).
 func decommissioned(m meta.Member, raftRole string, owned int, targeted bool) bool {
 	return m.Draining && raftRole == meta.RaftNone && owned == 0 && !targeted
 }

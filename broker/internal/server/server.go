@@ -184,13 +184,14 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		SecurityEnabled: cfg.SecurityEnabled,
 		MaxConsumeWait:  cfg.MaxConsumeWait,
 		MaxPartitions:   cfg.TopicMaxPartitions,
+		Observer:        httpObserver{m},
+		APIObserver:     apiObserver{m},
+		Metrics:         promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
+		Routes:          clusterRoutes(&clusterHTTP{store: store, peers: nodes, mv: mv, log: logger}),
+		Logger:          logger,
+
 		// Produce bodies held at once; over it produce answers 503 (docs/operating.md, Limits).
 		MaxInflightRequestBytes: cfg.MaxInflightRequestBytes,
-		Observer:                httpObserver{m},
-		APIObserver:             apiObserver{m},
-		Metrics:                 promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
-		Routes:                  clusterRoutes(&clusterHTTP{store: store, peers: nodes, mv: mv, log: logger}),
-		Logger:                  logger,
 	})
 	hln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -201,12 +202,13 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		return fmt.Errorf("http-addr: %w", err)
 	}
 	httpSrv := &http.Server{
-		Handler:        handler,
-		MaxHeaderBytes: maxHTTPHeaderBytes,
-		ReadTimeout:    cfg.HTTPReadTimeout,
-		WriteTimeout:   cfg.HTTPWriteTimeout,
-		IdleTimeout:    cfg.HTTPIdleTimeout,
-		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		Handler:      handler,
+		ReadTimeout:  cfg.HTTPReadTimeout,
+		WriteTimeout: cfg.HTTPWriteTimeout,
+		IdleTimeout:  cfg.HTTPIdleTimeout,
+		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+
+		MaxHeaderBytes: maxHTTPHeaderBytes, // 431 above, as JSON (jsonErrorsListener)
 	}
 	go func() {
 		if cfg.TLSCertFile != "" {
