@@ -132,8 +132,10 @@ type SchedulingSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultPartitions) || !has(self.maxPartitions) || self.defaultPartitions <= self.maxPartitions",message="defaultPartitions must not exceed maxPartitions"
 type BrokerConfig struct {
 	// RetentionMs is the retention of topics created without one, in milliseconds: 0 keeps
-	// forever, otherwise at least 3600000 (1 h). Broker default 604800000 (7 days).
+	// forever, otherwise at least 3600000 (1 h) and at most 315360000000 (3,650 days). Broker
+	// default 604800000 (7 days).
 	// +kubebuilder:validation:XValidation:rule="self == 0 || self >= 3600000",message="retentionMs must be 0 (forever) or at least 3600000 (1h)"
+	// +kubebuilder:validation:Maximum=315360000000
 	// +optional
 	RetentionMs *int64 `json:"retentionMs,omitempty"`
 

@@ -45,25 +45,31 @@ type TopicSpec struct {
 	// +optional
 	Partitions int32 `json:"partitions"`
 
-	// RetentionMs: 0 keeps forever, otherwise at least 3600000 (1 h). Absent: the cluster default.
+	// RetentionMs: 0 keeps forever, otherwise at least 3600000 (1 h) and at most 315360000000
+	// (3,650 days). Absent: the cluster default.
 	// +kubebuilder:validation:XValidation:rule="self == 0 || self >= 3600000",message="retentionMs must be 0 (forever) or at least 3600000 (1h)"
+	// +kubebuilder:validation:Maximum=315360000000
 	// +optional
 	RetentionMs *int64 `json:"retentionMs,omitempty"`
 
 	// VisibilityTimeoutMs is how long a consumed message stays reserved before redelivery.
-	// Absent: 30000.
+	// Absent: 30000. At most 43200000 (12 h).
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=43200000
 	// +optional
 	VisibilityTimeoutMs *int64 `json:"visibilityTimeoutMs,omitempty"`
 
 	// MaxInFlightPerPartition caps reserved, unacknowledged messages per partition. Absent: 1024.
+	// At most 65536.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
 	// +optional
 	MaxInFlightPerPartition *int64 `json:"maxInFlightPerPartition,omitempty"`
 
 	// MaxAckedAheadPerPartition caps acknowledgements ahead of the oldest unacknowledged
-	// message per partition. Absent: 1024.
+	// message per partition. Absent: 1024. At most 65536.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
 	// +optional
 	MaxAckedAheadPerPartition *int64 `json:"maxAckedAheadPerPartition,omitempty"`
 

@@ -79,3 +79,28 @@ func TestDecommissionDryRunDecodesThePlannedMoves(t *testing.T) {
 		t.Fatalf("dry run without moves: %+v %v", v, err)
 	}
 }
+
+func TestDeleteParentTopicNeedsDetachChildren(t *testing.T) {
+	f := newFake(t, 409, `{"error":"topic \"p\" has children","children":["c1","c2"]}`)
+	err := f.client(t).DeleteTopic(context.Background(), "p")
+	var e *Error
+	if !errors.As(err, &e) || e.Status != 409 || len(e.Children) != 2 || e.Children[1] != "c2" {
+		t.Fatalf("refusal: %#v", err)
+	}
+	if got := f.last(t); got.Query.Has("detach_children") {
+		t.Fatalf("DeleteTopic sent detach_children: %+v", got)
+	}
+	f.status, f.body = 200, `{"deleted":"p","detached_children":[{"name":"c1","link":"local","delay_ms":60000,"undelivered_messages":7,"undelivered_complete":true}]}`
+	d, err := f.client(t).DeleteTopicWith(context.Background(), "p", DeleteTopicOptions{DetachChildren: true})
+	if err != nil || d.Deleted != "p" || len(d.DetachedChildren) != 1 || d.DetachedChildren[0].UndeliveredMessages != 7 {
+		t.Fatalf("DeleteTopicWith = %+v, %v", d, err)
+	}
+	if got := f.last(t); got.Query.Get("detach_children") != "true" {
+		t.Fatalf("request %+v lacks detach_children=true", got)
+	}
+	f.status, f.body = 204, ``
+	d, err = f.client(t).DeleteTopicWith(context.Background(), "s", DeleteTopicOptions{DetachChildren: true})
+	if err != nil || d.Deleted != "s" || d.DetachedChildren == nil || len(d.DetachedChildren) != 0 {
+		t.Fatalf("childless DeleteTopicWith = %+v, %v", d, err)
+	}
+}

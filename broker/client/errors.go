@@ -25,6 +25,11 @@ type Error struct {
 	Owner   string   // move abort: the partition's owner (§2.19)
 	Target  string   // move abort: the current move target, "" when none (§2.19)
 	Reason  string   // remote attach refusal (422): the failed target check (§2.12)
+	// Field names the offending request field of a 400 (a topic limit, "key").
+	Field string
+	// Children lists the children of a parent whose delete was refused (409) because
+	// DetachChildren was not set.
+	Children []string
 }
 
 // Error renders "http <status>: <message>".
@@ -48,14 +53,16 @@ func IsStatus(err error, status int) bool {
 // errorBody is the JSON shape of every 4xx/5xx body (§1.5). Status is read too because
 // /healthz answers 503 with {"status": "shutting down"}.
 type errorBody struct {
-	Error   *string  `json:"error"`
-	Status  string   `json:"status"`
-	Index   *int     `json:"index"`
-	Node    string   `json:"node"`
-	Reasons []string `json:"reasons"`
-	Owner   string   `json:"owner"`
-	Target  string   `json:"target"`
-	Reason  string   `json:"reason"`
+	Error    *string  `json:"error"`
+	Status   string   `json:"status"`
+	Index    *int     `json:"index"`
+	Node     string   `json:"node"`
+	Reasons  []string `json:"reasons"`
+	Owner    string   `json:"owner"`
+	Target   string   `json:"target"`
+	Reason   string   `json:"reason"`
+	Field    string   `json:"field"`
+	Children []string `json:"children"`
 }
 
 // decodeError builds the *Error for a non-2xx response with the given (possibly truncated)
@@ -66,6 +73,7 @@ func decodeError(status int, body []byte) *Error {
 	var b errorBody
 	if err := json.Unmarshal(body, &b); err == nil {
 		e.Index, e.Node, e.Reasons, e.Owner, e.Target, e.Reason = b.Index, b.Node, b.Reasons, b.Owner, b.Target, b.Reason
+		e.Field, e.Children = b.Field, b.Children
 		switch {
 		case b.Error != nil:
 			e.Message = *b.Error

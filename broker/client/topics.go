@@ -94,10 +94,54 @@ func (c *Client) AlterTopic(ctx context.Context, name string, req AlterTopicRequ
 	return &t, nil
 }
 
-// DeleteTopic deletes a topic and all its data (DELETE /v1/topics/{name}, 204).
+// DeleteTopic deletes a topic and all its data (DELETE /v1/topics/{name}, 204). A parent
+// topic (one with children) is refused with a 409 *Error listing them in Children; use
+// DeleteTopicWith and DetachChildren to delete it anyway.
 func (c *Client) DeleteTopic(ctx context.Context, name string) error {
-	_, err := c.doJSON(ctx, http.MethodDelete, "/v1/topics/"+seg(name), nil, nil, nil)
+	_, err := c.DeleteTopicWith(ctx, name, DeleteTopicOptions{})
 	return err
+}
+
+// DeleteTopicOptions are the options of DeleteTopicWith.
+type DeleteTopicOptions struct {
+	// DetachChildren deletes a parent topic: its local children become standalone (keeping
+	// their data) and its remote links are dropped; what they had not yet received from the
+	// parent, such as a delay child's pending messages, is lost.
+	DetachChildren bool
+}
+
+// TopicDeletion is the answer of deleting a parent topic.
+type TopicDeletion struct {
+	Deleted          string          `json:"deleted"`
+	DetachedChildren []DetachedChild `json:"detached_children"`
+}
+
+// DetachedChild is one child detached (local) or dropped (remote link) by a parent's delete,
+// with the messages it had not yet received from the parent when the delete was decided.
+type DetachedChild struct {
+	Name                string `json:"name"`
+	Link                string `json:"link"` // local | remote
+	DelayMs             int64  `json:"delay_ms"`
+	UndeliveredMessages int64  `json:"undelivered_messages"`
+	UndeliveredComplete bool   `json:"undelivered_complete"` // false: some parent partition did not report
+}
+
+// DeleteTopicWith deletes a topic (DELETE /v1/topics/{name}[?detach_children=true]). It
+// returns what was detached when the topic was a parent (200), or an empty TopicDeletion
+// naming the topic (204).
+func (c *Client) DeleteTopicWith(ctx context.Context, name string, opts DeleteTopicOptions) (*TopicDeletion, error) {
+	var q url.Values
+	if opts.DetachChildren {
+		q = url.Values{"detach_children": {"true"}}
+	}
+	d := TopicDeletion{Deleted: name}
+	if _, err := c.doJSON(ctx, http.MethodDelete, "/v1/topics/"+seg(name), q, nil, &d); err != nil {
+		return nil, err
+	}
+	if d.DetachedChildren == nil {
+		d.DetachedChildren = []DetachedChild{}
+	}
+	return &d, nil
 }
 
 // Attach attaches child to parent (POST /v1/topics/{parent}/children) and returns the

@@ -202,6 +202,9 @@ const (
 	StatusAlive    = "alive"
 	StatusDead     = "dead"
 	StatusDraining = "draining"
+	// StatusRemoved is a member whose decommission finished (out of Raft, owning nothing); its
+	// record is dropped once it has been dead for an hour.
+	StatusRemoved = "removed"
 )
 
 // MemberList is the response of GET /v1/cluster/members (§2.16), sorted by id. When

@@ -14,7 +14,7 @@ type batchBody struct {
 // batchRecord is one record of a batch produce (spec §2.8). Payload stays raw: a non-string
 // payload is stored exactly as its JSON text appears in the request.
 type batchRecord struct {
-	Key             *string         `json:"key"`
+	Key             json.RawMessage `json:"key"`
 	Partition       *int            `json:"partition"`
 	Payload         json.RawMessage `json:"payload"`
 	PayloadEncoding *string         `json:"payload_encoding"`
@@ -63,8 +63,17 @@ func decodeBatchRecord(raw json.RawMessage) (ProduceRecord, error) {
 		return ProduceRecord{}, err
 	}
 	rec := ProduceRecord{Partition: -1}
-	if br.Key != nil {
-		rec.Key = *br.Key
+	if !isAbsentJSON(br.Key) {
+		if br.Key[0] != '"' || !rawJSONStringIsExact(br.Key) {
+			return ProduceRecord{}, &fieldError{Field: "key",
+				msg: "key must be a JSON string of valid UTF-8 (no lone surrogate escapes)"}
+		}
+		if err := json.Unmarshal(br.Key, &rec.Key); err != nil {
+			return ProduceRecord{}, invalidf("invalid key string: %v", err)
+		}
+		if err := checkKey(rec.Key); err != nil {
+			return ProduceRecord{}, err
+		}
 	}
 	if br.Partition != nil {
 		if *br.Partition < 0 {

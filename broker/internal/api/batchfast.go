@@ -144,7 +144,7 @@ func (p *fastParser) record() (ProduceRecord, bool) {
 		case "key":
 			idx = 0
 			v, ok := p.str()
-			if !ok {
+			if !ok || len(v) > maxKeyBytes {
 				return rec, false
 			}
 			rec.Key = string(v)

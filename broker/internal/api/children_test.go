@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"reflect"
 	"testing"
 
 	"narad.dev/broker/internal/meta"
@@ -11,6 +13,7 @@ import (
 
 // fanoutFake adds the fan-out calls to the fake backend and records them.
 type fanoutFake struct {
+	lag map[string]int64 // child → lag_messages reported by Children
 	*fakeBackend
 	attached  []string
 	detached  []string
@@ -35,7 +38,9 @@ func (f *fanoutFake) DetachChild(_ context.Context, parent, child string) error 
 func (f *fanoutFake) Children(_ context.Context, parent meta.Topic) []ChildStatus {
 	var out []ChildStatus
 	for _, c := range parent.Children {
-		out = append(out, ChildStatus{Name: c, Link: "local", State: ChildIncomplete, Cursors: []ChildCursor{}})
+		ct := f.topics[c]
+		out = append(out, ChildStatus{Name: c, Link: "local", State: ChildIncomplete, Cursors: []ChildCursor{},
+			DelayMs: ct.FanoutDelayMs, LagMessages: f.lag[c], LagComplete: true})
 	}
 	return out
 }
@@ -120,4 +125,50 @@ func TestChildrenRoutesAnswer503WhenTheBackendHasNoFanout(t *testing.T) {
 	expectStatus(t, env.do("GET", "/v1/topics/orders-p/children", "alice", nil), http.StatusServiceUnavailable)
 	expectStatus(t, env.do("POST", "/v1/topics/orders-p/children", "alice", []byte(`{"child":"orders-c"}`)), http.StatusServiceUnavailable)
 	expectStatus(t, env.do("DELETE", "/v1/topics/orders-p/children/orders-c", "alice", nil), http.StatusServiceUnavailable)
+}
+
+// Deleting a parent would silently detach its children and lose what a delay child still
+// had pending: without detach_children=true it is a 409 naming the children; with it, the
+// answer names each detached child and the messages it had not yet received.
+func TestDeleteParentNeedsDetachChildrenAndReportsWhatIsLost(t *testing.T) {
+	env, ff := newFanoutEnv(t)
+	ff.lag = map[string]int64{"orders-late": 7}
+	env.be.topics["orders"] = meta.Topic{Name: "orders", Partitions: 3, Owner: "alice", Role: meta.RoleParent,
+		Children: []string{"orders-copy", "orders-late"}}
+	env.be.topics["orders-copy"] = meta.Topic{Name: "orders-copy", Partitions: 3, Owner: "alice", Parent: "orders", Role: meta.RoleChild}
+	env.be.topics["orders-late"] = meta.Topic{Name: "orders-late", Partitions: 3, Owner: "alice", Parent: "orders",
+		Role: meta.RoleChild, FanoutDelayMs: 60000}
+
+	for _, q := range []string{"", "?detach_children=false"} {
+		rec := env.do("DELETE", "/v1/topics/orders"+q, "alice", nil)
+		expectStatus(t, rec, 409)
+		body := expectJSONError(t, rec)
+		if fmt.Sprint(body["children"]) != "[orders-copy orders-late]" {
+			t.Fatalf("409 body %v does not name the children", body)
+		}
+	}
+	for _, q := range []string{"?detach_children=1", "?detach_children=yes", "?detach_children=TRUE", "?detach_children=true&detach_children=true"} {
+		expectStatus(t, env.do("DELETE", "/v1/topics/orders"+q, "alice", nil), 400)
+	}
+	if env.be.called("DeleteTopic") {
+		t.Fatal("the parent was deleted without detach_children=true")
+	}
+	rec := env.do("DELETE", "/v1/topics/orders?detach_children=true", "alice", nil)
+	expectStatus(t, rec, 200)
+	var got topicDeletion
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := topicDeletion{Deleted: "orders", DetachedChildren: []detachedChild{
+		{Name: "orders-copy", Link: "local", UndeliveredComplete: true},
+		{Name: "orders-late", Link: "local", DelayMs: 60000, UndeliveredMessages: 7, UndeliveredComplete: true},
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("answer %+v, want %+v", got, want)
+	}
+	// A topic without children needs no flag and still answers 204.
+	rec = env.do("DELETE", "/v1/topics/orders-copy", "alice", nil)
+	if rec.Code != 204 || rec.Body.Len() != 0 {
+		t.Fatalf("childless delete = %d %q, want 204 empty", rec.Code, rec.Body.String())
+	}
 }

@@ -30,6 +30,7 @@ type fakeBackend struct {
 	createErr   error
 	alterErr    error
 	produceErr  error
+	produceGate func() // when set, Produce calls it first (outside the lock): a test holds a request in flight
 	validate    func(t meta.Topic, payload []byte) error
 	consumeFn   func(t meta.Topic, req ConsumeRequest) ([]Message, error)
 	ackFn       func(entries []AckEntry) []error
@@ -186,6 +187,9 @@ func (f *fakeBackend) Schema(topic string) (json.RawMessage, bool) {
 
 func (f *fakeBackend) Produce(_ context.Context, _ meta.Topic, recs []ProduceRecord) error {
 	f.record("Produce")
+	if f.produceGate != nil {
+		f.produceGate()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.produceErr != nil {

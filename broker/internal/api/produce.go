@@ -23,7 +23,8 @@ func (s *server) produce(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, err)
 		return
 	}
-	body, err := readBody(r, maxPayloadBytes)
+	body, release, err := s.readBudgetedBody(r, maxPayloadBytes)
+	defer release()
 	if err != nil {
 		s.writeErr(w, r, op, err)
 		return
@@ -54,9 +55,10 @@ func (s *server) produce(w http.ResponseWriter, r *http.Request) {
 }
 
 // produceBatch is POST /v1/topics/{topic}/produce/batch (spec §2.8), all-or-nothing. The
-// order follows §2.7: produce grant (403) → body size (413) and per-record syntax and
-// payload size (400/413, first failing record) → topic existence (404) → delay child (409)
-// → per record in array order: schema (400), partition range (400) → one durable accept.
+// order follows §2.7: produce grant (403) → body size (413) → memory budget (503, Retry-After)
+// → per-record syntax and payload size (400/413, first failing record) → topic existence
+// (404) → delay child (409) → per record in array order: schema (400), partition range (400)
+// → one durable accept.
 func (s *server) produceBatch(w http.ResponseWriter, r *http.Request) {
 	const op = "produce batch"
 	name := r.PathValue("topic")
@@ -64,7 +66,8 @@ func (s *server) produceBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, forbiddenf("no produce grant for topic %q", name))
 		return
 	}
-	body, err := readBody(r, maxBatchBody)
+	body, release, err := s.readBudgetedBody(r, maxBatchBody)
+	defer release()
 	if err != nil {
 		s.writeErr(w, r, op, err)
 		return

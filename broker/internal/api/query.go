@@ -45,13 +45,17 @@ type produceQuery struct {
 	Partition int // -1 = not pinned
 }
 
-// parseProduceQuery applies spec §2.7: key optional (empty = keyless); partition, when
+// parseProduceQuery applies spec §2.7: key optional (empty = keyless; UTF-8, at most
+// maxKeyBytes, else 400); partition, when
 // given, a non-negative base-10 integer. Either given twice → 400. The range against the
 // topic is checked later, in check order.
 func parseProduceQuery(q url.Values) (produceQuery, error) {
 	pq := produceQuery{Partition: -1}
 	key, _, err := singleParam(q, "key")
 	if err != nil {
+		return pq, err
+	}
+	if err := checkKey(key); err != nil {
 		return pq, err
 	}
 	pq.Key = key
@@ -211,4 +215,19 @@ func parseAckQuery(q url.Values) (consume.Handle, AckOp, error) {
 		return consume.Handle{}, 0, err
 	}
 	return h, op, nil
+}
+
+// flagQuery parses an optional boolean query parameter: absent or "false" → false, "true" →
+// true; any other value, or the parameter given twice, → 400.
+func flagQuery(q url.Values, key string) (bool, error) {
+	v, given, err := singleParam(q, key)
+	switch {
+	case err != nil:
+		return false, err
+	case !given || v == "false":
+		return false, nil
+	case v == "true":
+		return true, nil
+	}
+	return false, invalidf("query parameter %q must be true or false, not %q", key, v)
 }

@@ -47,6 +47,10 @@ type Options struct {
 	// MaxPartitions is the partition-count ceiling for create and alter; not positive →
 	// meta.MaxPartitions.
 	MaxPartitions int
+	// MaxInflightRequestBytes is the node-wide budget of produce body bytes held at once
+	// (single and batch); a produce that does not fit is answered 503 with Retry-After.
+	// Not positive → DefaultMaxInflightRequestBytes.
+	MaxInflightRequestBytes int64
 	// BcryptCost hashes new passwords; 0 → auth.DefaultBcryptCost (tests use bcrypt.MinCost).
 	BcryptCost int
 	// Observer receives one ObserveRequest per finished request (may be nil).
@@ -74,6 +78,7 @@ type server struct {
 	security   bool
 	maxWait    time.Duration
 	maxParts   int
+	budget     *requestBudget
 	bcryptCost int
 	obs        HTTPObserver
 	events     APIObserver
@@ -96,6 +101,7 @@ func NewHandler(opts Options) http.Handler {
 		security:   opts.SecurityEnabled,
 		maxWait:    opts.MaxConsumeWait,
 		maxParts:   opts.MaxPartitions,
+		budget:     newRequestBudget(opts.MaxInflightRequestBytes),
 		bcryptCost: opts.BcryptCost,
 		obs:        opts.Observer,
 		events:     opts.APIObserver,

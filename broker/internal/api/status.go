@@ -46,7 +46,7 @@ func statusOf(err error) int {
 		return http.StatusTooManyRequests
 	case errors.Is(err, ErrNoLeader), errors.Is(err, meta.ErrTimeout), errors.Is(err, meta.ErrClosed),
 		errors.Is(err, ErrDraining), errors.Is(err, ErrUnavailable), errors.Is(err, ErrOwnerDown),
-		errors.Is(err, ErrAckedAheadFull),
+		errors.Is(err, ErrAckedAheadFull), errors.Is(err, ErrBusy),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		// Retryable; for a proposal the outcome is unknown (spec §1.6).
 		return http.StatusServiceUnavailable
@@ -99,8 +99,18 @@ type recordError struct {
 func (e *recordError) Error() string { return fmt.Sprintf("record %d: %v", e.Index, e.Err) }
 func (e *recordError) Unwrap() error { return e.Err }
 
-// ErrorFields adds "index" to the error body.
-func (e *recordError) ErrorFields() map[string]any { return map[string]any{"index": e.Index} }
+// ErrorFields adds "index" to the error body, plus the fields of the record's own error.
+func (e *recordError) ErrorFields() map[string]any {
+	fields := map[string]any{}
+	var fe errorFielder
+	if errors.As(e.Err, &fe) {
+		for k, v := range fe.ErrorFields() {
+			fields[k] = v
+		}
+	}
+	fields["index"] = e.Index
+	return fields
+}
 
 // errorFielder is an error that adds machine-readable fields to the error body
 // (spec §1.5: index, owner/target, node/reasons).
@@ -127,6 +137,9 @@ func (s *server) writeErr(w http.ResponseWriter, r *http.Request, op string, err
 		msg = "authentication required" // unknown user and wrong password look the same (§1.2)
 	case http.StatusTooManyRequests:
 		msg = "too many failed authentication attempts"
+	}
+	if errors.Is(err, ErrBusy) {
+		w.Header().Set("Retry-After", retryAfterBusySeconds)
 	}
 	var fields map[string]any
 	var fe errorFielder

@@ -1,8 +1,11 @@
 package api
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/schema"
@@ -147,10 +150,20 @@ func (s *server) alterTopic(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, TopicObjectOf(nt))
 }
 
-// deleteTopic is DELETE /v1/topics/{topic} (spec §2.6): manage right (403) → existence
-// (404) → delete.
+// deleteTopic is DELETE /v1/topics/{topic}[?detach_children=true] (spec §2.6): query (400)
+// → manage right (403) → existence (404) → children without detach_children=true (409,
+// naming them) → delete. A topic without children answers 204. Deleting a parent detaches
+// its local children (they become standalone, keeping their data) and drops its remote
+// links; what each child had not yet received from the parent is lost with the parent's
+// log. That answer is 200 with the detached children and the messages they had not yet
+// received (docs/fanout.md, Deleting a parent).
 func (s *server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	const op = "delete topic"
+	detach, err := flagQuery(r.URL.Query(), "detach_children")
+	if err != nil {
+		s.writeErr(w, r, op, err)
+		return
+	}
 	name := r.PathValue("topic")
 	t, ok := s.be.Topic(name)
 	if ok && !s.canManage(s.caller(r), t) {
@@ -161,9 +174,83 @@ func (s *server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, notFoundf("topic %q not found", name))
 		return
 	}
+	hasChildren := len(t.Children) > 0 || len(t.RemoteLinks) > 0
+	if hasChildren && !detach {
+		s.writeErr(w, r, op, &childrenError{topic: name, children: childNames(t)})
+		return
+	}
+	var detached []detachedChild
+	if hasChildren {
+		detached = s.detachedChildren(r.Context(), t)
+	}
 	if err := s.be.DeleteTopic(r.Context(), name); err != nil {
 		s.writeErr(w, r, op, err)
 		return
 	}
-	writeEmpty(w, http.StatusNoContent)
+	if !hasChildren {
+		writeEmpty(w, http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusOK, topicDeletion{Deleted: name, DetachedChildren: detached})
 }
+
+// topicDeletion is the 200 answer of deleting a parent.
+type topicDeletion struct {
+	Deleted          string          `json:"deleted"`
+	DetachedChildren []detachedChild `json:"detached_children"`
+}
+
+// detachedChild is one child a parent's delete detached (local) or dropped (remote link).
+// UndeliveredMessages is what the child had not yet received from the parent when the
+// delete was decided (for a delay child: its pending delayed messages); they are gone with
+// the parent. UndeliveredComplete is false when some parent partition did not report.
+type detachedChild struct {
+	Name                string `json:"name"`
+	Link                string `json:"link"` // local | remote
+	DelayMs             int64  `json:"delay_ms"`
+	UndeliveredMessages int64  `json:"undelivered_messages"`
+	UndeliveredComplete bool   `json:"undelivered_complete"`
+}
+
+// detachedChildren reports t's children and their lag just before the delete.
+func (s *server) detachedChildren(ctx context.Context, t meta.Topic) []detachedChild {
+	out := []detachedChild{}
+	fb, ok := s.be.(FanoutBackend)
+	if !ok {
+		for _, n := range childNames(t) {
+			out = append(out, detachedChild{Name: n})
+		}
+		return out
+	}
+	for _, c := range fb.Children(ctx, t) {
+		name := c.Name
+		if c.ID != "" {
+			name = c.ID
+		}
+		out = append(out, detachedChild{Name: name, Link: c.Link, DelayMs: c.DelayMs,
+			UndeliveredMessages: c.LagMessages, UndeliveredComplete: c.LagComplete})
+	}
+	return out
+}
+
+// childNames lists t's local children and remote link IDs.
+func childNames(t meta.Topic) []string {
+	names := append([]string{}, t.Children...)
+	for _, rl := range t.RemoteLinks {
+		names = append(names, rl.ID)
+	}
+	return names
+}
+
+// childrenError is the 409 of deleting a parent without detach_children=true.
+type childrenError struct {
+	topic    string
+	children []string
+}
+
+func (e *childrenError) Error() string {
+	return fmt.Sprintf("topic %q has children %s: deleting it detaches them and loses what they have not yet received; repeat with detach_children=true to do so",
+		e.topic, strings.Join(e.children, ", "))
+}
+func (e *childrenError) Unwrap() error               { return ErrConflict }
+func (e *childrenError) ErrorFields() map[string]any { return map[string]any{"children": e.children} }

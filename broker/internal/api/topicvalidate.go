@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/schema"
@@ -24,13 +25,43 @@ func validTopicName(s string) bool {
 	return true
 }
 
-// checkRetention applies the retention rule: 0 = keep forever, otherwise ≥ 1 h.
+// checkRetention applies the retention rule: 0 = keep forever, otherwise 1 h … 3,650 days.
 func checkRetention(ms int64) error {
-	if ms < 0 || (ms > 0 && ms < meta.MinRetentionMs) {
-		return invalidf("retention_ms must be 0 (keep forever) or at least %d", meta.MinRetentionMs)
+	if ms < 0 || (ms > 0 && ms < meta.MinRetentionMs) || ms > meta.MaxRetentionMs {
+		return &fieldError{Field: "retention_ms", msg: fmt.Sprintf(
+			"retention_ms must be 0 (keep forever) or %d…%d", meta.MinRetentionMs, meta.MaxRetentionMs)}
 	}
 	return nil
 }
+
+// limitFields are the per-topic limits of create and alter with their maxima; 0 means the
+// default (docs/consuming.md, Visibility timeout and flow control).
+var limitFields = []struct {
+	name string
+	max  int64
+}{
+	{"visibility_timeout_ms", meta.MaxVisibilityTimeoutMs},
+	{"max_in_flight_per_partition", meta.MaxInFlightPerPartitionLimit},
+	{"max_acked_ahead_per_partition", meta.MaxAckedAheadPerPartition},
+}
+
+// checkLimit applies 0 … max to one of limitFields.
+func checkLimit(name string, v, max int64) error {
+	if v < 0 || v > max {
+		return &fieldError{Field: name, msg: fmt.Sprintf("%s must be 0 (default) … %d, not %d", name, max, v)}
+	}
+	return nil
+}
+
+// fieldError is a 400 that names the offending body field in the error body ("field").
+type fieldError struct {
+	Field string
+	msg   string
+}
+
+func (e *fieldError) Error() string               { return e.msg }
+func (e *fieldError) Unwrap() error               { return ErrInvalid }
+func (e *fieldError) ErrorFields() map[string]any { return map[string]any{"field": e.Field} }
 
 // checkSchemaDoc compiles a JSON Schema document; failure is a 400.
 func checkSchemaDoc(doc json.RawMessage) error {
@@ -57,14 +88,10 @@ func validateCreate(b *createTopicBody, maxPartitions int) (CreateTopicRequest, 
 			return CreateTopicRequest{}, err
 		}
 	}
-	if b.VisibilityTimeoutMs < 0 {
-		return CreateTopicRequest{}, invalidf("visibility_timeout_ms must not be negative")
-	}
-	if b.MaxInFlightPerPartition < 0 {
-		return CreateTopicRequest{}, invalidf("max_in_flight_per_partition must not be negative")
-	}
-	if b.MaxAckedAheadPerPartition < 0 {
-		return CreateTopicRequest{}, invalidf("max_acked_ahead_per_partition must not be negative")
+	for i, v := range []int64{b.VisibilityTimeoutMs, b.MaxInFlightPerPartition, b.MaxAckedAheadPerPartition} {
+		if err := checkLimit(limitFields[i].name, v, limitFields[i].max); err != nil {
+			return CreateTopicRequest{}, err
+		}
 	}
 	var doc json.RawMessage
 	if !isAbsentJSON(b.Schema) {
@@ -119,20 +146,19 @@ func validateAlter(b *alterTopicBody, maxPartitions int) (AlterTopicRequest, err
 		req.RetentionMs = b.RetentionMs
 		supplied++
 	}
-	for _, f := range []struct {
-		name string
-		v    *int64
-		dst  **int64
+	for i, f := range []struct {
+		v   *int64
+		dst **int64
 	}{
-		{"visibility_timeout_ms", b.VisibilityTimeoutMs, &req.VisibilityTimeoutMs},
-		{"max_in_flight_per_partition", b.MaxInFlightPerPartition, &req.MaxInFlightPerPartition},
-		{"max_acked_ahead_per_partition", b.MaxAckedAheadPerPartition, &req.MaxAckedAheadPerPartition},
+		{b.VisibilityTimeoutMs, &req.VisibilityTimeoutMs},
+		{b.MaxInFlightPerPartition, &req.MaxInFlightPerPartition},
+		{b.MaxAckedAheadPerPartition, &req.MaxAckedAheadPerPartition},
 	} {
 		if f.v == nil {
 			continue
 		}
-		if *f.v < 0 {
-			return req, invalidf("%s must not be negative", f.name)
+		if err := checkLimit(limitFields[i].name, *f.v, limitFields[i].max); err != nil {
+			return req, err
 		}
 		*f.dst = f.v
 		supplied++

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -185,11 +187,14 @@ func (a *app) topicEditCmd() *cobra.Command {
 }
 
 func (a *app) topicRmCmd() *cobra.Command {
-	var force bool
+	var force, detach bool
 	cmd := &cobra.Command{
 		Use:   "rm <name>",
 		Short: "Delete a topic and all its data",
-		Args:  cobra.ExactArgs(1),
+		Long: "Delete a topic and all its data. A parent topic is refused unless --detach-children is given:\n" +
+			"its children then become standalone topics, its remote links are dropped, and whatever they had\n" +
+			"not yet received from the parent (a delay child's pending messages) is lost. -f only skips the prompt.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !force {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Delete topic %q and all its data? [y/N] ", args[0])
@@ -205,14 +210,29 @@ func (a *app) topicRmCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := c.DeleteTopic(cmd.Context(), args[0]); err != nil {
+			d, err := c.DeleteTopicWith(cmd.Context(), args[0], client.DeleteTopicOptions{DetachChildren: detach})
+			var e *client.Error
+			if errors.As(err, &e) && len(e.Children) > 0 {
+				return fmt.Errorf("%w (narad topic rm --detach-children deletes it and detaches %s)",
+					err, strings.Join(e.Children, ", "))
+			}
+			if err != nil {
 				return err
+			}
+			for _, ch := range d.DetachedChildren {
+				lost := strconv.FormatInt(ch.UndeliveredMessages, 10)
+				if !ch.UndeliveredComplete {
+					lost = "at least " + lost
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "detached %s child %q (delay %d ms): %s undelivered messages dropped\n",
+					ch.Link, ch.Name, ch.DelayMs, lost)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "topic %q deleted\n", args[0])
 			return nil
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "skip the confirmation prompt")
+	cmd.Flags().BoolVar(&detach, "detach-children", false, "delete a parent topic, detaching its children and dropping what they have not yet received")
 	return cmd
 }
 

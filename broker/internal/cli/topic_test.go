@@ -149,3 +149,24 @@ func TestPubTakesBodyFromArgFileOrStdinAndReportsRate(t *testing.T) {
 		t.Fatalf("arg and file together accepted: %+v", r)
 	}
 }
+
+func TestTopicRmOfAParentNeedsDetachChildren(t *testing.T) {
+	f := newFakeAPI(t)
+	f.fixed("DELETE /v1/topics/orders", 409, `{"error":"topic \"orders\" has children orders-late","children":["orders-late"]}`+"\n")
+	r := runCLI(context.Background(), testApp(envFor(t, f)), "", "topic", "rm", "-f", "orders")
+	if r.code != 1 || !strings.Contains(r.stderr, "--detach-children") || !strings.Contains(r.stderr, "orders-late") {
+		t.Fatalf("-f on a parent: %+v", r)
+	}
+	if got := f.callsTo("DELETE", "/v1/topics/orders")[0].Query; got.Has("detach_children") {
+		t.Fatalf("-f alone sent detach_children: %v", got)
+	}
+	f = newFakeAPI(t)
+	f.fixed("DELETE /v1/topics/orders", 200, `{"deleted":"orders","detached_children":[{"name":"orders-late","link":"local","delay_ms":60000,"undelivered_messages":7,"undelivered_complete":true}]}`+"\n")
+	r = runCLI(context.Background(), testApp(envFor(t, f)), "", "topic", "rm", "-f", "--detach-children", "orders")
+	if r.code != 0 || !strings.Contains(r.stderr, `detached local child "orders-late" (delay 60000 ms): 7 undelivered messages dropped`) {
+		t.Fatalf("--detach-children: %+v", r)
+	}
+	if got := f.callsTo("DELETE", "/v1/topics/orders")[0].Query.Get("detach_children"); got != "true" {
+		t.Fatalf("detach_children=%q, want true", got)
+	}
+}

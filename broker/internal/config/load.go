@@ -96,6 +96,7 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.ClusterMaxConnections = int(b.integer(optClusterMaxConnections, 32))
 	s.ClusterMaxConnectionsPerIP = int(b.integer(optClusterMaxConnectionsPerIP, 32))
 	s.TrustedProxies = b.list(optTrustedProxies)
+	s.MaxInflightRequestBytes = b.integer(optMaxInflightBytes, 64)
 	if b.err != nil {
 		return Serve{}, b.err
 	}

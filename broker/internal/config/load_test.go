@@ -60,6 +60,7 @@ func TestDefaultsApplyWhenNothingIsSet(t *testing.T) {
 		ForcePromoteAfter: 2 * time.Minute, DeadTargetAbortAfter: 2 * time.Minute,
 		FanoutMaxBatchRecords: 4096, FanoutMaxBatchBytes: 4 << 20, MaxMovesInFlight: 8, MinVoters: 3,
 		MaxConnections: 8192, MaxConnectionsPerIP: 1024, ClusterMaxConnections: 1024, ClusterMaxConnectionsPerIP: 256,
+		MaxInflightRequestBytes: 256 << 20,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
@@ -343,6 +344,9 @@ func TestEachValidationErrorNamesItsField(t *testing.T) {
 		{[]string{"--min-voters=0"}, nil, "min-voters", "outside 1…9"},
 		{[]string{"--min-voters=11"}, nil, "min-voters", "outside"},
 		{[]string{"--min-voters=4"}, nil, "min-voters", "must be odd"},
+		{[]string{"--max-inflight-request-bytes=8388607"}, nil, "max-inflight-request-bytes", "below 8388608"},
+		{[]string{"--topic-default-retention-ms=315360000001"}, nil, "topic-default-retention-ms", "at most 315360000000"},
+		{nil, map[string]string{"NARAD_MAX_INFLIGHT_REQUEST_BYTES": "lots"}, "max-inflight-request-bytes", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.field+"/"+c.want, func(t *testing.T) {
@@ -404,6 +408,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"remote-allowed-hosts": "[]",
 		"max-connections":      "8192", "max-connections-per-ip": "1024",
 		"cluster-max-connections": "1024", "cluster-max-connections-per-ip": "256",
+		"max-inflight-request-bytes": "268435456",
 	}
 	names := []string{"dev", "data-dir", "http-addr", "cluster-addr", "advertise-addr", "node-id", "join",
 		"bootstrap", "config", "log-level", "log-format", "pprof-addr", "security-enabled", "admin-user",
@@ -416,7 +421,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"remote-allowed-hosts",
 		"fanout-max-batch-records", "fanout-max-batch-bytes", "max-moves-in-flight", "min-voters",
 		"max-connections", "max-connections-per-ip", "cluster-max-connections", "cluster-max-connections-per-ip",
-		"trusted-proxies"}
+		"trusted-proxies", "max-inflight-request-bytes"}
 	for _, n := range names {
 		f := fs.Lookup(n)
 		if f == nil {

@@ -90,6 +90,7 @@ const (
 	DefaultClusterMaxConnections      = 1024
 	DefaultClusterMaxConnectionsPerIP = 256
 	optTrustedProxies                 = "trusted-proxies"
+	optMaxInflightBytes               = "max-inflight-request-bytes"
 )
 
 // Defaults that do not depend on other settings.
@@ -127,6 +128,12 @@ const (
 	DefaultFanoutMaxBatchBytes   = 4 << 20
 	DefaultMaxMovesInFlight      = 8
 	DefaultMinVoters             = 3
+	// DefaultMaxInflightRequestBytes is the node's budget of produce body bytes held at once
+	// (Kafka's queued.max.request.bytes): 256 MiB, 32 full batch bodies.
+	DefaultMaxInflightRequestBytes = int64(256 << 20)
+	// MinInflightRequestBytes is the smallest budget: one full batch produce body (8 MiB)
+	// must fit, or it would be refused forever.
+	MinInflightRequestBytes = int64(8 << 20)
 )
 
 // options lists every setting in the order errors are reported.
@@ -154,7 +161,7 @@ var options = []option{
 	{name: optMaxConsumeWait, kind: kDuration, def: DefaultMaxConsumeWait.String(), aliases: []string{"NARAD_HTTP_MAX_CONSUME_WAIT"}, help: "long-poll ceiling of consume; below http-write-timeout, at most shutdown-grace"},
 	{name: optDefaultPartitions, kind: kInt, def: "3", help: "partitions of a topic created without a count"},
 	{name: optMaxPartitions, kind: kInt, def: "108", help: "largest partition count a topic may have (3-108)"},
-	{name: optDefaultRetentionMs, kind: kInt64, def: "604800000", aliases: []string{"NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS"}, help: "retention of a topic created without one, ms (0 = forever, else at least 3600000)"},
+	{name: optDefaultRetentionMs, kind: kInt64, def: "604800000", aliases: []string{"NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS"}, help: "retention of a topic created without one, ms (0 = forever, else 3600000 to 315360000000)"},
 	{name: optIdleLogEviction, kind: kDuration, def: DefaultIdleLogEviction.String(), help: "close partition logs untouched this long (0 disables)"},
 	{name: optShutdownGrace, kind: kDuration, def: DefaultShutdownGrace.String(), help: "time graceful shutdown waits for in-flight requests"},
 	{name: optHTTPReadTimeout, kind: kDuration, def: DefaultHTTPReadTimeout.String(), help: "HTTP server read timeout"},
@@ -169,6 +176,7 @@ var options = []option{
 	{name: optDeadTargetAbort, kind: kDuration, def: DefaultDeadTargetAbortAfter.String(), help: "how long a move's destination may be dead before the controller clears the move; change only for tests"},
 	{name: optRemoteAllowedHosts, kind: kList, help: "comma-separated hosts, host:port or CIDRs that remote fan-out children may target (empty: any host; set it in production)"},
 	{name: optTrustedProxies, kind: kList, help: "comma-separated IPs or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client address the failed-login throttle keys on (default none: the TCP peer is the client)"},
+	{name: optMaxInflightBytes, kind: kInt64, def: strconv.FormatInt(DefaultMaxInflightRequestBytes, 10), help: "budget of produce request body bytes held in memory at once; a produce over it is answered 503 with Retry-After (at least 8388608)"},
 	{name: optHeartbeatTimeout, kind: kDuration, def: DefaultHeartbeatTimeout.String(), help: "heartbeat age after which a member is marked dead, above heartbeat-interval; change only for tests and unusual networks"},
 	{name: optFanoutMaxRecords, kind: kInt, def: strconv.Itoa(DefaultFanoutMaxBatchRecords), help: "most parent records one fan-out slab carries to its children (1-65536)"},
 	{name: optFanoutMaxBytes, kind: kInt, def: strconv.Itoa(DefaultFanoutMaxBatchBytes), help: "most key+payload bytes one fan-out slab carries (1024-8388608; a larger record still goes alone)"},

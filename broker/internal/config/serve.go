@@ -72,6 +72,9 @@ type Serve struct {
 	// 2 min each, spec/moves.md §8, §10).
 	ForcePromoteAfter    time.Duration
 	DeadTargetAbortAfter time.Duration
+	// MaxInflightRequestBytes is the budget of produce body bytes held at once (≥ 8 MiB,
+	// default 256 MiB); a produce over it is answered 503 with Retry-After.
+	MaxInflightRequestBytes int64
 
 	// FanoutMaxBatchRecords (1 … 65,536, default 4,096) and FanoutMaxBatchBytes (1 KiB …
 	// 8 MiB, default 4 MiB) cap one fan-out slab (seed: fanout.max_batch_records / _bytes).
@@ -145,6 +148,7 @@ func (s Serve) LogValue() slog.Value {
 		slog.Int("fanout_max_batch_bytes", s.FanoutMaxBatchBytes),
 		slog.Int("max_moves_in_flight", s.MaxMovesInFlight),
 		slog.Int("min_voters", s.MinVoters),
+		slog.Int64("max_inflight_request_bytes", s.MaxInflightRequestBytes),
 		slog.String("config_file", s.ConfigFile),
 	)
 }

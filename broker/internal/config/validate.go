@@ -13,8 +13,9 @@ import (
 const (
 	MinPartitions   = 3
 	MaxPartitions   = 108
-	MinRetentionMs  = int64(3_600_000) // 1 h; 0 = keep forever
-	MaxPasswordLen  = 72               // bcrypt input limit (spec/api.md §5 item 24)
+	MinRetentionMs  = int64(3_600_000)       // 1 h; 0 = keep forever
+	MaxRetentionMs  = int64(315_360_000_000) // 3,650 days, the API's maximum (docs/operating.md, Limits)
+	MaxPasswordLen  = 72                     // bcrypt input limit (spec/api.md §5 item 24)
 	maxNodeIDLen    = 255
 	maxAdminUserLen = 64
 
@@ -126,8 +127,8 @@ func validate(s *Serve, origin func(string) string) error {
 			return nil
 		},
 		func() error {
-			if r := s.TopicDefaultRetentionMs; r != 0 && r < MinRetentionMs {
-				return fieldErr(optDefaultRetentionMs, "%d must be 0 (keep forever) or at least %d%s", r, MinRetentionMs, origin(optDefaultRetentionMs))
+			if r := s.TopicDefaultRetentionMs; r != 0 && (r < MinRetentionMs || r > MaxRetentionMs) {
+				return fieldErr(optDefaultRetentionMs, "%d must be 0 (keep forever) or at least %d and at most %d%s", r, MinRetentionMs, MaxRetentionMs, origin(optDefaultRetentionMs))
 			}
 			return nil
 		},
@@ -173,6 +174,12 @@ func validate(s *Serve, origin func(string) string) error {
 			}
 			if s.MinVoters%2 == 0 {
 				return fieldErr(optMinVoters, "%d must be odd (an even voter count tolerates no more failures than the odd one below it)%s", s.MinVoters, origin(optMinVoters))
+			}
+			return nil
+		},
+		func() error {
+			if s.MaxInflightRequestBytes < MinInflightRequestBytes {
+				return fieldErr(optMaxInflightBytes, "%d is below %d, one full batch produce body%s", s.MaxInflightRequestBytes, MinInflightRequestBytes, origin(optMaxInflightBytes))
 			}
 			return nil
 		},

@@ -24,6 +24,15 @@ const (
 	DefaultMaxAckedAhead       = int64(1024)
 )
 
+// Upper bounds of the per-topic settings a client may set (docs/operating.md, Limits). The
+// API refuses larger values with a 400; records already stored are not re-checked.
+const (
+	MaxRetentionMs               = int64(315_360_000_000) // 3,650 days; covers MaxDelayMs + 1 h
+	MaxVisibilityTimeoutMs       = int64(43_200_000)      // 12 h (SQS's maximum)
+	MaxInFlightPerPartitionLimit = int64(65_536)          // live leases per partition
+	MaxAckedAheadPerPartition    = int64(65_536)          // parked out-of-order acks per partition
+)
+
 // Topic roles.
 const (
 	RoleStandalone = "standalone"

@@ -79,7 +79,7 @@ func (c *Cache) Validator(k Key, load func() (json.RawMessage, error)) (*Validat
 	if err != nil {
 		return nil, err
 	}
-	v, err := Compile(doc)
+	v, err := compileStored(doc)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ import (
 //
 // Numbers compare by value (1 and 1.0 are equal in bounds and enums).
 func CheckCompatible(oldDoc, newDoc json.RawMessage) error {
-	if _, err := Compile(oldDoc); err != nil {
+	if _, err := compileStored(oldDoc); err != nil {
 		return fmt.Errorf("old schema: %w", err)
 	}
 	if _, err := Compile(newDoc); err != nil {

@@ -42,9 +42,17 @@ func (refusingLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external reference %q refused: schemas must be self-contained", url)
 }
 
-// Compile parses and compiles a JSON Schema document. Any failure, including a panic inside the
-// schema library, is an error wrapping ErrInvalidSchema.
-func Compile(doc json.RawMessage) (v *Validator, err error) {
+// Compile parses and compiles a new JSON Schema document (topic create, schema change). Any
+// failure, including a panic inside the schema library and an in-place $ref cycle
+// (checkRefCycles), is an error wrapping ErrInvalidSchema.
+func Compile(doc json.RawMessage) (*Validator, error) { return compile(doc, true) }
+
+// compileStored compiles a document already accepted and stored. It skips the $ref cycle
+// check, which older releases did not make: a stored cyclic schema keeps refusing payloads
+// with a 400 as before instead of failing to load.
+func compileStored(doc json.RawMessage) (*Validator, error) { return compile(doc, false) }
+
+func compile(doc json.RawMessage, checkCycles bool) (v *Validator, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			v, err = nil, fmt.Errorf("%w: schema compiler failed: %v", ErrInvalidSchema, r)
@@ -63,6 +71,9 @@ func Compile(doc json.RawMessage) (v *Validator, err error) {
 	sch, err := c.Compile(resourceURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidSchema, describeCompileError(err))
+	}
+	if err := checkRefCycles(sch); checkCycles && err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
 	}
 	return &Validator{sch: sch}, nil
 }

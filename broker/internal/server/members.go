@@ -22,6 +22,10 @@ const (
 	statusDead      = "dead"
 	statusDraining  = "draining"
 	statusNotMember = "not_a_member"
+	// statusRemoved is a decommissioned member: out of the Raft configuration, draining and
+	// owning nothing. Its record is garbage-collected once it has been dead for
+	// controller.DefaultRemoveDeadAfter (1 h); one that keeps running stays listed.
+	statusRemoved = "removed"
 )
 
 // memberJSON is one entry of GET /v1/cluster/members (spec/api.md §2.16).
@@ -57,6 +61,13 @@ func memberStatus(m meta.Member) string {
 	return statusAlive
 }
 
+// decommissioned reports whether a member's decommission has finished: it is flagged
+// draining, out of the Raft configuration, owns no partition and receives none. Such a
+// member is listed as "removed" rather than dead or draining (docs/cluster.md, Removing a node).
+func decommissioned(m meta.Member, raftRole string, owned int, targeted bool) bool {
+	return m.Draining && raftRole == meta.RaftNone && owned == 0 && !targeted
+}
+
 // members serves GET /v1/cluster/members from this node's replica. Raft roles come from the
 // Raft configuration this node knows; decommission_blocked is the leader's current evaluation
 // (the decommissioner on the leader itself, op 25 blocked_only elsewhere). When the leader
@@ -66,16 +77,23 @@ func (c *clusterHTTP) members(w http.ResponseWriter, r *http.Request) {
 	leaderID, _ := c.store.Leader()
 	owned := map[string]int{}
 	outbound := map[string]int{}
+	targeted := map[string]bool{}
 	for _, a := range c.store.AllAssignments() {
 		owned[a.Owner]++
 		if a.Target != "" {
 			outbound[a.Owner]++
+			targeted[a.Target] = true
 		}
 	}
 	out := memberListJSON{Members: []memberJSON{}, LeaderReachable: reachable, Leader: leaderID}
 	for _, m := range c.store.Members() {
-		mj := memberJSON{ID: m.ID, Addr: m.Addr, ClusterAddr: m.ClusterAddr, Status: memberStatus(m), Draining: m.Draining,
-			RaftRole: c.store.RaftRole(m.ID), Leader: m.ID == leaderID, OwnedPartitions: owned[m.ID],
+		role := c.store.RaftRole(m.ID)
+		status := memberStatus(m)
+		if decommissioned(m, role, owned[m.ID], targeted[m.ID]) {
+			status = statusRemoved
+		}
+		mj := memberJSON{ID: m.ID, Addr: m.Addr, ClusterAddr: m.ClusterAddr, Status: status, Draining: m.Draining,
+			RaftRole: role, Leader: m.ID == leaderID, OwnedPartitions: owned[m.ID],
 			OutboundMoves: outbound[m.ID], LastHeartbeat: m.LastHeartbeat}
 		if reachable {
 			mj.DecommissionBlocked = append([]string{}, blocked[m.ID]...)

@@ -206,3 +206,36 @@ func TestMembersShowTheLeadersDecommissionBlockedReasons(t *testing.T) {
 		})
 	}
 }
+
+// A member whose decommission finished (draining, out of Raft, owning and receiving nothing)
+// is listed as removed, dead or alive; one still in Raft, owning a partition or receiving a
+// move keeps its dead/draining status.
+func TestMembersListAFinishedDecommissionAsRemoved(t *testing.T) {
+	f := newClusterFixture(t)
+	f.store.members = append(f.store.members,
+		meta.Member{ID: "n5", ClusterAddr: "c5", Status: meta.MemberAlive, Draining: true},
+		meta.Member{ID: "n6", ClusterAddr: "c6", Status: meta.MemberDead, Draining: true},
+		meta.Member{ID: "n7", ClusterAddr: "c7", Status: meta.MemberDead, Draining: true},
+		meta.Member{ID: "n8", ClusterAddr: "c8", Status: meta.MemberDead})
+	f.store.roles = map[string]string{"n1": meta.RaftVoter, "n2": meta.RaftVoter, "n3": meta.RaftNone,
+		"n4": meta.RaftVoter, "n5": meta.RaftNone, "n6": meta.RaftNone, "n7": meta.RaftNone, "n8": meta.RaftNone}
+	f.store.assign(meta.Assignment{Topic: "orders", Partition: 0, Owner: "n6"})
+	f.store.assign(meta.Assignment{Topic: "orders", Partition: 1, Owner: "n1", Target: "n7"})
+	status, body := f.do(t, "GET", "/v1/cluster/members")
+	if status != 200 {
+		t.Fatalf("%d %v", status, body)
+	}
+	var got memberListJSON
+	if err := json.Unmarshal(mustJSON(t, body), &got); err != nil {
+		t.Fatal(err)
+	}
+	statuses := map[string]string{}
+	for _, m := range got.Members {
+		statuses[m.ID] = m.Status
+	}
+	want := map[string]string{"n1": "alive", "n2": "alive", "n3": "removed", "n4": "draining",
+		"n5": "removed", "n6": "dead", "n7": "dead", "n8": "dead"}
+	if !reflect.DeepEqual(statuses, want) {
+		t.Fatalf("statuses %v, want %v", statuses, want)
+	}
+}

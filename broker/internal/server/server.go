@@ -225,6 +225,9 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		Routes:          clusterRoutes(&clusterHTTP{store: store, peers: nodes, mv: mv, log: logger, audit: auditLog}),
 		Logger:          logger,
 		Audit:           auditLog,
+
+		// Produce bodies held at once; over it produce answers 503 (docs/operating.md, Limits).
+		MaxInflightRequestBytes: cfg.MaxInflightRequestBytes,
 	})
 	hln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -242,13 +245,15 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		WriteTimeout:      cfg.HTTPWriteTimeout,
 		IdleTimeout:       cfg.HTTPIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+
+		MaxHeaderBytes: maxHTTPHeaderBytes, // 431 above, as JSON (jsonErrorsListener)
 	}
 	go func() {
 		if cfg.TLSCertFile != "" {
 			_ = httpSrv.ServeTLS(hln, cfg.TLSCertFile, cfg.TLSKeyFile)
 			return
 		}
-		_ = httpSrv.Serve(hln)
+		_ = httpSrv.Serve(jsonErrorsListener{hln}) // net/http's own 431/400 answers as JSON
 	}()
 	m.BootDuration.Set(time.Since(start).Seconds())
 	if cfg.PprofAddr != "" {

@@ -2,6 +2,8 @@ package topic
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -38,9 +40,16 @@ func (r *Reconciler) finalize(ctx context.Context, t *naradv1.Topic) (ctrl.Resul
 		return ctrl.Result{RequeueAfter: clusterref.DeleteRetry(t)}, nil
 	}
 	cl := cu.Client
-	if err := cl.DeleteTopic(ctx, name); err != nil && !client.IsStatus(err, 404) {
+	// Deleting the Topic object deletes the broker topic even when it is a parent: its
+	// children become standalone and what they had not yet received is lost, which the
+	// event says. The brokers refuse a parent's delete without this flag.
+	d, err := cl.DeleteTopicWith(ctx, name, client.DeleteTopicOptions{DetachChildren: true})
+	if err != nil && !client.IsStatus(err, 404) {
 		r.event(t, "Warning", "DeleteFailed", "Delete", "delete broker topic %q: %v", name, err)
 		return ctrl.Result{RequeueAfter: clusterref.DeleteRetry(t)}, nil
+	}
+	if d != nil && len(d.DetachedChildren) > 0 {
+		r.event(t, "Warning", "ChildrenDetached", "Delete", "deleting broker topic %q detached %s", name, detachedSummary(d.DetachedChildren))
 	}
 	r.event(t, "Normal", "Deleted", "Delete", "deleted broker topic %q", name)
 	return ctrl.Result{}, r.release(ctx, t)
@@ -49,4 +58,17 @@ func (r *Reconciler) finalize(ctx context.Context, t *naradv1.Topic) (ctrl.Resul
 // release removes the Topic finalizer.
 func (r *Reconciler) release(ctx context.Context, t *naradv1.Topic) error {
 	return clusterref.Release(ctx, r.Client, t, naradv1.TopicFinalizer)
+}
+
+// detachedSummary names each detached child with the messages it lost, bounded in length.
+func detachedSummary(children []client.DetachedChild) string {
+	parts := make([]string, 0, len(children))
+	for i, c := range children {
+		if i == 8 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(children)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d undelivered messages dropped)", c.Name, c.UndeliveredMessages))
+	}
+	return strings.Join(parts, ", ")
 }

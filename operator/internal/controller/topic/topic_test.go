@@ -177,6 +177,23 @@ var _ = Describe("Topic controller", func() {
 		Expect(describe(ctx, "kept")(Default)).To(HaveField("Name", "kept"))
 	})
 
+	It("deletes a parent broker topic with the object, detaching its children on purpose", func(ctx SpecContext) {
+		create(ctx, newTopic("nest", nil))
+		Eventually(describe(ctx, "nest")).Should(HaveField("Name", "nest"))
+		_, err := broker.CreateTopic(ctx, client.CreateTopicRequest{Name: "nest-late", Partitions: 3})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = broker.Attach(ctx, "nest", "nest-late", 60_000)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(broker.DeleteTopic(ctx, "nest")).To(MatchError(ContainSubstring("detach_children")), "a bare delete of a parent must be refused")
+
+		Expect(k8s.Delete(ctx, newTopic("nest", nil))).To(Succeed())
+		Eventually(gone(ctx, "nest")).Should(BeTrue())
+		_, err = broker.GetTopic(ctx, "nest", nil)
+		Expect(client.IsStatus(err, 404)).To(BeTrue(), "nest still on the broker: %v", err)
+		Expect(describe(ctx, "nest-late")(Default)).To(HaveField("Role", "standalone"))
+		Eventually(eventReasons(ctx, "nest")).Should(ContainElement("ChildrenDetached"))
+	})
+
 	It("adopts a broker topic that already exists and corrects it to the spec", func(ctx SpecContext) {
 		_, err := broker.CreateTopic(ctx, client.CreateTopicRequest{Name: "legacy", Partitions: 3})
 		Expect(err).NotTo(HaveOccurred())
