@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 )
@@ -63,8 +64,15 @@ func jsonConnError(p []byte) ([]byte, bool) {
 	if !found || len(code) != 3 || !strings.HasPrefix(body, statusLine) || strings.ContainsAny(statusLine, "\r\n") {
 		return nil, false
 	}
-	if n, err := strconv.Atoi(code); err != nil || n < 400 || n > 599 {
+	n, err := strconv.Atoi(code)
+	if err != nil || n < 400 || n > 599 {
 		return nil, false
+	}
+	if text == "" {
+		text = http.StatusText(n) // a status line without its text still gets a message
+	}
+	if text == "" {
+		text = "error"
 	}
 	msg := strings.ToLower(text)
 	if detail, ok := strings.CutPrefix(body[len(statusLine):], ": "); ok && detail != "" {
