@@ -7,8 +7,11 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 GO_PKGS := ./api/... ./broker/... ./operator/... ./test/...
 FUZZTIME ?= 10000x
+# staticcheck, pinned; `go run` fetches it through the module proxy on first use.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-.PHONY: all build operator run test unit blackbox fuzz fuzz-long bench lint proto clean chaos manifests generate envtest
+.PHONY: all build operator run test unit blackbox fuzz fuzz-long bench lint proto proto-check clean chaos manifests generate envtest
 
 all: build
 
@@ -53,10 +56,12 @@ bench: build ## Benchmarks against a fresh single node; writes docs/benchmarks.m
 chaos: build ## Long crash/soak loops (not part of make test)
 	cd test && NARAD_BIN=$(NARAD) NARAD_CHAOS=1 $(GO) test -count=1 -timeout 60m ./...
 
-lint:
+lint: ## go vet, staticcheck, gofmt, and the CRD and protobuf drift checks
 	$(GO) vet $(GO_PKGS)
+	$(STATICCHECK) $(GO_PKGS)
 	@out=$$(gofmt -l api broker operator test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	./hack/manifests.sh --check
+	./hack/gen-proto.sh --check
 
 envtest: ## Build once (cached) and print the kube-apiserver/etcd directory for KUBEBUILDER_ASSETS
 	@./hack/setup-envtest.sh
@@ -66,6 +71,9 @@ manifests generate: ## Regenerate the CRDs (config/crd/bases) and deepcopy code 
 
 proto: ## Regenerate node RPC code (installs protoc and plugins if missing)
 	./hack/gen-proto.sh
+
+proto-check: ## Fail if the committed node RPC code differs from what node.proto generates
+	./hack/gen-proto.sh --check
 
 clean:
 	rm -rf $(BIN) .narad

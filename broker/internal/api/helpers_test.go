@@ -178,8 +178,6 @@ func expectJSONError(t *testing.T, rec *httptest.ResponseRecorder) map[string]an
 	return body
 }
 
-func ptr[T any](v T) *T { return &v }
-
 var (
 	hashMu    sync.Mutex
 	hashCache = map[string]string{}

@@ -106,15 +106,11 @@ func (v *clusterView) promotable(id string) int {
 	return n
 }
 
-// voterReasons returns the voter guards id's removal would break (spec/moves.md §12.3
+// voterReasonsWith returns the voter guards id's removal would break (spec/moves.md §12.3
 // conditions 4 and 5): fewer than Config.MinVoters voters left, or the voters left with an alive
 // record not a strict majority of them. A non-voter is subject to neither. With spare > 0,
 // that many promotable non-voters count as voters for min_voters (the up-front check: the
 // decommission can complete once C3 has promoted one).
-func (v *clusterView) voterReasons(id string) []string {
-	return v.voterReasonsWith(id, 0)
-}
-
 func (v *clusterView) voterReasonsWith(id string, spare int) []string {
 	if !v.voter(id) {
 		return nil

@@ -74,8 +74,7 @@ func benchFanout(b *testing.B, children int) {
 	for range b.N {
 		n := startNode(b, b.TempDir(), nil)
 		ctx := context.Background()
-		parent, err := n.e.CreateTopic(ctx, api.CreateTopicRequest{Name: "bp", Partitions: 3})
-		if err != nil {
+		if _, err := n.e.CreateTopic(ctx, api.CreateTopicRequest{Name: "bp", Partitions: 3}); err != nil {
 			b.Fatal(err)
 		}
 		names := make([]string, children)
@@ -88,7 +87,7 @@ func benchFanout(b *testing.B, children int) {
 				b.Fatal(err)
 			}
 		}
-		parent, _ = n.e.Topic("bp")
+		parent, _ := n.e.Topic("bp")
 		sink := n.createTopic(api.CreateTopicRequest{Name: "bsink", Partitions: 3})
 		produced := produceRate(b, n, sink, benchRecords)
 		commitRate := fillPartition(b, n, parent, benchRecords)

@@ -2,7 +2,6 @@ package meta
 
 import (
 	"bytes"
-	"encoding/json"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -116,14 +115,6 @@ func sameState(t *testing.T, a, b *fsm) {
 	if !reflect.DeepEqual(da, db) {
 		t.Fatalf("states differ:\n%v\n%v", da, db)
 	}
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 // rawRemote is the FSM's stored bytes of a remote link (nil when absent).

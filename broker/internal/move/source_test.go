@@ -147,13 +147,6 @@ func (s *fakeSource) Frozen() bool {
 	return s.frozenLocked()
 }
 
-// expireFreeze lets the active freeze lapse now.
-func (s *fakeSource) expireFreeze() {
-	s.mu.Lock()
-	s.deadline = time.Now().Add(-time.Millisecond)
-	s.mu.Unlock()
-}
-
 // lostOwnership is the source applying the flip: the freeze ends, produce is refused.
 func (s *fakeSource) lostOwnership() {
 	s.mu.Lock()

@@ -58,7 +58,7 @@ func TestGRPCCallWithClusterSecretSucceeds(t *testing.T) {
 }
 
 // handshakePair runs the two handshake sides over a pipe; read is what the server read.
-func handshakePair(clientSecret, serverSecret []byte, id string) (clientErr, serverErr error, gotID string, read int64) {
+func handshakePair(clientSecret, serverSecret []byte, id string) (gotID string, read int64, clientErr, serverErr error) {
 	c, s := net.Pipe()
 	var n atomic.Int64
 	var wg sync.WaitGroup
@@ -69,14 +69,14 @@ func handshakePair(clientSecret, serverSecret []byte, id string) (clientErr, ser
 	clientErr = clientHandshake(c, clientSecret, GRPCTag, id)
 	c.Close()
 	wg.Wait()
-	return clientErr, serverErr, gotID, n.Load()
+	return gotID, n.Load(), clientErr, serverErr
 }
 
 // Both sides prove the secret: a client without it is refused by the server, and a server
 // without it is refused by the client, which then never sends a proof of its own.
 func TestHandshakeRefusesAWrongSecretBothWays(t *testing.T) {
 	const helloLen = 1 + NonceSize + 1 + 2
-	cErr, sErr, id, read := handshakePair([]byte("s3cret"), []byte("s3cret"), "n1")
+	id, read, cErr, sErr := handshakePair([]byte("s3cret"), []byte("s3cret"), "n1")
 	if cErr != nil || sErr != nil || id != "n1" || read != helloLen+32 {
 		t.Fatalf("same secret: client %v, server %v, id %q, read %d", cErr, sErr, id, read)
 	}
@@ -86,7 +86,7 @@ func TestHandshakeRefusesAWrongSecretBothWays(t *testing.T) {
 		{"client with another secret", "other", "s3cret"},
 		{"server with another secret", "s3cret", "other"},
 	} {
-		cErr, sErr, _, read = handshakePair([]byte(tc.client), []byte(tc.server), "n1")
+		_, read, cErr, sErr = handshakePair([]byte(tc.client), []byte(tc.server), "n1")
 		if !errors.Is(cErr, ErrPeerNotAuthenticated) {
 			t.Fatalf("%s: client %v, want ErrPeerNotAuthenticated", tc.name, cErr)
 		}
@@ -383,7 +383,7 @@ func TestHandshakeNodeIDIsBounded(t *testing.T) {
 	if err := clientHandshake(c, []byte("x"), GRPCTag, strings.Repeat("n", MaxNodeIDLen+1)); err == nil {
 		t.Fatal("client claimed a node ID over the limit")
 	}
-	cErr, sErr, id, _ := handshakePair([]byte("x"), []byte("x"), strings.Repeat("n", MaxNodeIDLen))
+	id, _, cErr, sErr := handshakePair([]byte("x"), []byte("x"), strings.Repeat("n", MaxNodeIDLen))
 	if cErr != nil || sErr != nil || len(id) != MaxNodeIDLen {
 		t.Fatalf("longest node ID: client %v server %v len %d", cErr, sErr, len(id))
 	}

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -325,9 +324,6 @@ func (p peers) NodeStatus(ctx context.Context, addr string) (*nodepb.NodeStatusR
 	}
 	return rep, nil
 }
-
-// isNotLeader reports a 421 from a leader-only op.
-func isNotLeader(err error) bool { return errors.Is(err, meta.ErrNotLeader) }
 
 // Forward implements meta.Forwarder (op 32): a follower's proposal applied by the leader.
 func (p peers) Forward(ctx context.Context, leaderID, leaderAddr string, command []byte) (meta.Result, uint64, error) {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 )
 
 // digestChars bounds the message quoted per failure: enough for a diagnostic Fail line.
@@ -21,10 +21,10 @@ const digestChars = 1500
 // it returns whether every spec passed.
 func Run(t *testing.T, description string) bool {
 	t.Helper()
-	RegisterFailHandler(Fail)
+	gomega.RegisterFailHandler(ginkgo.Fail)
 	var report types.Report
-	ReportAfterSuite("failure digest", func(r Report) { report = r })
-	ok := RunSpecs(t, description)
+	ginkgo.ReportAfterSuite("failure digest", func(r ginkgo.Report) { report = r })
+	ok := ginkgo.RunSpecs(t, description)
 	if !ok {
 		fmt.Print(Digest(report))
 	}

@@ -43,12 +43,3 @@ func registerMetrics() {
 		metrics.Registry.MustRegister(drainingNodes, decommissions, scalePreviews)
 	})
 }
-
-// forgetClusterMetrics drops the series of a deleted NaradCluster so the gauge does not keep
-// reporting it (the cluster controller calls it once the object is gone).
-func forgetClusterMetrics(namespace, name string) {
-	labels := prometheus.Labels{"namespace": namespace, "cluster": name}
-	drainingNodes.DeletePartialMatch(labels)
-	decommissions.DeletePartialMatch(labels)
-	scalePreviews.DeletePartialMatch(labels)
-}

@@ -448,7 +448,7 @@ func TestScaleDownShrinksOnlyOnceTheNodeOwnsNothingAndLeftRaft(t *testing.T) {
 	}
 
 	h.updateMember(3, func(m *client.Member) { m.OwnedPartitions = 0 })
-	replicas, _, st = h.step()
+	replicas, _, _ = h.step()
 	if replicas != 3 {
 		t.Fatalf("replicas = %d once drained, want 3", replicas)
 	}
