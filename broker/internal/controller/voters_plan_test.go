@@ -1,9 +1,12 @@
 package controller
 
 import (
+	"errors"
+	"log/slog"
 	"reflect"
 	"testing"
 
+	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/meta"
 )
 
@@ -252,5 +255,30 @@ func TestVoterCandidatesProbedOnlyWhenAPromotionCanBeWanted(t *testing.T) {
 				t.Fatalf("candidates = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The apply step carries out a plan in order and stops at the first change that fails: the
+// failure is audited with outcome unknown and no later action runs.
+func TestVoterPlanApplyStopsAtTheFirstFailedChange(t *testing.T) {
+	c := openCluster(t, []string{"a", "b", "c"})
+	log, trail := &logRecorder{}, &logRecorder{}
+	ctl := c.manual(newMembership(c.ids), log, func(cfg *Config) { cfg.Audit = audit.New(slog.New(trail), "a") })
+	plan := voterPlan{Target: 3, Actions: []voterAction{
+		wantPromote("zz", 4), // not in the Raft configuration: AddVoter fails
+		wantDemote("c", reasonDead, 3),
+	}}
+	if err := ctl.applyVoterPlan(ctxT(t), plan); !errors.Is(err, meta.ErrNotFound) {
+		t.Fatalf("apply = %v, want the failed promotion's ErrNotFound", err)
+	}
+	i := trail.index(audit.Message, "event", "cluster.voter.promote")
+	if i < 0 || trail.records[i].attrs["target"] != "zz" || trail.records[i].attrs["outcome"] != audit.Unknown {
+		t.Fatalf("audit records %+v, want the failed promotion of zz with outcome unknown", trail.records)
+	}
+	if trail.index(audit.Message, "event", "cluster.voter.demote") >= 0 || len(log.find("voter demoted")) > 0 {
+		t.Fatal("the demotion after the failed promotion ran")
+	}
+	if got := sorted(c.voters()); !reflect.DeepEqual(got, []string{"a", "b", "c"}) {
+		t.Fatalf("voters = %v, want [a b c] untouched", got)
 	}
 }
