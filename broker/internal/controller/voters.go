@@ -10,59 +10,105 @@ import (
 
 // reconcileVoters is C3: "the first three nodes become voters; later ones non-voters that
 // are promoted when a voter is lost or removed (keep the voter count odd and ≥ 3 when
-// possible)".
-//
-// Terms: a voter is alive unless its member record says dead (the leader always counts as
-// alive; a voter without a record is left alone and counted alive, so a node that has not
-// registered yet causes no churn). A non-voter is eligible when its record is alive and not
-// draining and its NodeStatus applied index reaches the leader's commit index read just
-// before probing it (spec/cluster.md §6.3). Target = Config.MinVoters when the alive voters
-// plus the eligible non-voters number at least that, else 1.
-//
-// A live voter marked draining (being decommissioned) counts neither as alive nor as dead:
-// it keeps its vote until C6 removes it, and rule 1 promotes its replacement first.
-//
-// Policy, in order:
-//  1. promote eligible non-voters (by ID) while alive voters < target;
-//  2. for each dead voter: with an odd voter count, promote an eligible non-voter first and
-//     then demote the dead voter (the count stays odd); with an even count, demote it if the
-//     alive voters still meet the target (the count becomes odd); otherwise keep it;
-//  3. an even voter count with more alive voters than the target: demote the highest-ID
-//     non-leader voter that has an alive record.
-//
-// The leader is never demoted, and no dead voter is demoted unless the alive voters without
-// it meet the target (its replacement exists).
+// possible)". It observes the Raft configuration and the member records, probes the
+// non-voters a promotion could use (promotionCandidates), plans with planVoters (pure; its
+// doc holds the policy) and applies the plan in order, stopping at the first failed change.
 func (c *Controller) reconcileVoters(ctx context.Context) error {
 	conf, err := c.store.Configuration()
 	if err != nil {
 		return err
 	}
-	members := map[string]meta.Member{}
+	obs := voterObservation{Self: c.cfg.NodeID, MinVoters: c.cfg.MinVoters, Conf: conf, Members: map[string]meta.Member{}}
 	for _, m := range c.store.Members() {
-		members[m.ID] = m
+		obs.Members[m.ID] = m
 	}
-	v := &voterSet{}
-	var nonvoters []meta.RaftServer
-	for _, srv := range conf {
+	if c.cfg.Prober != nil {
+		obs.CaughtUp = map[string]bool{}
+		for _, id := range promotionCandidates(obs) {
+			obs.CaughtUp[id] = c.caughtUp(ctx, obs.Members[id])
+		}
+	}
+	return c.applyVoterPlan(ctx, planVoters(obs))
+}
+
+// voterObservation is what C3 decides from.
+type voterObservation struct {
+	Self      string                 // this node, the Raft leader
+	MinVoters int                    // Config.MinVoters
+	Conf      []meta.RaftServer      // the Raft configuration
+	Members   map[string]meta.Member // member records by ID
+	// CaughtUp holds the non-voters whose NodeStatus applied index reached the leader's
+	// commit index (caughtUp); only promotionCandidates are probed, and only when a
+	// promotion can be wanted. Nil when there is no prober.
+	CaughtUp map[string]bool
+}
+
+// voterPlan is C3's decision: the target voter count and the actions, in order.
+type voterPlan struct {
+	Target  int
+	Actions []voterAction
+}
+
+// voterAction is one step of a voterPlan.
+type voterAction struct {
+	Kind   voterActionKind
+	ID     string // the member acted on
+	Reason string // why (reason* constants); a demotion logs and audits it
+	Voters int    // the voter count once the action is done
+}
+
+type voterActionKind int
+
+const (
+	actPromote         voterActionKind = iota + 1 // AddVoter
+	actDemote                                     // DemoteVoter
+	actKeepDead                                   // a dead voter stays: noted once per leadership
+	actLeaveUnrecorded                            // a voter without a record stays: noted once
+)
+
+// Reasons of voter actions. reasonDead and reasonExcess are the demotion reasons in logs and
+// audit records (docs/operating.md, Audit events).
+const (
+	reasonBelowTarget   = "below_target"   // promote: alive voters < target
+	reasonReplaceDead   = "replace_dead"   // promote: make room to demote a dead voter
+	reasonDead          = "dead"           // demote: the voter's record is dead
+	reasonExcess        = "excess"         // demote: even count above the target
+	reasonNoReplacement = "no_replacement" // keep: no caught-up non-voter to replace it
+	reasonNoRecord      = "no_record"      // leave alone: not registered (yet)
+)
+
+// voterSet is C3's running count of the Raft configuration's voters.
+type voterSet struct {
+	total      int      // voters in the configuration
+	alive      int      // voters not known dead and not draining (leader and record-less voters included)
+	draining   int      // live voters marked draining: still voting, about to be removed
+	dead       []string // voters whose record is dead, by ID (never the leader)
+	demotable  []string // alive non-leader voters with a record, by ID
+	unrecorded []string // voters without a member record, by ID (counted alive)
+}
+
+// countVoters classifies obs's voters. A voter is alive unless its member record says dead
+// (the leader always counts as alive; a voter without a record is left alone and counted
+// alive, so a node that has not registered yet causes no churn). A live voter marked
+// draining (being decommissioned) counts neither as alive nor as dead: it keeps its vote
+// until C6 removes it, and rule 1 promotes its replacement first (otherwise three voters plus
+// non-voters could never shed a voter).
+func countVoters(obs voterObservation) voterSet {
+	var v voterSet
+	for _, srv := range obs.Conf {
 		if !srv.Voter {
-			nonvoters = append(nonvoters, srv)
 			continue
 		}
 		v.total++
-		m, ok := members[srv.ID]
+		m, ok := obs.Members[srv.ID]
 		switch {
 		case ok && m.Draining && m.Status != meta.MemberDead:
-			// A live voter being decommissioned still votes but no longer counts towards the
-			// target, so an eligible non-voter is promoted to take its place before C6
-			// removes it (otherwise three voters plus non-voters could never shed a voter).
 			v.draining++
-		case srv.ID == c.cfg.NodeID:
+		case srv.ID == obs.Self:
 			v.alive++
 		case !ok:
 			v.alive++
-			if c.noteOnce("voter-without-record/" + srv.ID) {
-				c.logger.Info("voter has no member record; left alone", "member", srv.ID)
-			}
+			v.unrecorded = append(v.unrecorded, srv.ID)
 		case m.Status == meta.MemberDead:
 			v.dead = append(v.dead, srv.ID)
 		default:
@@ -72,106 +118,139 @@ func (c *Controller) reconcileVoters(ctx context.Context) error {
 	}
 	sort.Strings(v.dead)
 	sort.Strings(v.demotable)
+	sort.Strings(v.unrecorded)
+	return v
+}
 
-	var eligible []string
-	minVoters := c.cfg.MinVoters
-	if v.alive < minVoters || len(v.dead) > 0 { // only then can a promotion be wanted
-		eligible = c.eligibleNonvoters(ctx, nonvoters, members)
-	}
-	target := 1
-	if v.alive+len(eligible) >= minVoters {
-		target = minVoters
-	}
-	promote := func() error {
-		id := eligible[0]
-		eligible = eligible[1:]
-		if err := c.store.AddVoter(ctx, id, ""); err != nil {
-			c.audit(ctx, "cluster.voter.promote", id, err)
-			return err
-		}
-		v.total++
-		v.alive++
-		c.logger.Info("non-voter promoted to voter", "member", id, "voters", v.total, "target", target)
-		c.audit(ctx, "cluster.voter.promote", id, nil, "voters", v.total)
+// promotionCandidates returns the non-voters (by ID) worth probing: those whose record is
+// alive and not draining, and only when a promotion can be wanted (fewer alive voters than
+// MinVoters, or a dead voter to replace). Nil otherwise, so a settled cluster costs no RPC.
+func promotionCandidates(obs voterObservation) []string {
+	v := countVoters(obs)
+	if v.alive >= obs.MinVoters && len(v.dead) == 0 {
 		return nil
 	}
-	for v.alive < target && len(eligible) > 0 { // 1
-		if err := promote(); err != nil {
-			return err
+	var out []string
+	for _, srv := range obs.Conf {
+		m, ok := obs.Members[srv.ID]
+		if !srv.Voter && ok && m.Status == meta.MemberAlive && !m.Draining {
+			out = append(out, srv.ID)
 		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// planVoters is C3's policy (docs/cluster.md, Voters, the leader and what a failure does). A
+// non-voter is eligible when it is a promotionCandidate that reported caught up. Target = MinVoters when the alive voters plus
+// the eligible non-voters number at least that, else 1. In order:
+//  1. promote eligible non-voters (by ID) while alive voters < target;
+//  2. for each dead voter (by ID): with an odd voter count, promote an eligible non-voter
+//     first and then demote the dead voter (the count stays odd), or keep it when none is
+//     eligible; with an even count, demote it if the alive voters still meet the target (the
+//     count becomes odd); otherwise keep it;
+//  3. an even voter count with more alive voters than the target: demote the highest-ID
+//     non-leader voter that has an alive record.
+//
+// The leader is never demoted, and no dead voter is demoted unless the alive voters without
+// it meet the target (its replacement exists).
+func planVoters(obs voterObservation) voterPlan {
+	v := countVoters(obs)
+	var eligible []string
+	for _, id := range promotionCandidates(obs) {
+		if obs.CaughtUp[id] {
+			eligible = append(eligible, id)
+		}
+	}
+	p := voterPlan{Target: 1}
+	if v.alive+len(eligible) >= obs.MinVoters {
+		p.Target = obs.MinVoters
+	}
+	for _, id := range v.unrecorded {
+		p.add(actLeaveUnrecorded, id, reasonNoRecord, v.total)
+	}
+	promote := func(reason string) {
+		v.total++
+		v.alive++
+		p.add(actPromote, eligible[0], reason, v.total)
+		eligible = eligible[1:]
+	}
+	for v.alive < p.Target && len(eligible) > 0 { // 1
+		promote(reasonBelowTarget)
 	}
 	for _, id := range v.dead { // 2
 		if v.total%2 == 1 {
 			if len(eligible) == 0 {
-				if c.noteOnce("dead-voter-kept/" + id) {
-					c.logger.Info("dead voter kept: no caught-up non-voter to replace it", "member", id)
-				}
+				p.add(actKeepDead, id, reasonNoReplacement, v.total)
 				continue
 			}
-			if err := promote(); err != nil {
-				return err
+			promote(reasonReplaceDead)
+		}
+		if v.alive < p.Target {
+			continue // unreachable after rule 1, kept as the guard it documents
+		}
+		v.total--
+		p.add(actDemote, id, reasonDead, v.total)
+	}
+	if v.total%2 == 0 && v.alive > p.Target && len(v.demotable) > 0 { // 3
+		v.total--
+		p.add(actDemote, v.demotable[len(v.demotable)-1], reasonExcess, v.total)
+	}
+	return p
+}
+
+func (p *voterPlan) add(kind voterActionKind, id, reason string, voters int) {
+	p.Actions = append(p.Actions, voterAction{Kind: kind, ID: id, Reason: reason, Voters: voters})
+}
+
+// applyVoterPlan carries out p in order through the metastore, logging and auditing each
+// membership change; it stops at the first change that fails.
+func (c *Controller) applyVoterPlan(ctx context.Context, p voterPlan) error {
+	for _, a := range p.Actions {
+		var err error
+		switch a.Kind {
+		case actPromote:
+			err = c.promoteVoter(ctx, a, p.Target)
+		case actDemote:
+			err = c.demoteVoter(ctx, a)
+		case actKeepDead:
+			if c.noteOnce("dead-voter-kept/" + a.ID) {
+				c.logger.Info("dead voter kept: no caught-up non-voter to replace it", "member", a.ID)
+			}
+		case actLeaveUnrecorded:
+			if c.noteOnce("voter-without-record/" + a.ID) {
+				c.logger.Info("voter has no member record; left alone", "member", a.ID)
 			}
 		}
-		if v.alive < target {
-			continue
-		}
-		if err := c.demote(ctx, id, "dead", v); err != nil {
-			return err
-		}
-	}
-	if v.total%2 == 0 && v.alive > target && len(v.demotable) > 0 { // 3
-		id := v.demotable[len(v.demotable)-1]
-		if err := c.demote(ctx, id, "excess", v); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// voterSet is C3's running count of the Raft configuration's voters.
-type voterSet struct {
-	total     int      // voters in the configuration
-	alive     int      // voters not known dead and not draining (leader and record-less voters included)
-	draining  int      // live voters marked draining: still voting, about to be removed
-	dead      []string // voters whose record is dead, by ID (never the leader)
-	demotable []string // alive non-leader voters with a record, by ID
-}
-
-func (c *Controller) demote(ctx context.Context, id, reason string, v *voterSet) error {
-	if id == c.cfg.NodeID {
-		return nil // never the leader itself
-	}
-	if err := c.store.DemoteVoter(ctx, id); err != nil {
-		c.audit(ctx, "cluster.voter.demote", id, err, "reason", reason)
+func (c *Controller) promoteVoter(ctx context.Context, a voterAction, target int) error {
+	if err := c.store.AddVoter(ctx, a.ID, ""); err != nil {
+		c.audit(ctx, "cluster.voter.promote", a.ID, err)
 		return err
 	}
-	v.total--
-	if reason != "dead" {
-		v.alive--
-	}
-	c.forgetNote("dead-voter-kept/" + id)
-	c.logger.Info("voter demoted", "member", id, "reason", reason, "voters", v.total)
-	c.audit(ctx, "cluster.voter.demote", id, nil, "reason", reason, "voters", v.total)
+	c.logger.Info("non-voter promoted to voter", "member", a.ID, "voters", a.Voters, "target", target)
+	c.audit(ctx, "cluster.voter.promote", a.ID, nil, "voters", a.Voters)
 	return nil
 }
 
-// eligibleNonvoters returns the IDs (sorted) of the non-voters that may be promoted now.
-func (c *Controller) eligibleNonvoters(ctx context.Context, nonvoters []meta.RaftServer, members map[string]meta.Member) []string {
-	if c.cfg.Prober == nil {
-		return nil
+func (c *Controller) demoteVoter(ctx context.Context, a voterAction) error {
+	if a.ID == c.cfg.NodeID {
+		return nil // never the leader itself
 	}
-	sort.Slice(nonvoters, func(i, j int) bool { return nonvoters[i].ID < nonvoters[j].ID })
-	var out []string
-	for _, srv := range nonvoters {
-		m, ok := members[srv.ID]
-		if !ok || m.Status != meta.MemberAlive || m.Draining {
-			continue
-		}
-		if c.caughtUp(ctx, m) {
-			out = append(out, m.ID)
-		}
+	if err := c.store.DemoteVoter(ctx, a.ID); err != nil {
+		c.audit(ctx, "cluster.voter.demote", a.ID, err, "reason", a.Reason)
+		return err
 	}
-	return out
+	c.forgetNote("dead-voter-kept/" + a.ID)
+	c.logger.Info("voter demoted", "member", a.ID, "reason", a.Reason, "voters", a.Voters)
+	c.audit(ctx, "cluster.voter.demote", a.ID, nil, "reason", a.Reason, "voters", a.Voters)
+	return nil
 }
 
 // caughtUp reports whether m's applied index reaches the leader's commit index as read just

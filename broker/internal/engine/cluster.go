@@ -147,9 +147,21 @@ func (e *Engine) waitApplied(ctx context.Context, idx uint64) {
 	}
 }
 
-// forwardWrite runs fn against the leader, retrying once when the leader changed under it.
+// forwardWriteTries bounds forwardWrite: a write refused with ErrNotLeader (leadership moved
+// while it was on its way) is sent to the new leader, forwardRetryWait later, up to this many
+// times in all.
+const (
+	forwardWriteTries = 3
+	forwardRetryWait  = 100 * time.Millisecond
+)
+
+// forwardWrite runs fn against the leader's cluster address (forwarded=true); when this node
+// leads it returns forwarded=false and the caller writes locally. While the leader answers
+// ErrNotLeader it waits forwardRetryWait (returning ctx's error if ctx ends first) and tries
+// the leader known then: forwardWriteTries tries in all, then ErrNoLeader. After a successful
+// forward it waits (bounded) for this replica to apply the write.
 func (e *Engine) forwardWrite(ctx context.Context, fn func(addr string) (uint64, error)) (forwarded bool, err error) {
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < forwardWriteTries; attempt++ {
 		addr, err := e.leaderTarget(ctx)
 		if err != nil {
 			return false, err
@@ -159,7 +171,9 @@ func (e *Engine) forwardWrite(ctx context.Context, fn func(addr string) (uint64,
 		}
 		idx, err := fn(addr)
 		if errors.Is(err, meta.ErrNotLeader) {
-			time.Sleep(100 * time.Millisecond)
+			if err := sleepCtx(ctx, forwardRetryWait); err != nil {
+				return true, err
+			}
 			continue
 		}
 		if err != nil {
@@ -169,6 +183,18 @@ func (e *Engine) forwardWrite(ctx context.Context, fn func(addr string) (uint64,
 		return true, nil
 	}
 	return true, fmt.Errorf("%w: leadership kept moving", meta.ErrNoLeader)
+}
+
+// sleepCtx waits d or until ctx ends, whichever is first; ctx's error if it ended.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // AwaitTopic implements api.ReplicaStatus: for a topic this follower's replica does not have,
