@@ -54,9 +54,7 @@ func (e *Engine) pickPartition(t meta.Topic, r api.ProduceRecord) int {
 	case r.Partition >= 0:
 		return r.Partition
 	case r.Key != "":
-		h := fnv.New32a()
-		h.Write([]byte(r.Key))
-		p = int(h.Sum32() % uint32(n))
+		p = keyPartition(r.Key, n)
 	default:
 		p = int(e.roundRobin(t.Name).Add(1) % uint32(n))
 	}
@@ -70,6 +68,14 @@ func (e *Engine) pickPartition(t meta.Topic, r api.ProduceRecord) int {
 		}
 	}
 	return p // every owner dead: the dispatcher holds the records until one returns
+}
+
+// keyPartition is the partition a key hashes to among n (FNV-1a), before dead owners are
+// skipped.
+func keyPartition(key string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
 }
 
 func (e *Engine) roundRobin(topic string) *atomic.Uint32 {
