@@ -87,6 +87,12 @@ func RemoteID(firstURL, topic string) (string, error) {
 	return RemotePrefix + topic + "@" + u.Host, nil
 }
 
+// MaxRemoteHostLen bounds a target URL's host: the longest DNS name (253 bytes). It keeps every
+// link id (remote:<topic>@<host:port>, at most 7 + 255 + 1 + 253 + 8 bytes) inside what a
+// fan-out cursor record holds (cursorfile.MaxChildLen), so an accepted link can always anchor
+// its cursors.
+const MaxRemoteHostLen = 253
+
 // ParseRemoteURLs splits the comma-separated target URL list and checks each one: http or
 // https, a host with an explicit port, no path beyond "/", no query, fragment or user info.
 func ParseRemoteURLs(list string) ([]string, error) {
@@ -107,6 +113,8 @@ func ParseRemoteURLs(list string) ([]string, error) {
 			return nil, fmt.Errorf("target url %q: only scheme://host:port is allowed", raw)
 		case strings.ContainsAny(u.Host, "/\\\x00 "):
 			return nil, fmt.Errorf("target url %q: bad host", raw)
+		case len(u.Hostname()) > MaxRemoteHostLen:
+			return nil, fmt.Errorf("target url host is longer than %d bytes", MaxRemoteHostLen)
 		}
 		out = append(out, u.Scheme+"://"+u.Host)
 	}

@@ -117,6 +117,8 @@ func TestParseRemoteURLs(t *testing.T) {
 		{"http://a:1?q=1", false, ""},
 		{"", false, ""},
 		{"http://a:1,,http://b:2", false, ""},
+		{"http://" + strings.Repeat("h", MaxRemoteHostLen) + ":65535", true, "http://" + strings.Repeat("h", MaxRemoteHostLen) + ":65535"},
+		{"http://" + strings.Repeat("h", MaxRemoteHostLen+1) + ":1", false, ""},
 	} {
 		got, err := ParseRemoteURLs(tc.in)
 		if (err == nil) != tc.ok || (tc.ok && strings.Join(got, ",") != tc.want) {
@@ -194,6 +196,7 @@ func FuzzRemoteID(f *testing.F) {
 	f.Add("https://[::1]:1", "a.b-c_d")
 	f.Add("http://host:1", "t@x")
 	f.Add("http://h:1/", "")
+	f.Add("http://"+strings.Repeat("h", MaxRemoteHostLen)+":65535", strings.Repeat("t", 255))
 	f.Fuzz(func(t *testing.T, rawURL, topic string) {
 		urls, err := ParseRemoteURLs(rawURL)
 		if err != nil || !ValidTopicName(topic) {
@@ -215,7 +218,7 @@ func FuzzRemoteID(f *testing.F) {
 			t.Fatalf("id %q: cursor file %q", id, path)
 		}
 		if len(id) > cursorfile.MaxChildLen {
-			return
+			t.Fatalf("id of %d bytes cannot be recorded in a cursor file (at most %d)", len(id), cursorfile.MaxChildLen)
 		}
 		rec, err := cursorfile.Encode(id, "67953471cc57a32a", 1)
 		if err != nil {
