@@ -25,7 +25,7 @@ type SweepResult struct {
 
 // SweepOrphans is the startup sweep (boot step 6, before topic creates are accepted): it
 // removes data the metastore no longer accounts for, and only with a leader-confirmed read
-// behind it (spec/cluster.md §9: no node deletes data on the strength of its local replica
+// behind it (docs/operating.md, "Data directory": no node deletes data on the strength of its local replica
 // alone; every failure to confirm keeps the data):
 //   - topics/<t> whose .incarnation names an incarnation the leader confirms gone, or with no
 //     marker while the leader confirms the topic absent (S1);

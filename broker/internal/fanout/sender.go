@@ -404,7 +404,7 @@ func asSendError(method, base string, err error) *SendError {
 }
 
 // throttledLogins is the message of the 429 a Narad node answers once a user has failed to
-// log in several times running (spec/api.md §1.2). It is matched, never echoed.
+// log in several times running (docs/operating.md, "Failed-login throttle"). It is matched, never echoed.
 const throttledLogins = "too many failed authentication attempts"
 
 // classify maps a target's non-2xx answer to a link state. msg (the answer's text) only

@@ -12,7 +12,7 @@ import (
 )
 
 // A move blocked as copy_unverifiable gets exactly one more try per destination restart
-// (spec/moves.md §2 rule 6, §5.5): the blocked worker leaves a note beside its staging
+// (docs/cluster.md, "A node that dies mid-move"): the blocked worker leaves a note beside its staging
 // directory, <staging>.unverifiable, naming the move's source and incarnation. A worker that
 // finds the note for the same move starts with one verify failure counted, so its next one
 // blocks the move again instead of copying once more from scratch. The note goes when the

@@ -132,7 +132,7 @@ func TestUnverifiableCopyIsRetriedOnceThenBlocks(t *testing.T) {
 	}
 }
 
-// spec/moves.md §2 rule 6: a destination restart gives a move blocked as copy_unverifiable
+// docs/cluster.md, "A node that dies mid-move": a destination restart gives a move blocked as copy_unverifiable
 // exactly one more try: one more freeze and verify, then blocked again, without another copy
 // from scratch. Once that try verifies, the move completes and leaves no note behind.
 func TestRestartGivesABlockedUnverifiableCopyExactlyOneMoreTry(t *testing.T) {

@@ -132,7 +132,7 @@ func (w *worker) begin() error {
 	w.sess = newSession(w.staging)
 	if w.readUnverifiableNote() {
 		// Blocked as copy_unverifiable before this node restarted: one more try, no copy
-		// from scratch after it (spec/moves.md §5.5).
+		// from scratch after it (docs/cluster.md, "A node that dies mid-move").
 		w.verifyFailures = 1
 		w.log.Info("move: the copy was blocked as unverifiable before the restart; trying once more")
 	}

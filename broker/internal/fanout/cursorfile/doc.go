@@ -1,6 +1,6 @@
 // Package cursorfile reads and writes a fan-out cursor file: the durable position of one
 // cursor, one file per (parent partition, child), kept next to the parent partition's log
-// (spec/storage.md §12, seed "Fan-out engine" §Cursor file).
+// (docs/operating.md, "Data directory").
 //
 // # Names
 //

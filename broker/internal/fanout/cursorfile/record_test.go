@@ -67,7 +67,7 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// The golden vectors are built from the definitions (spec/storage.md §12.1 for version 1; the
+// The golden vectors are built from the definitions (version 1 as docs/operating.md "Data directory" describes it; the
 // seed's example crc does not verify under any byte range, §19 note 9).
 func TestFixedRecordsMatchTheGoldenVectorsAndCRCCoversByte17ToTheEnd(t *testing.T) {
 	body1 := `,"epoch":"67953471cc57a32a","next_offset":98332}`

@@ -43,7 +43,7 @@ type Writer struct {
 // fsync), then removed with a directory fsync; a crash at any step leaves a file that the
 // next Open resumes from. A missing file is ErrNotExist and a corrupt one ErrCorrupt (after
 // re-reads), as is a file that names another child; all mean the caller must anchor instead
-// (after a leader-confirmed read, spec/fanout.md R-START). Whether State.Epoch is the running
+// (after a leader-confirmed read, docs/fanout.md "Attach a child"). Whether State.Epoch is the running
 // link's epoch is the caller's check: on a mismatch, Close the Writer and Anchor. A file of an
 // older record version opens normally; the next Advance rewrites it as version 2.
 func Open(ctx context.Context, partitionDir, child string) (*Writer, State, error) {
