@@ -80,8 +80,9 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 		ip := remoteIP(c.RemoteAddr())
 		if reason := l.admit(ip); reason != "" {
-			c.Close()
+			// Counted before the close, so whoever sees the connection end also sees it counted.
 			l.refuse(reason, c.RemoteAddr())
+			c.Close()
 			continue
 		}
 		return &conn{Conn: c, l: l, ip: ip}, nil
