@@ -15,7 +15,7 @@ const (
 	MaxPartitions   = 108
 	MinRetentionMs  = int64(3_600_000)       // 1 h; 0 = keep forever
 	MaxRetentionMs  = int64(315_360_000_000) // 3,650 days, the API's maximum (docs/operating.md, Limits)
-	MaxPasswordLen  = 72                     // bcrypt input limit (spec/api.md §5 item 24)
+	MaxPasswordLen  = 72                     // bcrypt input limit (docs/operating.md, Security)
 	maxNodeIDLen    = 255
 	maxAdminUserLen = 64
 

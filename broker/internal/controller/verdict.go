@@ -106,9 +106,9 @@ func (v *clusterView) promotable(id string) int {
 	return n
 }
 
-// voterReasonsWith returns the voter guards id's removal would break (spec/moves.md §12.3
-// conditions 4 and 5): fewer than Config.MinVoters voters left, or the voters left with an alive
-// record not a strict majority of them. A non-voter is subject to neither. With spare > 0,
+// voterReasonsWith returns the voter guards id's removal would break (docs/cluster.md,
+// reasons min_voters and no_live_majority): fewer than Config.MinVoters voters left, or the
+// voters left with an alive record not a strict majority of them. A non-voter is subject to neither. With spare > 0,
 // that many promotable non-voters count as voters for min_voters (the up-front check: the
 // decommission can complete once C3 has promoted one).
 func (v *clusterView) voterReasonsWith(id string, spare int) []string {
