@@ -111,7 +111,7 @@ func ParseRemoteURLs(list string) ([]string, error) {
 			return nil, fmt.Errorf("target url %q: host:port required", raw)
 		case u.User != nil || u.RawQuery != "" || u.Fragment != "" || (u.Path != "" && u.Path != "/"):
 			return nil, fmt.Errorf("target url %q: only scheme://host:port is allowed", raw)
-		case strings.ContainsAny(u.Host, "/\\\x00 "):
+		case strings.ContainsAny(u.Host, "/\\\x00 ") || !printableASCII(u.Host):
 			return nil, fmt.Errorf("target url %q: bad host", raw)
 		case len(u.Hostname()) > MaxRemoteHostLen:
 			return nil, fmt.Errorf("target url host is longer than %d bytes", MaxRemoteHostLen)
@@ -122,6 +122,18 @@ func ParseRemoteURLs(list string) ([]string, error) {
 		return nil, fmt.Errorf("at most 8 target urls")
 	}
 	return out, nil
+}
+
+// printableASCII reports whether s holds only printable ASCII: a host name outside it must be
+// written in its IDNA (punycode) form, and the link id a host goes into is also a cursor record
+// field, which holds printable text only.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidStart reports whether s is a start mode ("" means StartAttach).
