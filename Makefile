@@ -11,7 +11,7 @@ FUZZTIME ?= 10000x
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-.PHONY: all build operator run test unit blackbox fuzz fuzz-long bench lint proto proto-check clean chaos manifests generate envtest
+.PHONY: all build operator run test unit blackbox fuzz fuzz-long bench lint proto proto-check doc-refs clean chaos manifests generate envtest
 
 all: build
 
@@ -56,12 +56,13 @@ bench: build ## Benchmarks against a fresh single node; writes docs/benchmarks.m
 chaos: build ## Long crash/soak loops (not part of make test)
 	cd test && NARAD_BIN=$(NARAD) NARAD_CHAOS=1 $(GO) test -count=1 -timeout 60m ./...
 
-lint: ## go vet, staticcheck, gofmt, and the CRD and protobuf drift checks
+lint: ## go vet, staticcheck, gofmt, the CRD and protobuf drift checks, and the doc-reference check
 	$(GO) vet $(GO_PKGS)
 	$(STATICCHECK) $(GO_PKGS)
-	@out=$$(gofmt -l api broker operator test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l api broker operator test hack/checkdocrefs); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	./hack/manifests.sh --check
 	./hack/gen-proto.sh --check
+	./hack/check-doc-refs.sh
 
 envtest: ## Build once (cached) and print the kube-apiserver/etcd directory for KUBEBUILDER_ASSETS
 	@./hack/setup-envtest.sh
@@ -74,6 +75,9 @@ proto: ## Regenerate node RPC code (installs protoc and plugins if missing)
 
 proto-check: ## Fail if the committed node RPC code differs from what node.proto generates
 	./hack/gen-proto.sh --check
+
+doc-refs: ## Fail if a cited docs/ page or § section is missing, or code cites notes outside the repository
+	./hack/check-doc-refs.sh
 
 clean:
 	rm -rf $(BIN) .narad
