@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/durable"
 )
 
@@ -55,14 +56,14 @@ func (e *Engine) sweepOrphans(ctx context.Context, markerless bool) SweepResult 
 	if markerless {
 		defer e.markerlessSwept.Store(true)
 	}
-	topicsDir := filepath.Join(e.cfg.DataDir, "topics")
-	if entries, err := os.ReadDir(topicsDir); err == nil {
+	dirs := e.layout()
+	if entries, err := os.ReadDir(dirs.Topics()); err == nil {
 		for _, ent := range entries {
-			if !ent.IsDir() || durable.IsTemp(ent.Name()) {
+			name, ok := datadir.ParseTopicDirName(ent.Name())
+			if !ent.IsDir() || !ok {
 				continue
 			}
-			name := ent.Name()
-			marker, hasMarker := readMarker(filepath.Join(topicsDir, name))
+			marker, hasMarker := readMarker(dirs.TopicDir(name))
 			if t, ok := e.view.Topic(name); ok && (!hasMarker || t.Incarnation == marker) {
 				continue // the live topic's data (or a pre-incarnation dir of a live topic)
 			}
@@ -72,7 +73,7 @@ func (e *Engine) sweepOrphans(ctx context.Context, markerless bool) SweepResult 
 				continue
 			}
 			if gone, err := e.confirmGone(ctx, name, marker); err == nil && gone {
-				if ok, _ := e.removeUnderGuard(name, filepath.Join(topicsDir, name), marker, hasMarker); ok {
+				if ok, _ := e.removeUnderGuard(name, dirs.TopicDir(name), marker, hasMarker); ok {
 					res.Removed++
 					continue
 				}
@@ -83,15 +84,14 @@ func (e *Engine) sweepOrphans(ctx context.Context, markerless bool) SweepResult 
 			}
 		}
 	}
-	staleDir := filepath.Join(e.cfg.DataDir, staleDirName)
-	if entries, err := os.ReadDir(staleDir); err == nil {
+	if entries, err := os.ReadDir(dirs.StaleRoot()); err == nil {
 		for _, ent := range entries {
-			topic, inc, ok := parseStaleName(ent.Name())
+			st, ok := datadir.ParseStaleEntry(ent.Name())
 			if !ent.IsDir() || !ok {
 				continue
 			}
-			if gone, err := e.confirmGone(ctx, topic, inc); err == nil && gone {
-				if ok, _ := e.RemoveStaleDir(topic, inc); ok {
+			if gone, err := e.confirmGone(ctx, st.Topic, st.Incarnation); err == nil && gone {
+				if ok, _ := e.RemoveStaleDir(st.Topic, st.Incarnation); ok {
 					res.Removed++
 				}
 			}
@@ -125,7 +125,7 @@ func (e *Engine) removeUnderGuard(topic, dir, marker string, hadMarker bool) (re
 	g := e.parts.guard(topic)
 	g.Lock()
 	defer g.Unlock()
-	now, has, err := readIncarnation(dir)
+	now, has, err := datadir.ReadIncarnation(dir)
 	if err != nil {
 		return false, err
 	}
@@ -154,7 +154,7 @@ func (e *Engine) removeUnderGuard(topic, dir, marker string, hadMarker bool) (re
 }
 
 func readMarker(topicDir string) (string, bool) {
-	v, ok, err := readIncarnation(topicDir)
+	v, ok, err := datadir.ReadIncarnation(topicDir)
 	return v, ok && err == nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/datadir"
 )
 
 func writeDir(t *testing.T, dir, marker string) {
@@ -20,7 +21,7 @@ func writeDir(t *testing.T, dir, marker string) {
 		t.Fatal(err)
 	}
 	if marker != "" {
-		if err := os.WriteFile(filepath.Join(dir, incarnationFile), []byte(marker+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, datadir.IncarnationFile), []byte(marker+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,10 +21,9 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
-	"narad.dev/broker/internal/durable"
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/transfer"
@@ -100,8 +99,9 @@ type Config struct {
 // Sweeper runs the stale-copy sweep. Sweep is not safe for concurrent use with itself (the
 // runner calls it from its one loop).
 type Sweeper struct {
-	cfg Config
-	log *slog.Logger
+	cfg  Config
+	dirs datadir.Layout
+	log  *slog.Logger
 }
 
 // New returns a Sweeper for cfg.
@@ -118,7 +118,7 @@ func New(cfg Config) *Sweeper {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
-	return &Sweeper{cfg: cfg, log: cfg.Logger}
+	return &Sweeper{cfg: cfg, dirs: datadir.New(cfg.DataDir), log: cfg.Logger}
 }
 
 // Sweep runs one pass over the data dir. It does nothing while the replica is not caught up
@@ -129,8 +129,7 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if !s.cfg.Store.AppliedCaughtUp() {
 		return nil
 	}
-	topicsDir := filepath.Join(s.cfg.DataDir, "topics")
-	ents, err := os.ReadDir(topicsDir)
+	ents, err := os.ReadDir(s.dirs.Topics())
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -139,10 +138,11 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !ent.IsDir() || durable.IsTemp(ent.Name()) {
+		name, ok := datadir.ParseTopicDirName(ent.Name())
+		if !ent.IsDir() || !ok {
 			continue
 		}
-		if s.sweepTopicDir(ctx, ent.Name()) {
+		if s.sweepTopicDir(ctx, name) {
 			orphans++
 		}
 	}
@@ -157,8 +157,8 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 
 // sweepTopicDir handles topics/<name>; it reports whether the dir is a marker-less orphan.
 func (s *Sweeper) sweepTopicDir(ctx context.Context, name string) (orphan bool) {
-	dir := filepath.Join(s.cfg.DataDir, "topics", name)
-	marker, hasMarker, err := readIncarnation(dir)
+	dir := s.dirs.TopicDir(name)
+	marker, hasMarker, err := datadir.ReadIncarnation(dir)
 	if err != nil {
 		s.log.Debug("sweep: topic dir marker unreadable; deferring", "topic", name, "err", err)
 		return false
@@ -181,7 +181,7 @@ func (s *Sweeper) sweepTopicDir(ctx context.Context, name string) (orphan bool) 
 		if ctx.Err() != nil {
 			return false
 		}
-		if p, ok := parsePartitionDirName(ent.Name()); ok && ent.IsDir() {
+		if p, ok := datadir.ParsePartitionDirName(ent.Name()); ok && ent.IsDir() {
 			s.sweepCopy(ctx, t, p)
 		}
 	}

@@ -342,37 +342,6 @@ func TestSweepReportsOnlyAnUnlistableDataDir(t *testing.T) {
 	}
 }
 
-// TestPartitionAndStaleNamesMatchExactly: only `pNNNNN` is a partition copy and only
-// `<topic>@<incarnation>` a stale dir.
-func TestPartitionAndStaleNamesMatchExactly(t *testing.T) {
-	for name, want := range map[string]bool{"p00000": true, "p00107": true, "p0000": false, "p000000": false,
-		"p00000.quarantine": false, "x00000": false, "p0000a": false} {
-		if _, ok := parsePartitionDirName(name); ok != want {
-			t.Errorf("parsePartitionDirName(%q) = %v, want %v", name, ok, want)
-		}
-	}
-	for name, want := range map[string]bool{"t@" + incA: true, "t@": false, "@x": false, "t@a@b": false, "t@x.tmp-1": false} {
-		if _, _, ok := parseStaleName(name); ok != want {
-			t.Errorf("parseStaleName(%q) = %v, want %v", name, ok, want)
-		}
-	}
-}
-
-// FuzzNames: the name parsers never panic and what they accept round-trips.
-func FuzzNames(f *testing.F) {
-	for _, s := range []string{"p00000", "p12345", "p1", "t@" + incA, "@", "", "p00000.quarantine"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, name string) {
-		if n, ok := parsePartitionDirName(name); ok && (n < 0 || n > 99999 || len(name) != 6) {
-			t.Fatalf("%q → %d", name, n)
-		}
-		if topic, inc, ok := parseStaleName(name); ok && topic+"@"+inc != name {
-			t.Fatalf("%q → (%q, %q)", name, topic, inc)
-		}
-	})
-}
-
 // MV-37 (spec/moves.md §9.6): a destination that died with its flip unconfirmed comes back
 // after the controller cleared the move; the install it left at the partition path carries
 // its own move marker (a copy of the owner's records, from the owner to this node). The sweep

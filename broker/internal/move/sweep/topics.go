@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
-	"strings"
 
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/faults"
 )
 
@@ -22,7 +21,7 @@ func (s *Sweeper) sweepDeletedTopicDir(ctx context.Context, name, incarnation st
 	if err := faults.Check(FaultBeforeAct); err != nil {
 		return
 	}
-	path := filepath.Join(s.cfg.DataDir, "topics", name)
+	path := s.dirs.TopicDir(name)
 	removed, err := s.cfg.Engine.RemoveDeletedTopicDir(name, incarnation)
 	switch {
 	case err != nil:
@@ -40,8 +39,7 @@ func (s *Sweeper) sweepDeletedTopicDir(ctx context.Context, name, incarnation st
 // sweepStale removes .stale/<topic>@<incarnation> dirs once the leader confirms the
 // incarnation gone (spec/moves.md §9.5 item 2).
 func (s *Sweeper) sweepStale(ctx context.Context) error {
-	staleDir := filepath.Join(s.cfg.DataDir, ".stale")
-	ents, err := os.ReadDir(staleDir)
+	ents, err := os.ReadDir(s.dirs.StaleRoot())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -52,14 +50,15 @@ func (s *Sweeper) sweepStale(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		topic, inc, ok := parseStaleName(ent.Name())
+		st, ok := datadir.ParseStaleEntry(ent.Name())
+		topic, inc := st.Topic, st.Incarnation
 		if !ok || !ent.IsDir() || !s.confirmedGone(ctx, topic, inc) {
 			continue
 		}
 		if err := faults.Check(FaultBeforeAct); err != nil {
 			continue
 		}
-		path := filepath.Join(staleDir, ent.Name())
+		path := s.dirs.StaleDir(topic, inc)
 		removed, err := s.cfg.Engine.RemoveStaleDir(topic, inc)
 		switch {
 		case err != nil:
@@ -84,16 +83,4 @@ func (s *Sweeper) confirmedGone(ctx context.Context, topic, incarnation string) 
 		return false
 	}
 	return !found || t.Incarnation != incarnation
-}
-
-// readIncarnation reads topicDir/.incarnation (spec/storage.md §14): ok=false when absent.
-func readIncarnation(topicDir string) (string, bool, error) {
-	b, err := os.ReadFile(filepath.Join(topicDir, ".incarnation"))
-	if errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, err
-	}
-	return strings.TrimSpace(string(b)), true, nil
 }
