@@ -10,10 +10,15 @@ import (
 
 	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/durable"
+	"narad.dev/broker/internal/faults"
 )
 
 // sweepInterval paces the running sweep after the one at boot.
 const sweepInterval = 5 * time.Minute
+
+// FaultSweepConfirm fires before the orphan sweep asks the leader whether an incarnation is
+// gone; an injected error stands for an unconfirmed read (the data is kept).
+const FaultSweepConfirm = "engine.sweep_confirm"
 
 // SweepResult says what a sweep did.
 type SweepResult struct {
@@ -26,8 +31,8 @@ type SweepResult struct {
 
 // SweepOrphans is the startup sweep (boot step 6, before topic creates are accepted): it
 // removes data the metastore no longer accounts for, and only with a leader-confirmed read
-// behind it (docs/operating.md, "Data directory": no node deletes data on the strength of its local replica
-// alone; every failure to confirm keeps the data):
+// behind it (docs/operating.md, "Data directory": no node deletes data on the strength of its
+// local replica alone; every failure to confirm keeps the data):
 //   - topics/<t> whose .incarnation names an incarnation the leader confirms gone, or with no
 //     marker while the leader confirms the topic absent (S1);
 //   - .stale/<t>@<inc> once the leader confirms that incarnation gone (spec/storage.md §14).
@@ -37,6 +42,10 @@ type SweepResult struct {
 // (marker-less dirs left in place) and narad_quarantined_* gauges. The running sweep
 // (sweepLoop) does the same except that it only counts marker-less dirs, unless the startup
 // sweep never ran caught up: then its first caught-up run removes them once.
+//
+// With sweepLoop it is the one remover of the deleted topics' data that a delete's apply did
+// not purge; the stale-copy sweep (move/sweep) judges only copies of live topics and leaves
+// these alone (docs/internals/data-directory.md, "Who removes what").
 func (e *Engine) SweepOrphans(ctx context.Context) SweepResult {
 	return e.sweepOrphans(ctx, true)
 }
@@ -109,6 +118,9 @@ func (e *Engine) sweepOrphans(ctx context.Context, markerless bool) SweepResult 
 
 // confirmGone asks the leader whether topic (with incarnation inc, "" = any) is gone.
 func (e *Engine) confirmGone(ctx context.Context, topic, inc string) (bool, error) {
+	if err := faults.Check(FaultSweepConfirm); err != nil {
+		return false, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	t, found, err := e.meta.ConfirmTopic(cctx, topic)
