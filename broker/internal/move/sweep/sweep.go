@@ -79,9 +79,8 @@ type Config struct {
 	Store   Store
 	Source  transfer.Source // owner listings (op 22)
 	Engine  Engine
-	// Metrics is not used: narad_orphan_topic_dirs belongs to the engine's orphan sweep.
-	//
-	// Deprecated: kept only until the process wiring stops setting it.
+	// Metrics is not read: narad_orphan_topic_dirs belongs to the engine's orphan sweep. The
+	// field stays until the process wiring stops setting it; then it goes.
 	Metrics *metrics.Metrics
 	// Logger receives one line per decision; nil discards.
 	Logger *slog.Logger
