@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/durable"
 	"narad.dev/broker/internal/faults"
 	plog "narad.dev/broker/internal/log"
@@ -36,7 +36,7 @@ func (e *Engine) PartitionDir(topic string, partition int) string {
 // StagingDir implements transfer.Local: <data>/.moves/<topic>-<partition>, on the data dir's
 // filesystem so the install is a rename.
 func (e *Engine) StagingDir(topic string, partition int) string {
-	return filepath.Join(e.cfg.DataDir, movesDirName, fmt.Sprintf("%s-%d", topic, partition))
+	return e.layout().StagingDir(topic, partition)
 }
 
 // PrepareTopicDir implements transfer.Local (spec/moves.md §5.2). Under the topic open guard
@@ -225,7 +225,7 @@ func checkIncarnation(topicDir, incarnation string) error {
 	if incarnation == "" {
 		return nil
 	}
-	have, ok, err := readIncarnation(topicDir)
+	have, ok, err := datadir.ReadIncarnation(topicDir)
 	if err != nil {
 		return err
 	}
@@ -233,17 +233,4 @@ func checkIncarnation(topicDir, incarnation string) error {
 		return fmt.Errorf("topic dir marker %q, want %q: %w", have, incarnation, transfer.ErrIncarnationChanged)
 	}
 	return nil
-}
-
-// readIncarnation reads topicDir/.incarnation: ok=false when absent; err on any other failure
-// (a destructive step refuses rather than guess).
-func readIncarnation(topicDir string) (string, bool, error) {
-	b, err := os.ReadFile(filepath.Join(topicDir, incarnationFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, err
-	}
-	return strings.TrimSpace(string(b)), true, nil
 }

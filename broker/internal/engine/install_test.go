@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/datadir"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/transfer"
 )
@@ -58,7 +59,7 @@ func nextOffsetOf(t *testing.T, dir string) int64 {
 
 func readIncarnationT(t *testing.T, topicDir string) string {
 	t.Helper()
-	v, ok, err := readIncarnation(topicDir)
+	v, ok, err := datadir.ReadIncarnation(topicDir)
 	if err != nil || !ok {
 		t.Fatalf("marker of %s: %q %v %v", topicDir, v, ok, err)
 	}

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"narad.dev/broker/internal/consume"
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/durable"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
@@ -23,7 +23,6 @@ const (
 	evictionScanInterval  = 1 * time.Minute // idle eviction scan
 	retentionInterval     = 1 * time.Minute // reaper for open logs
 	coldRetentionInterval = 5 * time.Minute // cold walk over closed logs
-	incarnationFile       = ".incarnation"
 )
 
 // partition is one open partition log on its owner, with its consume shard. The produce
@@ -77,12 +76,13 @@ func (r *registry) guard(topic string) *sync.RWMutex {
 	return g.(*sync.RWMutex)
 }
 
-func (r *registry) topicDir(topic string) string {
-	return filepath.Join(r.e.cfg.DataDir, "topics", topic)
-}
+// layout is the node's data directory (datadir): every path under it is built there.
+func (e *Engine) layout() datadir.Layout { return datadir.New(e.cfg.DataDir) }
+
+func (r *registry) topicDir(topic string) string { return r.e.layout().TopicDir(topic) }
 
 func (r *registry) partitionDir(topic string, p int) string {
-	return filepath.Join(r.topicDir(topic), fmt.Sprintf("p%05d", p))
+	return r.e.layout().PartitionDir(topic, p)
 }
 
 // get returns the open log of (t, p), opening (and recovering) it if needed.
@@ -168,15 +168,13 @@ func (r *registry) openPartition(t meta.Topic, pt *partition) error {
 // deleted incarnation is set aside under .stale/ rather than reused (spec/storage.md §14).
 func (r *registry) prepareTopicDir(t meta.Topic) error {
 	dir := r.topicDir(t.Name)
-	marker := filepath.Join(dir, incarnationFile)
-	b, err := os.ReadFile(marker)
+	have, ok, err := datadir.ReadIncarnation(dir)
 	switch {
-	case err == nil:
-		have := strings.TrimSpace(string(b))
+	case err == nil && ok:
 		if have == t.Incarnation {
 			return nil
 		}
-		stale := filepath.Join(r.e.cfg.DataDir, ".stale", t.Name+"@"+have)
+		stale := r.e.layout().StaleDir(t.Name, have)
 		if err := durable.MkdirAll(filepath.Dir(stale)); err != nil {
 			return err
 		}
@@ -184,14 +182,14 @@ func (r *registry) prepareTopicDir(t meta.Topic) error {
 			return fmt.Errorf("set aside stale incarnation dir: %w", err)
 		}
 		r.e.log.Warn("set aside a deleted incarnation's topic dir", "topic", t.Name, "incarnation", have, "path", stale)
-	case errors.Is(err, os.ErrNotExist):
+	case err == nil:
 	default:
 		return err
 	}
 	if err := durable.MkdirAll(dir); err != nil {
 		return err
 	}
-	return durable.WriteFileAtomic(marker, []byte(t.Incarnation+"\n"))
+	return datadir.WriteIncarnation(dir, t.Incarnation)
 }
 
 // peek returns the open log of (topic, p) without opening it or stamping access.
@@ -307,13 +305,13 @@ func (e *Engine) purgeTopic(topic, incarnation string) {
 		}
 	}
 	dir := r.topicDir(topic)
-	b, err := os.ReadFile(filepath.Join(dir, incarnationFile))
-	if err == nil && incarnation != "" && strings.TrimSpace(string(b)) != incarnation {
-		return // a newer incarnation's data
-	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	have, ok, err := datadir.ReadIncarnation(dir)
+	if err != nil {
 		e.log.Error("purge topic: read marker", "topic", topic, "err", err)
 		return
+	}
+	if ok && incarnation != "" && have != incarnation {
+		return // a newer incarnation's data
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		e.log.Error("purge topic data", "topic", topic, "err", err)
@@ -344,6 +342,6 @@ func codecOf(name string) plog.Codec {
 // markerMatches reports whether topics/<topic>/.incarnation names t's incarnation (an absent
 // marker matches nothing: the directory belongs to no known incarnation).
 func (r *registry) markerMatches(t meta.Topic) bool {
-	b, err := os.ReadFile(filepath.Join(r.topicDir(t.Name), incarnationFile))
-	return err == nil && strings.TrimSpace(string(b)) == t.Incarnation
+	have, ok, err := datadir.ReadIncarnation(r.topicDir(t.Name))
+	return err == nil && ok && have == t.Incarnation
 }

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/durable"
 )
 
 // Quarantine (spec/storage.md §16): a copy that may hold the only instance of some records is
-// renamed, never deleted. The names are exact patterns every scanner matches (storage.md §1):
+// renamed, never deleted. The names are the datadir package's (its doc draws the tree):
 //
 //	topics/<topic>/pNNNNN.quarantine[-<unixnano>]   a local partition copy
 //	.moves/<topic>-<N>.quarantine[-<unixnano>]      a staging copy
@@ -20,11 +19,6 @@ import (
 //
 // A quarantined copy is never opened as a log and never swept by retention: the registry opens
 // only pNNNNN paths of assigned partitions and the cold retention walk visits only those.
-const (
-	quarantineSuffix = ".quarantine"
-	movesDirName     = ".moves"
-	staleDirName     = ".stale"
-)
 
 // QuarantinedCopy is one copy set aside for an operator.
 type QuarantinedCopy struct {
@@ -36,36 +30,35 @@ type QuarantinedCopy struct {
 func (e *Engine) QuarantinedCopies() []QuarantinedCopy {
 	var out []QuarantinedCopy
 	add := func(path string) { out = append(out, QuarantinedCopy{Path: path, Bytes: dirSize(path)}) }
-	topics := filepath.Join(e.cfg.DataDir, "topics")
-	if tents, err := os.ReadDir(topics); err == nil {
+	dirs := e.layout()
+	if tents, err := os.ReadDir(dirs.Topics()); err == nil {
 		for _, t := range tents {
-			if !t.IsDir() || durable.IsTemp(t.Name()) {
+			topic, ok := datadir.ParseTopicDirName(t.Name())
+			if !t.IsDir() || !ok {
 				continue
 			}
-			pents, err := os.ReadDir(filepath.Join(topics, t.Name()))
+			pents, err := os.ReadDir(dirs.TopicDir(topic))
 			if err != nil {
 				continue // removed meanwhile (purge)
 			}
 			for _, p := range pents {
-				if _, ok := parseQuarantinedPartition(p.Name()); ok && p.IsDir() {
-					add(filepath.Join(topics, t.Name(), p.Name()))
+				if en, ok := datadir.ParsePartitionEntry(p.Name()); ok && en.Kind == datadir.QuarantinedPartition && p.IsDir() {
+					add(filepath.Join(dirs.TopicDir(topic), p.Name()))
 				}
 			}
 		}
 	}
-	moves := filepath.Join(e.cfg.DataDir, movesDirName)
-	if ents, err := os.ReadDir(moves); err == nil {
+	if ents, err := os.ReadDir(dirs.Moves()); err == nil {
 		for _, m := range ents {
-			if _, _, ok := parseQuarantinedStaging(m.Name()); ok && m.IsDir() {
-				add(filepath.Join(moves, m.Name()))
+			if en, ok := datadir.ParseMovesEntry(m.Name()); ok && en.Kind == datadir.QuarantinedStaging && m.IsDir() {
+				add(filepath.Join(dirs.Moves(), m.Name()))
 			}
 		}
 	}
-	stale := filepath.Join(e.cfg.DataDir, staleDirName)
-	if ents, err := os.ReadDir(stale); err == nil {
+	if ents, err := os.ReadDir(dirs.StaleRoot()); err == nil {
 		for _, s := range ents {
-			if _, _, ok := parseStaleName(s.Name()); ok && s.IsDir() {
-				add(filepath.Join(stale, s.Name()))
+			if _, ok := datadir.ParseStaleEntry(s.Name()); ok && s.IsDir() {
+				add(filepath.Join(dirs.StaleRoot(), s.Name()))
 			}
 		}
 	}
@@ -103,14 +96,14 @@ func (e *Engine) pollQuarantine(startup bool) {
 // dir.quarantine, dir.quarantine-<unixnano> and fsyncs the parent. The caller holds the
 // topic's open guard exclusively with the partition's log closed.
 func (e *Engine) quarantineDir(dir string) (string, error) {
-	to := dir + quarantineSuffix
+	to := datadir.QuarantineName(dir)
 	for i := int64(0); ; i++ {
 		if _, err := os.Lstat(to); errors.Is(err, os.ErrNotExist) {
 			break
 		} else if err != nil {
 			return "", err
 		}
-		to = dir + quarantineSuffix + "-" + strconv.FormatInt(e.now().UnixNano()+i, 10)
+		to = datadir.QuarantineNameSeq(dir, e.now().UnixNano()+i)
 	}
 	if err := os.Rename(dir, to); err != nil {
 		return "", fmt.Errorf("quarantine %s: %w", dir, err)
@@ -120,73 +113,4 @@ func (e *Engine) quarantineDir(dir string) (string, error) {
 	}
 	e.refreshQuarantine()
 	return to, nil
-}
-
-// parsePartitionDirName returns N for a partition directory name `pNNNNN` (storage.md §1).
-func parsePartitionDirName(name string) (int, bool) {
-	if len(name) != 6 || name[0] != 'p' || !allDigits(name[1:]) {
-		return 0, false
-	}
-	n, err := strconv.Atoi(name[1:])
-	return n, err == nil
-}
-
-// parseQuarantinedPartition returns N for `pNNNNN.quarantine` or `pNNNNN.quarantine-<digits>`.
-func parseQuarantinedPartition(name string) (int, bool) {
-	base, ok := cutQuarantineSuffix(name)
-	if !ok {
-		return 0, false
-	}
-	return parsePartitionDirName(base)
-}
-
-// parseQuarantinedStaging returns (topic, N) for `<topic>-<N>.quarantine[-<digits>]`.
-func parseQuarantinedStaging(name string) (string, int, bool) {
-	base, ok := cutQuarantineSuffix(name)
-	if !ok {
-		return "", 0, false
-	}
-	i := strings.LastIndexByte(base, '-')
-	if i <= 0 || !allDigits(base[i+1:]) {
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(base[i+1:])
-	if err != nil {
-		return "", 0, false
-	}
-	return base[:i], n, true
-}
-
-// parseStaleName returns (topic, incarnation) for `.stale/<topic>@<incarnation>`.
-func parseStaleName(name string) (string, string, bool) {
-	topic, inc, ok := strings.Cut(name, "@")
-	if !ok || topic == "" || inc == "" || strings.ContainsRune(inc, '@') || durable.IsTemp(name) {
-		return "", "", false
-	}
-	return topic, inc, true
-}
-
-// cutQuarantineSuffix strips `.quarantine` or `.quarantine-<digits>` from name.
-func cutQuarantineSuffix(name string) (string, bool) {
-	i := strings.LastIndex(name, quarantineSuffix)
-	if i <= 0 {
-		return "", false
-	}
-	rest := name[i+len(quarantineSuffix):]
-	if rest != "" && (rest[0] != '-' || !allDigits(rest[1:])) {
-		return "", false
-	}
-	return name[:i], true
-}
-
-func allDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }

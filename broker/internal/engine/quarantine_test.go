@@ -1,11 +1,9 @@
 package engine
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -109,67 +107,3 @@ func TestStartupSweepKeepsQuarantinedCopiesOfLiveTopics(t *testing.T) {
 		t.Fatalf("result %+v, want 1 quarantined copy of 42 bytes", res)
 	}
 }
-
-// TestQuarantineNamesMatchTheExactPatterns: scanners match only the storage.md §1 patterns.
-func TestQuarantineNamesMatchTheExactPatterns(t *testing.T) {
-	cases := []struct {
-		name      string
-		partition bool
-		staging   bool
-		stale     bool
-	}{
-		{"p00000.quarantine", true, false, false},
-		{"p00107.quarantine-1700000000123", true, false, false},
-		{"p00000", false, false, false},
-		{"p0000.quarantine", false, false, false},
-		{"p00000.quarantine-", false, false, false},
-		{"p00000.quarantinex", false, false, false},
-		{"orders-3.quarantine", false, true, false},
-		{"my-topic-12.quarantine-5", false, true, false},
-		{"orders-3", false, false, false},
-		{"orders.quarantine", false, false, false},
-		{"-3.quarantine", false, false, false},
-		{"orders@0123456789abcdef", false, false, true},
-		{"orders@", false, false, false},
-		{"@abc", false, false, false},
-		{"orders@abc.tmp-1", false, false, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, p := parseQuarantinedPartition(tc.name)
-			_, _, s := parseQuarantinedStaging(tc.name)
-			_, _, st := parseStaleName(tc.name)
-			if p != tc.partition || s != tc.staging || st != tc.stale {
-				t.Fatalf("partition=%v staging=%v stale=%v, want %v %v %v", p, s, st, tc.partition, tc.staging, tc.stale)
-			}
-		})
-	}
-}
-
-// FuzzQuarantineNames: the name parsers never panic, and what they accept round-trips.
-func FuzzQuarantineNames(f *testing.F) {
-	for _, s := range []string{"p00000.quarantine", "p00001.quarantine-17", "t-3.quarantine", "a-b-9.quarantine-1",
-		"t@0123456789abcdef", "p00000", "", "@", "-1.quarantine", "p99999.quarantine-99999999999999999999"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, name string) {
-		if n, ok := parseQuarantinedPartition(name); ok {
-			if n < 0 || n > 99999 || !strings.HasPrefix(name, "p") {
-				t.Fatalf("%q → partition %d", name, n)
-			}
-		}
-		if n, ok := parsePartitionDirName(name); ok && name != formatPartition(n) {
-			t.Fatalf("%q → %d does not round-trip", name, n)
-		}
-		if topic, n, ok := parseQuarantinedStaging(name); ok {
-			if topic == "" || n < 0 || !strings.HasPrefix(name, topic+"-") {
-				t.Fatalf("%q → (%q, %d)", name, topic, n)
-			}
-		}
-		if topic, inc, ok := parseStaleName(name); ok && topic+"@"+inc != name {
-			t.Fatalf("%q → (%q, %q) does not round-trip", name, topic, inc)
-		}
-	})
-}
-
-func formatPartition(n int) string { return fmt.Sprintf("p%05d", n) }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/durable"
 	"narad.dev/broker/internal/faults"
 	plog "narad.dev/broker/internal/log"
@@ -97,7 +98,7 @@ func (e *Engine) withStaleCopy(topic string, partition int, incarnation string, 
 	if e.claimed(topic, partition) { // again under the guard: a flip or target may have landed
 		return fmt.Errorf("%s/%d: %w", topic, partition, ErrCopyClaimed)
 	}
-	have, ok, err := readIncarnation(r.topicDir(topic))
+	have, ok, err := datadir.ReadIncarnation(r.topicDir(topic))
 	if err != nil {
 		return err
 	}
@@ -154,7 +155,7 @@ func (e *Engine) RemoveStaleDir(topic, incarnation string) (removed bool, err er
 	if t, ok := e.meta.Topic(topic); ok && t.Incarnation == incarnation {
 		return false, nil
 	}
-	dir := filepath.Join(e.cfg.DataDir, staleDirName, topic+"@"+incarnation)
+	dir := e.layout().StaleDir(topic, incarnation)
 	if _, err := os.Lstat(dir); err != nil {
 		return false, err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/transfer"
 )
@@ -72,7 +73,7 @@ func TestReclaimRefusesASuccessorIncarnationsDir(t *testing.T) {
 	n.mustCommit(tp, 0, "successor's record")
 	n.moveAway("t", 0, "")
 	n.e.DropConsumerState("t", 0)
-	if err := os.WriteFile(filepath.Join(n.topicDir("t"), incarnationFile), []byte("aaaaaaaaaaaaaaaa\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(n.topicDir("t"), datadir.IncarnationFile), []byte("aaaaaaaaaaaaaaaa\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := n.e.ReclaimCopy("t", 0, tp.Incarnation, 0, 1<<40); !errors.Is(err, transfer.ErrIncarnationChanged) {

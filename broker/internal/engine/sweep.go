@@ -8,11 +8,17 @@ import (
 	"path/filepath"
 	"time"
 
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/durable"
+	"narad.dev/broker/internal/faults"
 )
 
 // sweepInterval paces the running sweep after the one at boot.
 const sweepInterval = 5 * time.Minute
+
+// FaultSweepConfirm fires before the orphan sweep asks the leader whether an incarnation is
+// gone; an injected error stands for an unconfirmed read (the data is kept).
+const FaultSweepConfirm = "engine.sweep_confirm"
 
 // SweepResult says what a sweep did.
 type SweepResult struct {
@@ -25,8 +31,8 @@ type SweepResult struct {
 
 // SweepOrphans is the startup sweep (boot step 6, before topic creates are accepted): it
 // removes data the metastore no longer accounts for, and only with a leader-confirmed read
-// behind it (docs/operating.md, "Data directory": no node deletes data on the strength of its local replica
-// alone; every failure to confirm keeps the data):
+// behind it (docs/operating.md, "Data directory": no node deletes data on the strength of its
+// local replica alone; every failure to confirm keeps the data):
 //   - topics/<t> whose .incarnation names an incarnation the leader confirms gone, or with no
 //     marker while the leader confirms the topic absent (S1);
 //   - .stale/<t>@<inc> once the leader confirms that incarnation gone (spec/storage.md §14).
@@ -36,6 +42,10 @@ type SweepResult struct {
 // (marker-less dirs left in place) and narad_quarantined_* gauges. The running sweep
 // (sweepLoop) does the same except that it only counts marker-less dirs, unless the startup
 // sweep never ran caught up: then its first caught-up run removes them once.
+//
+// With sweepLoop it is the one remover of the deleted topics' data that a delete's apply did
+// not purge; the stale-copy sweep (move/sweep) judges only copies of live topics and leaves
+// these alone (docs/internals/data-directory.md, "Who removes what").
 func (e *Engine) SweepOrphans(ctx context.Context) SweepResult {
 	return e.sweepOrphans(ctx, true)
 }
@@ -55,14 +65,14 @@ func (e *Engine) sweepOrphans(ctx context.Context, markerless bool) SweepResult 
 	if markerless {
 		defer e.markerlessSwept.Store(true)
 	}
-	topicsDir := filepath.Join(e.cfg.DataDir, "topics")
-	if entries, err := os.ReadDir(topicsDir); err == nil {
+	dirs := e.layout()
+	if entries, err := os.ReadDir(dirs.Topics()); err == nil {
 		for _, ent := range entries {
-			if !ent.IsDir() || durable.IsTemp(ent.Name()) {
+			name, ok := datadir.ParseTopicDirName(ent.Name())
+			if !ent.IsDir() || !ok {
 				continue
 			}
-			name := ent.Name()
-			marker, hasMarker := readMarker(filepath.Join(topicsDir, name))
+			marker, hasMarker := readMarker(dirs.TopicDir(name))
 			if t, ok := e.view.Topic(name); ok && (!hasMarker || t.Incarnation == marker) {
 				continue // the live topic's data (or a pre-incarnation dir of a live topic)
 			}
@@ -72,7 +82,7 @@ func (e *Engine) sweepOrphans(ctx context.Context, markerless bool) SweepResult 
 				continue
 			}
 			if gone, err := e.confirmGone(ctx, name, marker); err == nil && gone {
-				if ok, _ := e.removeUnderGuard(name, filepath.Join(topicsDir, name), marker, hasMarker); ok {
+				if ok, _ := e.removeUnderGuard(name, dirs.TopicDir(name), marker, hasMarker); ok {
 					res.Removed++
 					continue
 				}
@@ -83,15 +93,14 @@ func (e *Engine) sweepOrphans(ctx context.Context, markerless bool) SweepResult 
 			}
 		}
 	}
-	staleDir := filepath.Join(e.cfg.DataDir, staleDirName)
-	if entries, err := os.ReadDir(staleDir); err == nil {
+	if entries, err := os.ReadDir(dirs.StaleRoot()); err == nil {
 		for _, ent := range entries {
-			topic, inc, ok := parseStaleName(ent.Name())
+			st, ok := datadir.ParseStaleEntry(ent.Name())
 			if !ent.IsDir() || !ok {
 				continue
 			}
-			if gone, err := e.confirmGone(ctx, topic, inc); err == nil && gone {
-				if ok, _ := e.RemoveStaleDir(topic, inc); ok {
+			if gone, err := e.confirmGone(ctx, st.Topic, st.Incarnation); err == nil && gone {
+				if ok, _ := e.RemoveStaleDir(st.Topic, st.Incarnation); ok {
 					res.Removed++
 				}
 			}
@@ -109,6 +118,9 @@ func (e *Engine) sweepOrphans(ctx context.Context, markerless bool) SweepResult 
 
 // confirmGone asks the leader whether topic (with incarnation inc, "" = any) is gone.
 func (e *Engine) confirmGone(ctx context.Context, topic, inc string) (bool, error) {
+	if err := faults.Check(FaultSweepConfirm); err != nil {
+		return false, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	t, found, err := e.meta.ConfirmTopic(cctx, topic)
@@ -125,7 +137,7 @@ func (e *Engine) removeUnderGuard(topic, dir, marker string, hadMarker bool) (re
 	g := e.parts.guard(topic)
 	g.Lock()
 	defer g.Unlock()
-	now, has, err := readIncarnation(dir)
+	now, has, err := datadir.ReadIncarnation(dir)
 	if err != nil {
 		return false, err
 	}
@@ -154,7 +166,7 @@ func (e *Engine) removeUnderGuard(topic, dir, marker string, hadMarker bool) (re
 }
 
 func readMarker(topicDir string) (string, bool) {
-	v, ok, err := readIncarnation(topicDir)
+	v, ok, err := datadir.ReadIncarnation(topicDir)
 	return v, ok && err == nil
 }
 

@@ -1,14 +1,17 @@
 package engine
 
 import (
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/datadir"
+	"narad.dev/broker/internal/faults"
 )
 
 func writeDir(t *testing.T, dir, marker string) {
@@ -20,7 +23,7 @@ func writeDir(t *testing.T, dir, marker string) {
 		t.Fatal(err)
 	}
 	if marker != "" {
-		if err := os.WriteFile(filepath.Join(dir, incarnationFile), []byte(marker+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, datadir.IncarnationFile), []byte(marker+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,5 +115,78 @@ func TestRunningSweepRemovesMarkerlessDirsOnceWhenTheStartupSweepWasSkipped(t *t
 	writeDir(t, later, "")
 	if res := n.e.runningSweep(n.ctx()); !exists(later) || res.Markerless != 1 {
 		t.Fatalf("a later running sweep removed a marker-less dir (%+v)", res)
+	}
+}
+
+// TestOrphanSweepRemovesDeletedTopicDataOnlyAfterLeaderConfirmation (MV-35, moved here from the
+// stale-copy sweep, which no longer removes a deleted topic's data): a topic dir whose marker
+// names an incarnation the replica no longer knows, and a .stale/<topic>@<inc> dir, are removed
+// once the leader confirms the incarnation gone, never before; a marker-less dir of an unknown
+// topic is only counted at runtime; a .stale dir of the live incarnation is kept.
+func TestOrphanSweepRemovesDeletedTopicDataOnlyAfterLeaderConfirmation(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	live := n.createTopic(api.CreateTopicRequest{Name: "live"})
+	n.e.SweepOrphans(n.ctx()) // the startup sweep, on a data dir holding only the live topic
+	data := n.e.cfg.DataDir
+	gone := filepath.Join(data, "topics", "gone")
+	orphan := filepath.Join(data, "topics", "orphan")
+	staleGone := filepath.Join(data, ".stale", "live@fedcba9876543210")
+	staleLive := filepath.Join(data, ".stale", "live@"+live.Incarnation)
+	writeDir(t, gone, "fedcba9876543210")
+	writeDir(t, orphan, "")
+	writeDir(t, staleGone, "")
+	writeDir(t, staleLive, "")
+
+	setFault(t, FaultSweepConfirm) // every leader read unconfirmed
+	res := n.e.runningSweep(n.ctx())
+	for _, d := range []string{gone, orphan, staleGone, staleLive} {
+		if !exists(d) {
+			t.Fatalf("%s removed without a leader confirmation", d)
+		}
+	}
+	if res.Removed != 0 || testutil.ToFloat64(n.m.OrphanTopicDirs) != 1 {
+		t.Fatalf("result %+v, narad_orphan_topic_dirs %v; want nothing removed, the marker-less dir counted",
+			res, testutil.ToFloat64(n.m.OrphanTopicDirs))
+	}
+
+	faults.Clear(FaultSweepConfirm)
+	res = n.e.runningSweep(n.ctx())
+	if exists(gone) || exists(staleGone) {
+		t.Fatal("a confirmed-gone incarnation's dir was kept")
+	}
+	if !exists(staleLive) {
+		t.Fatal("a .stale dir naming the live incarnation was removed")
+	}
+	if !exists(orphan) || testutil.ToFloat64(n.m.OrphanTopicDirs) != 1 {
+		t.Fatal("the running sweep removed a marker-less dir (the startup sweep's job) or stopped counting it")
+	}
+	if res.Removed != 2 {
+		t.Fatalf("result %+v, want 2 removed", res)
+	}
+}
+
+// TestOrphanSweepLeavesLiveTopicsCopiesAndStagingToTheirOwners: the orphan sweep never acts on
+// the kinds it does not own: a copy of a live topic's partition that another node owns (the
+// stale-copy sweep judges it), and a move's staging directory and note (the move worker's).
+func TestOrphanSweepLeavesLiveTopicsCopiesAndStagingToTheirOwners(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	tp := n.createTopic(api.CreateTopicRequest{Name: "t"})
+	n.mustCommit(tp, 0, "elsewhere now")
+	n.moveAway("t", 0, "") // owner n2: the copy here is stale
+	dirs := datadir.New(n.e.cfg.DataDir)
+	staging := dirs.StagingDir("t", 1)
+	note := datadir.UnverifiableNotePath(staging)
+	writeFileOfSize(t, filepath.Join(staging, "00000000000000000000.log"), 10)
+	writeFileOfSize(t, note, 10)
+
+	for _, sweep := range []func(context.Context) SweepResult{n.e.SweepOrphans, n.e.runningSweep} {
+		if res := sweep(n.ctx()); res.Removed != 0 {
+			t.Fatalf("result %+v, want nothing removed", res)
+		}
+		for _, d := range []string{n.partDir("t", 0), staging, note} {
+			if !exists(d) {
+				t.Fatalf("the orphan sweep removed %s, which it does not own", d)
+			}
+		}
 	}
 }

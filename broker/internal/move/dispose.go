@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/durable"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/transfer"
 )
-
-// quarantineSuffix marks a staging copy set aside instead of removed (storage.md §1, §16).
-const quarantineSuffix = ".quarantine"
 
 // dispose handles the staging copy of a worker that ends without its flip committing
 // (spec/moves.md §5.11). An install left at the partition path with its flip unresolved is
@@ -100,12 +97,14 @@ func (w *worker) setAside(why string) {
 		"source", w.source, "bytes", newSession(to).stagedBytes())
 }
 
+// quarantineName is the staging copy's set-aside name (datadir: <staging>.quarantine, or
+// <staging>.quarantine-<nano> when that is taken).
 func quarantineName(staging string, nano int64) (string, error) {
-	to := staging + quarantineSuffix
+	to := datadir.QuarantineName(staging)
 	if _, err := os.Lstat(to); errors.Is(err, os.ErrNotExist) {
 		return to, nil
 	} else if err != nil {
 		return "", fmt.Errorf("stat %s: %w", to, err)
 	}
-	return to + "-" + strconv.FormatInt(nano, 10), nil
+	return datadir.QuarantineNameSeq(staging, nano), nil
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/durable"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/transfer"
@@ -297,11 +298,11 @@ type fakeLocal struct {
 func newFakeLocal(t *testing.T) *fakeLocal { return &fakeLocal{root: t.TempDir()} }
 
 func (l *fakeLocal) PartitionDir(topic string, p int) string {
-	return filepath.Join(l.root, "topics", topic, fmt.Sprintf("p%05d", p))
+	return datadir.New(l.root).PartitionDir(topic, p)
 }
 
 func (l *fakeLocal) StagingDir(topic string, p int) string {
-	return filepath.Join(l.root, ".moves", fmt.Sprintf("%s-%d", topic, p))
+	return datadir.New(l.root).StagingDir(topic, p)
 }
 
 func (l *fakeLocal) incPath(topic string) string {

@@ -161,7 +161,7 @@ func (r *Runner) pass(ctx context.Context, caughtUp bool) bool {
 	}
 	if caughtUp && !r.notesPruned {
 		r.notesPruned = true
-		// Every staging directory (and its note) sits in the same parent (.moves).
+		// Every staging directory (and its note) sits in the same parent (.moves; see datadir).
 		pruneUnverifiableNotes(filepath.Dir(r.cfg.Local.StagingDir("x", 0)), r.cfg.NodeID, desired)
 	}
 	for k, d := range desired {

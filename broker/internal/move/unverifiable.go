@@ -5,9 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/durable"
 )
 
@@ -18,7 +18,6 @@ import (
 // blocks the move again instead of copying once more from scratch. The note goes when the
 // worker ends for any reason but the process stopping (flip, end, re-plan, abort), and the
 // first caught-up pass after a start removes notes of moves no longer aimed at this node.
-const unverifiableSuffix = ".unverifiable"
 
 // unverifiableNote is the note's content: the move it speaks for.
 type unverifiableNote struct {
@@ -26,7 +25,7 @@ type unverifiableNote struct {
 	Incarnation string `json:"incarnation"`
 }
 
-func (w *worker) notePath() string { return w.staging + unverifiableSuffix }
+func (w *worker) notePath() string { return datadir.UnverifiableNotePath(w.staging) }
 
 // writeUnverifiableNote records durably that this move is blocked as copy_unverifiable.
 func (w *worker) writeUnverifiableNote() {
@@ -69,18 +68,15 @@ func pruneUnverifiableNotes(dir, self string, desired map[key]want) {
 		return
 	}
 	for _, e := range ents {
-		base, ok := strings.CutSuffix(e.Name(), unverifiableSuffix)
-		if !ok || durable.IsTemp(e.Name()) {
+		if !strings.HasSuffix(e.Name(), datadir.UnverifiableSuffix) || durable.IsTemp(e.Name()) {
 			continue
 		}
 		keep := false
-		if i := strings.LastIndexByte(base, '-'); i > 0 {
-			if p, err := strconv.Atoi(base[i+1:]); err == nil {
-				d, in := desired[key{topic: base[:i], partition: p, target: self}]
-				var n unverifiableNote
-				if b, err := os.ReadFile(filepath.Join(dir, e.Name())); in && err == nil && json.Unmarshal(b, &n) == nil {
-					keep = n.Source == d.source && n.Incarnation == d.incarnation
-				}
+		if note, ok := datadir.ParseMovesEntry(e.Name()); ok && note.Kind == datadir.UnverifiableNote {
+			d, in := desired[key{topic: note.Topic, partition: note.Partition, target: self}]
+			var n unverifiableNote
+			if b, err := os.ReadFile(filepath.Join(dir, e.Name())); in && err == nil && json.Unmarshal(b, &n) == nil {
+				keep = n.Source == d.source && n.Incarnation == d.incarnation
 			}
 		}
 		if !keep {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/fanout/cursorfile"
 	"narad.dev/broker/internal/faults"
 	plog "narad.dev/broker/internal/log"
@@ -172,7 +173,7 @@ func TestRestartGivesABlockedUnverifiableCopyExactlyOneMoreTry(t *testing.T) {
 	h.start()
 	h.waitFlipped(10 * time.Second)
 	waitFor(t, "the worker to exit", 5*time.Second, func() bool { return h.r.Workers() == 0 })
-	if exists(h.staging() + unverifiableSuffix) {
+	if exists(datadir.UnverifiableNotePath(h.staging())) {
 		t.Fatal("a completed move left its blocked-copy note")
 	}
 }
@@ -182,7 +183,7 @@ func TestRestartGivesABlockedUnverifiableCopyExactlyOneMoreTry(t *testing.T) {
 func TestStaleUnverifiableNoteIsPrunedAtStart(t *testing.T) {
 	h := newHarness(t, 4096)
 	h.st.putAssignment(meta.Assignment{Topic: topicName, Partition: 0, Owner: srcNode}) // no move
-	note := h.staging() + unverifiableSuffix
+	note := datadir.UnverifiableNotePath(h.staging())
 	if err := os.MkdirAll(filepath.Dir(note), 0o755); err != nil {
 		t.Fatal(err)
 	}

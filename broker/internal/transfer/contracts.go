@@ -42,9 +42,10 @@ var ErrStreamUnsupported = errors.New("source does not serve the segment stream"
 // §5.9, §7.9). Every method that acts on a partition path runs under the topic's open guard
 // (spec/storage.md §17.3) with the partition's log closed.
 type Local interface {
-	// PartitionDir returns <data>/topics/<topic>/pNNNNN.
+	// PartitionDir returns <data>/topics/<topic>/pNNNNN (datadir.Layout.PartitionDir).
 	PartitionDir(topic string, partition int) string
-	// StagingDir returns <data>/.moves/<topic>-<partition> (not created).
+	// StagingDir returns <data>/.moves/<topic>-<partition> (datadir.Layout.StagingDir; not
+	// created).
 	StagingDir(topic string, partition int) string
 	// PrepareTopicDir readies topics/<topic> for incarnation (moves.md §5.2): under the topic
 	// open guard it re-reads the topic record and refuses with ErrIncarnationChanged unless

@@ -29,13 +29,12 @@ const (
 	incB  = "bbbbbbbbbbbbbbbb"
 )
 
-// fakeStore is the metastore as the sweep sees it: a local replica and a leader view (the
-// same maps unless a test sets leaderTopics). Hooks let a test change state between reads.
+// fakeStore is the metastore as the sweep sees it: a local replica whose maps also answer the
+// leader-confirmed reads. Hooks let a test change state between reads.
 type fakeStore struct {
 	mu           sync.Mutex
 	caughtUp     bool
 	topics       map[string]meta.Topic
-	leaderTopics map[string]meta.Topic // nil: the leader agrees with the replica
 	assigns      map[string]meta.Assignment
 	members      map[string]meta.Member
 	confirmErr   error
@@ -67,19 +66,6 @@ func (s *fakeStore) Member(id string) (meta.Member, bool) {
 	defer s.mu.Unlock()
 	m, ok := s.members[id]
 	return m, ok
-}
-func (s *fakeStore) ConfirmTopic(_ context.Context, name string) (meta.Topic, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.confirmErr != nil {
-		return meta.Topic{}, false, s.confirmErr
-	}
-	src := s.topics
-	if s.leaderTopics != nil {
-		src = s.leaderTopics
-	}
-	t, ok := src[name]
-	return t, ok, nil
 }
 func (s *fakeStore) ConfirmAssignment(_ context.Context, topic string, p int) (meta.Assignment, bool, error) {
 	s.mu.Lock()

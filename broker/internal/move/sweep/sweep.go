@@ -1,16 +1,15 @@
 // Package sweep is the stale-copy sweep (spec/moves.md §9): the move runner calls Sweep on
-// its first tick and every 30th after, and it reclaims what moves and topic deletes left on
+// its first tick and every 30th after, and it reclaims the partition copies that moves left on
 // this node's disk without ever deleting data on the strength of the local replica alone
-// (spec/cluster.md §9):
+// (spec/cluster.md §9). A partition copy of a live topic that this node no longer owns and is
+// not the target of is judged against its owner's transfer listing: removed when the owner
+// vouches for it, quarantined for an operator otherwise (copy.go).
 //
-//   - a partition copy this node no longer owns and is not the target of is judged against
-//     its owner's transfer listing: removed when the owner vouches for it, quarantined for an
-//     operator otherwise (copy.go);
-//   - a topic directory whose marker names an incarnation the replica no longer knows, and a
-//     .stale/<topic>@<incarnation> directory, are removed once the leader confirms that
-//     incarnation gone (topics.go);
-//   - a topic directory without a marker whose topic is unknown is only counted
-//     (narad_orphan_topic_dirs): removing it is the startup sweep's job.
+// A deleted topic's data is not its business: a topic directory whose marker names an
+// incarnation the replica no longer knows, a marker-less directory of an unknown topic and
+// every .stale/<topic>@<incarnation> directory belong to the engine's orphan sweep (at boot and
+// every 5 minutes), which also keeps narad_orphan_topic_dirs. This sweep skips them, so each
+// kind of leftover has one remover on one schedule (the table is in package datadir's doc).
 //
 // Every destructive step runs in the engine under the topic's open guard and re-checks what
 // the sweep read; every failure to ask the owner or the leader defers to a later sweep.
@@ -21,10 +20,9 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
-	"narad.dev/broker/internal/durable"
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/transfer"
@@ -44,15 +42,13 @@ const (
 const FaultBeforeAct = "sweep.before_act"
 
 // Store is what the sweep reads from the metastore (*meta.Store satisfies it). Topic,
-// Assignment and Member are local-replica reads; ConfirmTopic and ConfirmAssignment are
-// leader-confirmed reads (an error means unconfirmed; found=false with a nil error means
-// authoritatively absent).
+// Assignment and Member are local-replica reads; ConfirmAssignment is a leader-confirmed read
+// (an error means unconfirmed; found=false with a nil error means authoritatively absent).
 type Store interface {
 	AppliedCaughtUp() bool
 	Topic(name string) (meta.Topic, bool)
 	Assignment(topic string, partition int) (meta.Assignment, bool)
 	Member(id string) (meta.Member, bool)
-	ConfirmTopic(ctx context.Context, name string) (meta.Topic, bool, error)
 	ConfirmAssignment(ctx context.Context, topic string, partition int) (meta.Assignment, bool, error)
 }
 
@@ -62,6 +58,7 @@ var _ Store = (*meta.Store)(nil)
 // the topic's open guard with the partition's log closed and re-checks, under the guard, that
 // the local replica does not give the partition to this node and that the topic dir's marker
 // is absent or names incarnation; a refused re-check returns an error and changes nothing.
+// Removing a deleted topic's directories is the engine's own orphan sweep, not a step here.
 type Engine interface {
 	// PartitionDir returns <data>/topics/<topic>/pNNNNN.
 	PartitionDir(topic string, partition int) string
@@ -73,21 +70,17 @@ type Engine interface {
 	// It returns the quarantine path ("" when removed) and the recovered next offset (-1:
 	// not recovered).
 	ReclaimCopy(topic string, partition int, incarnation string, retentionMs, vouched int64) (string, int64, error)
-	// RemoveDeletedTopicDir removes topics/<topic> whose marker names incarnation, re-checking
-	// that the marker is unchanged and the local record absent or another incarnation.
-	RemoveDeletedTopicDir(topic, incarnation string) (bool, error)
-	// RemoveStaleDir removes .stale/<topic>@<incarnation> unless the local record names it.
-	RemoveStaleDir(topic, incarnation string) (bool, error)
 }
 
 // Config configures a Sweeper. Required: NodeID, DataDir, Store, Source, Engine.
 type Config struct {
 	NodeID  string
-	DataDir string // <data_dir>: topics/ and .stale/ live under it
+	DataDir string // <data_dir>: topics/ lives under it
 	Store   Store
 	Source  transfer.Source // owner listings (op 22)
 	Engine  Engine
-	// Metrics receives narad_orphan_topic_dirs; nil exports nothing.
+	// Metrics is not read: narad_orphan_topic_dirs belongs to the engine's orphan sweep. The
+	// field stays until the process wiring stops setting it; then it goes.
 	Metrics *metrics.Metrics
 	// Logger receives one line per decision; nil discards.
 	Logger *slog.Logger
@@ -100,8 +93,9 @@ type Config struct {
 // Sweeper runs the stale-copy sweep. Sweep is not safe for concurrent use with itself (the
 // runner calls it from its one loop).
 type Sweeper struct {
-	cfg Config
-	log *slog.Logger
+	cfg  Config
+	dirs datadir.Layout
+	log  *slog.Logger
 }
 
 // New returns a Sweeper for cfg.
@@ -118,7 +112,7 @@ func New(cfg Config) *Sweeper {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
-	return &Sweeper{cfg: cfg, log: cfg.Logger}
+	return &Sweeper{cfg: cfg, dirs: datadir.New(cfg.DataDir), log: cfg.Logger}
 }
 
 // Sweep runs one pass over the data dir. It does nothing while the replica is not caught up
@@ -129,63 +123,50 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if !s.cfg.Store.AppliedCaughtUp() {
 		return nil
 	}
-	topicsDir := filepath.Join(s.cfg.DataDir, "topics")
-	ents, err := os.ReadDir(topicsDir)
+	ents, err := os.ReadDir(s.dirs.Topics())
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	orphans := 0
 	for _, ent := range ents {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !ent.IsDir() || durable.IsTemp(ent.Name()) {
+		name, ok := datadir.ParseTopicDirName(ent.Name())
+		if !ent.IsDir() || !ok {
 			continue
 		}
-		if s.sweepTopicDir(ctx, ent.Name()) {
-			orphans++
-		}
-	}
-	if s.cfg.Metrics != nil {
-		s.cfg.Metrics.OrphanTopicDirs.Set(float64(orphans))
-	}
-	if err := s.sweepStale(ctx); err != nil {
-		return err
+		s.sweepTopicDir(ctx, name)
 	}
 	return ctx.Err()
 }
 
-// sweepTopicDir handles topics/<name>; it reports whether the dir is a marker-less orphan.
-func (s *Sweeper) sweepTopicDir(ctx context.Context, name string) (orphan bool) {
-	dir := filepath.Join(s.cfg.DataDir, "topics", name)
-	marker, hasMarker, err := readIncarnation(dir)
+// sweepTopicDir judges the partition copies under topics/<name> when the directory belongs
+// to the live incarnation (or, marker-less, to a live topic from before incarnation ids).
+func (s *Sweeper) sweepTopicDir(ctx context.Context, name string) {
+	dir := s.dirs.TopicDir(name)
+	marker, hasMarker, err := datadir.ReadIncarnation(dir)
 	if err != nil {
 		s.log.Debug("sweep: topic dir marker unreadable; deferring", "topic", name, "err", err)
-		return false
+		return
 	}
 	// The incarnation is read from the replica FIRST, ownership after (spec/moves.md §9.1).
 	t, known := s.cfg.Store.Topic(name)
-	switch {
-	case !known && !hasMarker:
-		return true // only the startup sweep removes marker-less dirs
-	case hasMarker && (!known || t.Incarnation != marker):
-		s.sweepDeletedTopicDir(ctx, name, marker)
-		return false
+	if !known || (hasMarker && t.Incarnation != marker) {
+		return // a deleted topic's data: the engine's orphan sweep owns it
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		s.log.Debug("sweep: topic dir unlistable; deferring", "topic", name, "err", err)
-		return false
+		return
 	}
 	for _, ent := range ents {
 		if ctx.Err() != nil {
-			return false
+			return
 		}
-		if p, ok := parsePartitionDirName(ent.Name()); ok && ent.IsDir() {
+		if p, ok := datadir.ParsePartitionDirName(ent.Name()); ok && ent.IsDir() {
 			s.sweepCopy(ctx, t, p)
 		}
 	}
-	return false
 }
 
 // callCtx bounds one remote call.
