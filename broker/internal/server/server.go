@@ -222,7 +222,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		Observer:        httpObserver{m},
 		APIObserver:     apiObserver{m},
 		Metrics:         promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
-		Routes:          clusterRoutes(&clusterHTTP{store: store, peers: nodes, mv: mv, log: logger, audit: auditLog}),
+		Cluster:         &clusterService{store: store, peers: nodes, mv: mv},
 		Logger:          logger,
 		Audit:           auditLog,
 
