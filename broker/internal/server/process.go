@@ -93,7 +93,7 @@ func open(cfg config.Serve, stderr io.Writer) (_ *process, err error) {
 		}
 	}()
 	for _, step := range []func() error{
-		p.checkConfig, p.openClusterPort, p.openStore, p.openIngress, p.newEngine, p.newMoves,
+		p.checkConfig, p.openClusterPort, p.openStore, p.openIngress, p.newController, p.newEngine, p.newMoves,
 		p.serveCluster, p.serveHTTP,
 	} {
 		if err := step(); err != nil {
@@ -211,8 +211,32 @@ func (p *process) openIngress() error {
 	return nil
 }
 
-// newEngine builds the engine, the controller and the fan-out runner, and lets the
-// metastore's events reach the engine.
+// newController builds the leader-side controller. It comes before the engine: its placement
+// lock is the engine's.
+func (p *process) newController() error {
+	cfg, logger := p.cfg, p.logger
+	store := p.store
+	p.ctrl = controller.New(controller.Config{
+		Store:     store,
+		NodeID:    cfg.NodeID,
+		Prober:    nodeProber{p.nodes},
+		SeedRoot:  func(ctx context.Context) error { return seedRoot(ctx, cfg, store, logger) },
+		Logger:    logger,
+		Audit:     p.audit,
+		DeadAfter: cfg.HeartbeatTimeout,
+		Metrics:   p.m,
+
+		DeadTargetAbortAfter: cfg.DeadTargetAbortAfter,
+		MaxInFlightMoves:     cfg.MaxMovesInFlight,
+		MinVoters:            cfg.MinVoters,
+		// 10 s with the default 30 s heartbeat timeout; shorter timeouts (tests) tick faster.
+		Tick: min(10*time.Second, cfg.HeartbeatTimeout/3),
+	})
+	return nil
+}
+
+// newEngine builds the engine and the fan-out runner, and lets the metastore's events reach
+// the engine.
 func (p *process) newEngine() error {
 	cfg, logger := p.cfg, p.logger
 	remoteAllowed, err := hostlist.Parse(cfg.RemoteAllowedHosts)
@@ -237,35 +261,18 @@ func (p *process) newEngine() error {
 		Metrics:            p.m,
 		RemoteAllowedHosts: remoteAllowed,
 		LinkKey:            linkKey,
+		Peers:              p.nodes,
+		PlacementLock:      p.ctrl.PlacementLock(),
 	}, p.store, p.in)
 	p.e = e
-	e.SetPeers(p.nodes)
-	store := p.store
-	p.ctrl = controller.New(controller.Config{
-		Store:     store,
-		NodeID:    cfg.NodeID,
-		Prober:    nodeProber{p.nodes},
-		SeedRoot:  func(ctx context.Context) error { return seedRoot(ctx, cfg, store, logger) },
-		Logger:    logger,
-		Audit:     p.audit,
-		DeadAfter: cfg.HeartbeatTimeout,
-		Metrics:   p.m,
-
-		DeadTargetAbortAfter: cfg.DeadTargetAbortAfter,
-		MaxInFlightMoves:     cfg.MaxMovesInFlight,
-		MinVoters:            cfg.MinVoters,
-		// 10 s with the default 30 s heartbeat timeout; shorter timeouts (tests) tick faster.
-		Tick: min(10*time.Second, cfg.HeartbeatTimeout/3),
-	})
-	e.SetPlacementLock(p.ctrl.PlacementLock())
+	// The fan-out runner is built over the engine, so it is bound to it after New.
 	fan, err := fanout.NewRunner(fanout.Config{Host: e.FanoutHost(), Observer: e.FanoutObserver(), Logger: logger,
 		MaxBatchRecords: cfg.FanoutMaxBatchRecords, MaxBatchBytes: cfg.FanoutMaxBatchBytes})
 	if err != nil {
 		return fmt.Errorf("fan-out: %w", err)
 	}
 	p.fan = fan
-	e.SetCursorStatus(fan.CursorStatus)
-	e.SetRemoteStatus(fan.RemoteStatus)
+	e.BindFanout(fan)
 	p.eng.Store(e)
 	return nil
 }
@@ -363,7 +370,7 @@ func (p *process) start(ctx context.Context) error {
 	if err := boot(ctx, cfg, p.store, e, p.nodes, logger, p.advertise, httpAddr); err != nil {
 		return err
 	}
-	e.SetUndispatched(p.in.Undispatched)
+	e.DispatcherStarted(p.in.Undispatched)
 	p.loops.run(func(ctx context.Context) { _ = e.Run(ctx) })
 	p.loops.run(func(ctx context.Context) {
 		heartbeat(ctx, p.store, self(cfg, p.advertise, httpAddr), cfg.HeartbeatInterval, logger)
@@ -391,7 +398,7 @@ func (p *process) start(ctx context.Context) error {
 // closing the ingress WAL and the metastore.
 func (p *process) stop() error {
 	p.logger.Info("shutting down", "node", p.cfg.NodeID)
-	p.e.SetShuttingDown()
+	p.e.BeginShutdown() // /healthz → 503
 	if p.store.IsLeader() {
 		if n := len(p.store.Members()); n > 1 {
 			_ = p.store.Raft().LeadershipTransfer().Error()
