@@ -1,7 +1,7 @@
 // Package api is Narad's client-facing HTTP /v1 surface (spec/api.md): routing,
 // authentication, request decoding and validation in the documented check order, and the
 // mapping of Backend errors to status codes. It holds no broker state; every state read or
-// change goes through Backend.
+// change goes through Backend, or ClusterBackend for the /v1/cluster endpoints.
 package api
 
 import (
