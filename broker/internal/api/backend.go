@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"time"
 
+	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/transfer"
 )
 
 // Backend is the service layer the HTTP handlers call (handler → service → log). It is
@@ -210,3 +212,130 @@ func (s *server) topicMissing(name string) error {
 	}
 	return notFoundf("topic %q not found", name)
 }
+
+// ClusterBackend is the service layer of the /v1/cluster endpoints (spec/api.md §2.16–§2.19).
+// Reads come from this node's replica; writes go to the leader. The handlers parse, validate
+// and authorize; every decision (a move's blocked reasons, the abort algorithm, where a
+// decommission runs) is the ClusterBackend's. Errors wrap the sentinels of errors.go (a
+// *ClusterError or *AbortUnknownError carries the exact message and body fields).
+//
+// Every method is safe for concurrent use.
+type ClusterBackend interface {
+	// Members lists every member, sorted by ID, with the leader's decommission evaluation
+	// when the leader can be asked.
+	Members(ctx context.Context) MemberList
+	// Moves lists every assignment with a target, sorted by topic then partition; with
+	// detail, each destination's report (or why it could not be asked).
+	Moves(ctx context.Context, detail bool) []Move
+	// AbortMove clears the move of topic/partition when its target is target ("" = any).
+	// It answers the move it aborted, or ErrNotFound (404), a *ClusterError of ErrConflict
+	// (409, owner and target fields) or an *AbortUnknownError (503).
+	AbortMove(ctx context.Context, topic string, partition int, target string) (AbortedMove, error)
+	// Decommission starts, dry-runs or cancels a member's decommission on the leader.
+	Decommission(ctx context.Context, req DecommissionRequest) (DecommissionResult, error)
+}
+
+// Member statuses of the cluster endpoints (spec/api.md §2.16, §2.18).
+const (
+	MemberAlive     = "alive"
+	MemberDead      = "dead"
+	MemberDraining  = "draining"
+	MemberNotMember = "not_a_member"
+	// MemberRemoved is a decommissioned member: out of the Raft configuration, draining and
+	// owning nothing. Its record is garbage-collected once it has been dead for
+	// controller.DefaultRemoveDeadAfter (1 h); one that keeps running stays listed.
+	MemberRemoved = "removed"
+)
+
+// Member is one entry of GET /v1/cluster/members (spec/api.md §2.16).
+type Member struct {
+	ID                  string   `json:"id"`
+	Addr                string   `json:"addr"`
+	ClusterAddr         string   `json:"cluster_addr"`
+	Status              string   `json:"status"`
+	Draining            bool     `json:"draining"`
+	RaftRole            string   `json:"raft_role"`
+	Leader              bool     `json:"leader"`
+	OwnedPartitions     int      `json:"owned_partitions"`
+	OutboundMoves       int      `json:"outbound_moves"`
+	LastHeartbeat       int64    `json:"last_heartbeat"`
+	DecommissionBlocked []string `json:"decommission_blocked,omitzero"`
+}
+
+// MemberList is the body of GET /v1/cluster/members.
+type MemberList struct {
+	Members         []Member `json:"members"`
+	LeaderReachable bool     `json:"leader_reachable"`
+	Leader          string   `json:"leader,omitempty"`
+}
+
+// Move is one entry of GET /v1/cluster/moves (spec/api.md §2.18).
+type Move struct {
+	Topic       string           `json:"topic"`
+	Partition   int              `json:"partition"`
+	From        string           `json:"from"`
+	To          string           `json:"to"`
+	FromStatus  string           `json:"from_status"`
+	ToStatus    string           `json:"to_status"`
+	Blocked     []string         `json:"blocked"`
+	Detail      *transfer.Report `json:"detail,omitempty"`
+	DetailError string           `json:"detail_error,omitempty"`
+}
+
+// Reasons a move is blocked (spec/api.md §2.18).
+const (
+	BlockedSourceDead      = "source_dead"
+	BlockedTargetDead      = "target_dead"
+	BlockedTargetNotMember = "target_not_member"
+)
+
+// AbortedMove is the move an abort cleared: the partition, its (unchanged) owner and the
+// target that is no longer moved to.
+type AbortedMove struct {
+	Topic     string
+	Partition int
+	Owner     string
+	Target    string
+}
+
+// DecommissionRequest is a parsed decommission call: start (DryRun: only evaluate) or Cancel.
+type DecommissionRequest struct {
+	ID     string
+	DryRun bool
+	Cancel bool
+}
+
+// DecommissionResult is a decommission that succeeded. Evaluated is set when the answer is a
+// dry run's verdict (200 with the verdict); otherwise the change was made (204).
+type DecommissionResult struct {
+	Evaluated bool
+	Verdict   controller.Verdict
+}
+
+// ClusterError is a refusal of a cluster endpoint: Msg is the whole message shown, Kind (a
+// sentinel of errors.go) fixes the status, Fields are added to the error body.
+type ClusterError struct {
+	Kind   error
+	Msg    string
+	Fields map[string]any
+}
+
+func (e *ClusterError) Error() string { return e.Msg }
+func (e *ClusterError) Unwrap() error { return e.Kind }
+
+// ErrorFields adds Fields to the error body.
+func (e *ClusterError) ErrorFields() map[string]any { return e.Fields }
+
+// AbortUnknownError is an abort whose outcome is unknown (503, retry): the step that failed,
+// the move it was aimed at, and the cause.
+type AbortUnknownError struct {
+	Step   string // "propose" or "leader read back"
+	Owner  string
+	Target string
+	Err    error
+}
+
+func (e *AbortUnknownError) Error() string {
+	return fmt.Sprintf("abort outcome unknown (%s): %v", e.Step, e.Err)
+}
+func (e *AbortUnknownError) Unwrap() error { return ErrUnavailable }

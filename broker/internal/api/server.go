@@ -1,7 +1,7 @@
 // Package api is Narad's client-facing HTTP /v1 surface (spec/api.md): routing,
 // authentication, request decoding and validation in the documented check order, and the
 // mapping of Backend errors to status codes. It holds no broker state; every state read or
-// change goes through Backend.
+// change goes through Backend, or ClusterBackend for the /v1/cluster endpoints.
 package api
 
 import (
@@ -59,6 +59,9 @@ type Options struct {
 	APIObserver APIObserver
 	// Metrics, when set, is mounted at GET /metrics without authentication.
 	Metrics http.Handler
+	// Cluster, when set, serves the /v1/cluster endpoints (members, decommission, moves,
+	// move abort) behind the same authentication, recovery and observation.
+	Cluster ClusterBackend
 	// Routes mounts additional handlers (e.g. "GET /v1/cluster/members") on the same mux,
 	// behind the same authentication, recovery and observation. CallerFromContext gives
 	// them the authenticated user.
@@ -74,6 +77,7 @@ type Options struct {
 // server is the handler built by NewHandler. Its fields are read-only after construction.
 type server struct {
 	be         Backend
+	cluster    ClusterBackend // nil: no /v1/cluster endpoints
 	authn      Authenticator
 	security   bool
 	maxWait    time.Duration
@@ -97,6 +101,7 @@ func NewHandler(opts Options) http.Handler {
 	}
 	s := &server{
 		be:         opts.Backend,
+		cluster:    opts.Cluster,
 		authn:      opts.Auth,
 		security:   opts.SecurityEnabled,
 		maxWait:    opts.MaxConsumeWait,
@@ -158,6 +163,9 @@ func (s *server) routes(metrics http.Handler, extra map[string]http.Handler) {
 	m.HandleFunc("GET /readyz", s.readyz)
 	if metrics != nil {
 		m.Handle("GET /metrics", metrics)
+	}
+	if s.cluster != nil {
+		s.clusterRoutes(m)
 	}
 	for pattern, h := range extra {
 		m.Handle(pattern, h)

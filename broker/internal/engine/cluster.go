@@ -73,19 +73,6 @@ type CursorReport struct {
 	LastError     string // remote links: the running cursor's last send error
 }
 
-// SetPeers installs the node RPC client (before the HTTP listener starts). Without it the
-// engine serves only what this node owns and leads.
-func (e *Engine) SetPeers(p Peers) { e.peers = p }
-
-// SetPlacementLock installs the controller's placement lock (spec/cluster.md §7.2), held by the
-// leader while it places a new topic's or a partition increase's partitions.
-func (e *Engine) SetPlacementLock(l interface {
-	Lock()
-	Unlock()
-}) {
-	e.placementLock = l
-}
-
 // owner describes who serves a partition, from the local replica.
 type owner struct {
 	id    string

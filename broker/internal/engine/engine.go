@@ -25,7 +25,8 @@ import (
 	"narad.dev/broker/internal/wal"
 )
 
-// Config holds the engine's settings. Units are in the names.
+// Config holds the engine's settings (units are in the names) and its collaborators, all
+// fixed at construction; the fan-out runner, built over the engine, is bound by BindFanout.
 type Config struct {
 	NodeID             string
 	DataDir            string // <data_dir>; partitions live under <data_dir>/topics
@@ -47,6 +48,19 @@ type Config struct {
 	// node's senders (derived from the configured cluster secret). nil: no cluster secret was
 	// configured; an attach with a password is refused (docs/fanout.md, Remote children).
 	LinkKey *credseal.Key
+
+	// The engine's collaborators, fixed at construction.
+
+	// Peers is the node RPC client. nil: the engine serves only what this node owns and
+	// leads (a node that never talks to peers; most tests).
+	Peers Peers
+	// PlacementLock is the controller's placement lock (spec/cluster.md §7.2), held by the
+	// leader while it places a new topic's or a partition increase's partitions. nil: a lock
+	// of the engine's own (a node without a controller).
+	PlacementLock sync.Locker
+	// RemoteHTTPClient is the HTTP client of the remote-link attach-time target checks
+	// (tests); nil → a client per check.
+	RemoteHTTPClient *http.Client
 }
 
 // Engine is the node's broker runtime. All methods are safe for concurrent use.
@@ -81,20 +95,17 @@ type Engine struct {
 	shuttingDown    atomic.Bool
 	createGate      chan struct{} // closed once creates may proceed (boot order step 7)
 	gateOnce        sync.Once
-	undispatched    atomic.Pointer[func() uint64] // set once the dispatcher runs; read by node RPCs already serving
+	undispatched    atomic.Pointer[func() uint64] // set by DispatcherStarted; read by node RPCs already serving
 
-	peers         Peers // node RPC; nil on a node that never talks to peers
-	placementLock interface {
-		Lock()
-		Unlock()
-	} // the controller's placement lock (leader side)
-	notices       noticeHub  // local "reservable" notices for WatchCommits streams
-	remote        remoteWake // wakes long-polls parked on remote owners' partitions
-	probeSuspects suspects   // peers benched after a failed queue probe
-	parked        sync.Map   // topic → *atomic.Int32: queue long-polls parked here
-	cursorStatus  CursorStatus
-	remoteStatus  RemoteStatus
-	remoteHTTP    *http.Client // attach-time target checks (tests); nil → a client per check
+	peers         Peers        // Config.Peers
+	placementLock sync.Locker  // Config.PlacementLock, or a lock of its own
+	notices       noticeHub    // local "reservable" notices for WatchCommits streams
+	remote        remoteWake   // wakes long-polls parked on remote owners' partitions
+	probeSuspects suspects     // peers benched after a failed queue probe
+	parked        sync.Map     // topic → *atomic.Int32: queue long-polls parked here
+	cursorStatus  CursorStatus // bound by BindFanout
+	remoteStatus  RemoteStatus // bound by BindFanout
+	remoteHTTP    *http.Client // Config.RemoteHTTPClient
 
 	quarantineListed atomic.Bool // the startup listing of quarantined copies ran (tests wait on it)
 }
@@ -139,10 +150,15 @@ func New(cfg Config, store *meta.Store, w appender) *Engine {
 		rr:         map[string]*atomic.Uint32{},
 		floor:      map[partKey]int64{},
 		createGate: make(chan struct{}),
+		peers:      cfg.Peers,
+		remoteHTTP: cfg.RemoteHTTPClient,
 	}
 	e.offsets = consume.NewCommitter(consume.CommitterOptions{Logger: cfg.Logger, Now: cfg.Now})
 	e.parts = newRegistry(e)
-	e.placementLock = &sync.Mutex{}
+	e.placementLock = cfg.PlacementLock
+	if e.placementLock == nil {
+		e.placementLock = &sync.Mutex{}
+	}
 	e.remote.init()
 	return e
 }
@@ -158,11 +174,14 @@ func (e *Engine) SetReady(ok bool) {
 	e.ready.Store(ok)
 }
 
-// SetShuttingDown flips /healthz to 503.
-func (e *Engine) SetShuttingDown() { e.shuttingDown.Store(true) }
+// BeginShutdown marks the start of the graceful shutdown: /healthz answers 503 from now on.
+func (e *Engine) BeginShutdown() { e.shuttingDown.Store(true) }
 
-// SetUndispatched installs the dispatcher's backlog function (NodeStatus, metrics).
-func (e *Engine) SetUndispatched(f func() uint64) { e.undispatched.Store(&f) }
+// DispatcherStarted records that the ingress dispatcher runs now; backlog reports its backlog
+// (NodeStatus, metrics). Until it is called, Undispatched is 0. It is runtime state, not a
+// dependency: the ingress exists before the engine, but its backlog counts only once the
+// dispatcher runs.
+func (e *Engine) DispatcherStarted(backlog func() uint64) { e.undispatched.Store(&backlog) }
 
 // SetDraining sets the local draining flag (decommission).
 func (e *Engine) SetDraining(on bool) { e.draining.Store(on) }

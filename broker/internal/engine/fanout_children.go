@@ -13,8 +13,20 @@ import (
 // owner does not answer; due lag of a delay child). The fan-out runner installs it.
 type CursorStatus func(parent string, partition int, child string) (stalled bool, dueLagSeconds float64)
 
-// SetCursorStatus installs the fan-out runner's live cursor status.
-func (e *Engine) SetCursorStatus(f CursorStatus) { e.cursorStatus = f }
+// FanoutStatus is the fan-out runner's live view of the cursors it runs (*fanout.Runner).
+type FanoutStatus interface {
+	CursorStatus(parent string, partition int, child string) (stalled bool, dueLagSeconds float64)
+	RemoteStatus(parent string, partition int, id string) (state, lastErr string, ok bool)
+}
+
+// BindFanout binds the fan-out runner whose live cursor state the children listing shows.
+// It is the engine's one late-bound collaborator: the runner is built over this engine's
+// FanoutHost, so it cannot exist before New and be passed in Config. Call it once, before Run
+// and before the HTTP listener starts; without it the listing shows file state only.
+func (e *Engine) BindFanout(r FanoutStatus) {
+	e.cursorStatus = r.CursorStatus
+	e.remoteStatus = r.RemoteStatus
+}
 
 // Children implements api.FanoutBackend (spec §2.13): every parent partition reports its high
 // watermark and cursor positions, locally or from its owner (op 17, 16 in flight); a partition

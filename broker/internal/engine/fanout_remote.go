@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 
@@ -34,12 +33,6 @@ type startPointPeers interface {
 // RemoteStatus reports the live state of a remote cursor on this node (the fan-out runner's
 // RemoteStatus).
 type RemoteStatus func(parent string, partition int, id string) (state, lastErr string, ok bool)
-
-// SetRemoteStatus installs the fan-out runner's remote cursor status.
-func (e *Engine) SetRemoteStatus(f RemoteStatus) { e.remoteStatus = f }
-
-// SetRemoteHTTPClient replaces the HTTP client of the attach-time target checks (tests).
-func (e *Engine) SetRemoteHTTPClient(c *http.Client) { e.remoteHTTP = c }
 
 // AttachRemote implements api.RemoteBackend: checks the target, reads the start point on
 // every parent partition and proposes the link. Nothing is proposed when a check fails

@@ -121,8 +121,7 @@ func (n *testNode) runFanout() (stop func()) {
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	n.e.SetCursorStatus(r.CursorStatus)
-	n.e.SetRemoteStatus(r.RemoteStatus)
+	n.e.BindFanout(r)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx) }()

@@ -96,7 +96,7 @@ func startNode(t testing.TB, dir string, mod func(*Config)) *testNode {
 	}
 	n.e = New(cfg, store, in)
 	eng.Store(n.e)
-	n.e.SetUndispatched(in.Undispatched)
+	n.e.DispatcherStarted(in.Undispatched)
 	n.e.OpenCreateGate()
 	n.e.SetReady(true)
 

@@ -98,10 +98,9 @@ func (f *fakePeers) consumeCalls() []fakeConsume {
 
 // twoNodeTopic starts n1 with a second (fake) live member n2 and creates a 3-partition topic:
 // placement gives partitions 0 and 2 to n1, partition 1 to n2 (candidates n1, n2).
-func twoNodeTopic(t *testing.T, fp *fakePeers) (*testNode, meta.Topic) {
+func twoNodeTopic(t *testing.T, fp Peers) (*testNode, meta.Topic) {
 	t.Helper()
-	n := startNode(t, t.TempDir(), nil)
-	n.e.SetPeers(fp)
+	n := startNode(t, t.TempDir(), func(c *Config) { c.Peers = fp })
 	if err := n.store.MemberJoin(n.ctx(), meta.Member{ID: "n2", Addr: "127.0.0.1:3", ClusterAddr: "127.0.0.1:4",
 		Status: meta.MemberAlive, LastHeartbeat: time.Now().Unix()}); err != nil {
 		t.Fatal(err)
@@ -379,13 +378,10 @@ func TestAttachFailsWith503AndLeavesNoLinkWhenAParentOwnerCannotBeAsked(t *testi
 }
 
 func TestAttachRecordsEveryParentPartitionsCommittedHighWatermark(t *testing.T) {
-	fp := &fakePeers{}
-	n, top := twoNodeTopic(t, fp)
+	fpHWM := int64(7)
+	n, top := twoNodeTopic(t, &hwmPeers{fakePeers: &fakePeers{}, hwm: fpHWM})
 	n.mustCommit(top, 0, "a", "b")
 	n.mustCommit(top, 2, "c")
-	fpHWM := int64(7)
-	fp2 := &hwmPeers{fakePeers: fp, hwm: fpHWM}
-	n.e.SetPeers(fp2)
 	child := n.createTopic(api.CreateTopicRequest{Name: "routed-child", Partitions: 3})
 	if _, err := n.e.AttachChild(n.ctx(), top.Name, child.Name, 0); err != nil {
 		t.Fatal(err)

@@ -347,7 +347,7 @@ func TestCreateTopicWaitsBehindTheCreateGate(t *testing.T) {
 	// AppliedCaughtUp is false for the instant an entry is being applied; readiness holds
 	// once the replica is quiet.
 	eventually(t, 5*time.Second, func() bool { return e.Ready() == nil }, "Ready() on a ready, caught-up node: %v", e.Ready())
-	e.SetShuttingDown()
+	e.BeginShutdown()
 	if err := e.Ready(); err == nil || !e.ShuttingDown() {
 		t.Fatal("a shutting-down node still reports ready")
 	}

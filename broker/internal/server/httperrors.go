@@ -92,3 +92,23 @@ func jsonConnError(p []byte) ([]byte, bool) {
 	out = append(out, "\r\nConnection: close\r\n\r\n"...)
 	return append(out, js...), true
 }
+
+// writeJSON writes v as one JSON value and a newline (the pprof port's answers).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding response failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeError writes the §1.5 error body {"error": msg} plus fields.
+func writeError(w http.ResponseWriter, status int, msg string, fields map[string]any) {
+	body := map[string]any{"error": msg}
+	for k, v := range fields {
+		body[k] = v
+	}
+	writeJSON(w, status, body)
+}

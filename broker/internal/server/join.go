@@ -13,6 +13,10 @@ import (
 	"narad.dev/broker/internal/rpc/nodepb"
 )
 
+// eventJoin is the audit event of a node admitted to the cluster (docs/operating.md, Audit
+// events).
+const eventJoin = "cluster.join"
+
 // Join cadence (spec/cluster.md §13).
 const (
 	joinInterval      = 2 * time.Second

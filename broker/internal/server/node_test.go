@@ -62,7 +62,7 @@ func newNodeService(t *testing.T) (*nodeService, *engine.Engine, *meta.Store) {
 	}
 	e = engine.New(engine.Config{NodeID: "n1", DataDir: dir}, store, in)
 	eng.Store(e)
-	e.SetUndispatched(in.Undispatched)
+	e.DispatcherStarted(in.Undispatched)
 	e.OpenCreateGate()
 	e.SetReady(true)
 	ectx, stopEng := context.WithCancel(context.Background())

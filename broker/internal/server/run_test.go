@@ -8,9 +8,11 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -256,5 +258,26 @@ func TestRunServesAndRestartsGracefullyOnTheSameDataDir(t *testing.T) {
 	}
 	if err := n2.stop(t); err != nil {
 		t.Fatalf("second graceful Run returned %v, want nil", err)
+	}
+}
+
+// A Run that fails late in open (the HTTP port is taken) has closed what it opened: the
+// metastore and the ingress WAL of the same data directory open again at once.
+func TestRunThatFailsToOpenReleasesWhatItOpened(t *testing.T) {
+	dir := t.TempDir()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cfg := devConfig(t, dir)
+	cfg.HTTPAddr = busy.Addr().String()
+	var logs logBuffer
+	if err := Run(context.Background(), cfg, &logs); err == nil || !strings.Contains(err.Error(), "http-addr") {
+		t.Fatalf("Run on a taken HTTP port: %v, want an http-addr error", err)
+	}
+	n := startRun(t, devConfig(t, dir))
+	if err := n.stop(t); err != nil {
+		t.Fatalf("second Run: %v", err)
 	}
 }

@@ -9,33 +9,16 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
-	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"narad.dev/broker/internal/api"
-	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/config"
 	"narad.dev/broker/internal/connlimit"
-	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/credseal"
-	"narad.dev/broker/internal/dispatch"
-	"narad.dev/broker/internal/durable"
 	"narad.dev/broker/internal/engine"
-	"narad.dev/broker/internal/fanout"
-	"narad.dev/broker/internal/hostlist"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
-	"narad.dev/broker/internal/move"
-	"narad.dev/broker/internal/move/sweep"
-	"narad.dev/broker/internal/rpc"
-	"narad.dev/broker/internal/wal"
 )
 
 // Boot and liveness constants (spec/cluster.md §13).
@@ -46,275 +29,23 @@ const (
 
 // Run starts a node with cfg and blocks until ctx ends, then shuts it down gracefully:
 // /healthz → 503, HTTP drained for the shutdown grace, in-flight commits finished, logs closed
-// with a CLEAN high watermark, WAL and metastore closed.
+// with a CLEAN high watermark, WAL and metastore closed. The steps are process's: open builds
+// everything (unwinding it on failure), start boots the node and launches its loops, stop
+// shuts it down in order, also after a failed boot.
 func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
-	start := time.Now()
-	logger := newLogger(cfg, stderr)
-	for _, w := range cfg.Warnings {
-		logger.Warn(w)
-	}
-	auditLog := audit.New(logger, cfg.NodeID)
-	m := metrics.New()
-
-	if err := durable.MkdirAll(cfg.DataDir); err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
-	secret, err := clusterSecret(cfg)
+	p, err := open(cfg, stderr)
 	if err != nil {
 		return err
 	}
-	trustedProxies, err := auth.ParseTrustedProxies(cfg.TrustedProxies)
-	if err != nil {
-		return fmt.Errorf("config: trusted-proxies: %w", err)
-	}
-
-	rpcOpts := []rpc.Option{rpc.WithNodeID(cfg.NodeID)}
-	if cfg.TLSCertFile != "" {
-		ct, err := rpc.LoadClusterTLS(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.ClusterTLSCAFile)
-		if err != nil {
-			return fmt.Errorf("cluster tls: %w", err)
-		}
-		rpcOpts = append(rpcOpts, rpc.WithTLS(ct))
-	} else if len(cfg.Join) > 0 {
-		logger.Warn("cluster port is plaintext: set tls-cert, tls-key and cluster-tls-ca for mutual TLS between nodes")
-	}
-
-	// Cluster port: node RPC and Raft share one listener.
-	cln, err := net.Listen("tcp", cfg.ClusterAddr)
-	if err != nil {
-		return fmt.Errorf("cluster-addr: %w", err)
-	}
-	advertise := advertiseAddr(cfg.AdvertiseAddr, cln.Addr())
-	cln = limitConns(cln, "cluster", cfg.ClusterMaxConnections, cfg.ClusterMaxConnectionsPerIP, logger, m)
-	mux := rpc.NewMux(cln, secret, logger, append(rpcOpts, rpc.WithAuthObserver(func(ok bool) {
-		m.ClusterAuth.WithLabelValues(pick(ok, "accepted", "refused")).Inc()
-	}))...)
-	sl, err := rpc.NewStreamLayer(mux, advertise, rpcOpts...)
-	if err != nil {
-		mux.Close()
-		return fmt.Errorf("advertise-addr: %w", err)
-	}
-	transport := rpc.NewRaftTransport(sl, logger)
-	muxCtx, stopMux := context.WithCancel(context.Background())
-	defer stopMux()
-
-	pool := rpc.NewPool(secret, rpcOpts...)
-	defer pool.Close()
-	nodes := peers{pool: pool}
-
-	var eng atomic.Pointer[engine.Engine]
-	store, err := meta.Open(meta.Config{
-		LeaderReader: nodes,
-		Forwarder:    nodes,
-		Dir:          filepath.Join(cfg.DataDir, "metastore"),
-		NodeID:       cfg.NodeID,
-		LocalAddr:    advertise,
-		Transport:    transport,
-		Bootstrap:    cfg.Bootstrap || len(cfg.Join) == 0,
-		Logger:       logger,
-		OnApply: func(ev meta.Event) {
-			if e := eng.Load(); e != nil {
-				e.OnMetaEvent(ev)
-			}
-		},
-	})
-	if err != nil {
-		mux.Close()
-		return fmt.Errorf("metastore: %w", err)
-	}
-	var e *engine.Engine
-	in, err := engine.OpenIngress(filepath.Join(cfg.DataDir, "ingress", "produce"), wal.Options{Logger: logger}, logger,
-		func(w *wal.WAL) *dispatch.Dispatcher {
-			return dispatch.New(w, e.Topology(), e.Committer(nodes), dispatch.Options{Logger: logger, Observer: dispatchObserver{m}})
-		})
-	if err != nil {
-		store.Close()
-		mux.Close()
-		return fmt.Errorf("ingress wal: %w", err)
-	}
-	remoteAllowed, err := hostlist.Parse(cfg.RemoteAllowedHosts)
-	if err != nil { // config validation parsed it already
-		in.Close()
-		store.Close()
-		mux.Close()
-		return fmt.Errorf("config: remote-allowed-hosts: %w", err)
-	}
-	linkKey, err := remoteLinkKey(cfg, logger)
-	if err != nil {
-		in.Close()
-		store.Close()
-		mux.Close()
-		return err
-	}
-	e = engine.New(engine.Config{
-		NodeID:             cfg.NodeID,
-		DataDir:            cfg.DataDir,
-		Codec:              cfg.StorageCodec,
-		CompressionLevel:   cfg.StorageCompressionLevel,
-		DefaultPartitions:  cfg.TopicDefaultPartitions,
-		MaxPartitions:      cfg.TopicMaxPartitions,
-		DefaultRetentionMs: cfg.TopicDefaultRetentionMs,
-		IdleLogEviction:    cfg.IdleLogEviction,
-		SecurityEnabled:    cfg.SecurityEnabled,
-		Logger:             logger,
-		Metrics:            m,
-		RemoteAllowedHosts: remoteAllowed,
-		LinkKey:            linkKey,
-	}, store, in)
-	e.SetPeers(nodes)
-	ctrl := controller.New(controller.Config{
-		Store:     store,
-		NodeID:    cfg.NodeID,
-		Prober:    nodeProber{nodes},
-		SeedRoot:  func(ctx context.Context) error { return seedRoot(ctx, cfg, store, logger) },
-		Logger:    logger,
-		Audit:     auditLog,
-		DeadAfter: cfg.HeartbeatTimeout,
-		Metrics:   m,
-
-		DeadTargetAbortAfter: cfg.DeadTargetAbortAfter,
-		MaxInFlightMoves:     cfg.MaxMovesInFlight,
-		MinVoters:            cfg.MinVoters,
-		// 10 s with the default 30 s heartbeat timeout; shorter timeouts (tests) tick faster.
-		Tick: min(10*time.Second, cfg.HeartbeatTimeout/3),
-	})
-	e.SetPlacementLock(ctrl.PlacementLock())
-	fan, err := fanout.NewRunner(fanout.Config{Host: e.FanoutHost(), Observer: e.FanoutObserver(), Logger: logger,
-		MaxBatchRecords: cfg.FanoutMaxBatchRecords, MaxBatchBytes: cfg.FanoutMaxBatchBytes})
-	if err != nil {
-		in.Close()
-		store.Close()
-		mux.Close()
-		return fmt.Errorf("fan-out: %w", err)
-	}
-	e.SetCursorStatus(fan.CursorStatus)
-	e.SetRemoteStatus(fan.RemoteStatus)
-	eng.Store(e)
-
-	// Partition moves (spec/moves.md): this node's destination runner, its stale-copy sweep,
-	// and the source, report and decommission endpoints.
-	tsrc := newTransferSource(nodes)
-	runner := move.NewRunner(move.RunnerConfig{
-		NodeID: cfg.NodeID,
-		Store:  store,
-		Source: tsrc,
-		Local:  e,
-		Sweeper: sweep.New(sweep.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Store: store, Source: tsrc,
-			Engine: e, Metrics: m, Logger: logger}),
-		Metrics:           m,
-		Logger:            logger,
-		ForcePromoteAfter: cfg.ForcePromoteAfter,
-	})
-	mv := moveDeps{source: e, reporter: runner, decom: ctrl}
-
-	grpcSrv := rpc.NewServer(secret, &nodeService{e: e, store: store, log: logger, mv: mv}, logger, rpcOpts...)
-	go func() { _ = grpcSrv.Serve(mux.GRPCListener()) }()
-	go func() { _ = mux.Run(muxCtx) }()
-
-	// HTTP: /healthz answers at once; /readyz stays 503 until the boot finishes.
-	authn := authAdapter{auth.NewAuthenticator(e, auth.AuthOptions{Logger: logger, TrustedProxies: trustedProxies})}
-	handler := api.NewHandler(api.Options{
-		Backend:         e,
-		Auth:            authn,
-		SecurityEnabled: cfg.SecurityEnabled,
-		MaxConsumeWait:  cfg.MaxConsumeWait,
-		MaxPartitions:   cfg.TopicMaxPartitions,
-		Observer:        httpObserver{m},
-		APIObserver:     apiObserver{m},
-		Metrics:         promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
-		Routes:          clusterRoutes(&clusterHTTP{store: store, peers: nodes, mv: mv, log: logger, audit: auditLog}),
-		Logger:          logger,
-		Audit:           auditLog,
-
-		// Produce bodies held at once; over it produce answers 503 (docs/operating.md, Limits).
-		MaxInflightRequestBytes: cfg.MaxInflightRequestBytes,
-	})
-	hln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		grpcSrv.Stop()
-		mux.Close()
-		in.Close()
-		store.Close()
-		return fmt.Errorf("http-addr: %w", err)
-	}
-	hln = limitConns(hln, "http", cfg.MaxConnections, cfg.MaxConnectionsPerIP, logger, m)
-	httpSrv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: min(cfg.HTTPReadTimeout, httpReadHeaderTimeout),
-		ReadTimeout:       cfg.HTTPReadTimeout,
-		WriteTimeout:      cfg.HTTPWriteTimeout,
-		IdleTimeout:       cfg.HTTPIdleTimeout,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-
-		MaxHeaderBytes: maxHTTPHeaderBytes, // 431 above, as JSON (jsonErrorsListener)
-	}
-	go func() {
-		if cfg.TLSCertFile != "" {
-			_ = httpSrv.ServeTLS(hln, cfg.TLSCertFile, cfg.TLSKeyFile)
-			return
-		}
-		_ = httpSrv.Serve(jsonErrorsListener{hln}) // net/http's own 431/400 answers as JSON
-	}()
-	m.BootDuration.Set(time.Since(start).Seconds())
-	if cfg.PprofAddr != "" {
-		go servePprof(cfg.PprofAddr, pprofHandler(authn, cfg.SecurityEnabled), logger)
-	}
-
-	loopsCtx, stopLoops := context.WithCancel(context.Background())
-	ingressCtx, stopIngress := context.WithCancel(context.Background())
-	defer stopIngress()
-	ingressDone := make(chan struct{})
-	var loops sync.WaitGroup
-	bootErr := boot(ctx, cfg, store, e, nodes, logger, advertise, hln.Addr().String())
-	if bootErr != nil {
-		close(ingressDone) // the ingress never ran
-	} else {
-		e.SetUndispatched(in.Undispatched)
-		loops.Add(6)
-		go func() { defer loops.Done(); _ = e.Run(loopsCtx) }()
-		go func() {
-			defer loops.Done()
-			heartbeat(loopsCtx, store, self(cfg, advertise, hln.Addr().String()), cfg.HeartbeatInterval, logger)
-		}()
-		go func() { defer loops.Done(); _ = ctrl.Run(loopsCtx) }()
-		go func() { defer loops.Done(); _ = fan.Run(loopsCtx) }()
-		go func() { defer loops.Done(); _ = runner.Run(loopsCtx) }()
-		go func() { defer loops.Done(); watchPeers(loopsCtx, store, e, nodes, cfg.NodeID, logger) }()
-		// The ingress (dispatcher) stops before the engine closes the partition logs.
-		go func() { defer close(ingressDone); _ = in.Run(ingressCtx) }()
-		e.OpenCreateGate()
-		e.SetReady(true)
-		logger.Info("narad ready", "node", cfg.NodeID, "http", hln.Addr().String(), "cluster", advertise,
-			"data_dir", cfg.DataDir, "security", cfg.SecurityEnabled, "boot_seconds", time.Since(start).Seconds())
-		if cfg.Dev {
-			fmt.Fprintf(stderr, devBanner, hln.Addr().String(), cfg.DataDir)
-		}
+	bootErr := p.start(ctx)
+	if bootErr == nil {
 		<-ctx.Done()
 	}
-
-	// Graceful shutdown, reverse order.
-	logger.Info("shutting down", "node", cfg.NodeID)
-	e.SetShuttingDown()
-	if store.IsLeader() {
-		if n := len(store.Members()); n > 1 {
-			_ = store.Raft().LeadershipTransfer().Error()
-		}
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
-	_ = httpSrv.Shutdown(sctx)
-	cancel()
-	stopIngress()
-	<-ingressDone // the dispatcher has stopped: no commit can reopen a log after closeAll
-	werr := in.Close()
-	stopLoops()
-	loops.Wait()
-	grpcSrv.Stop()
-	_ = mux.Close()
-	serr := store.Close()
+	err = p.stop()
 	if bootErr != nil && !errors.Is(bootErr, context.Canceled) {
 		return bootErr
 	}
-	return errors.Join(werr, serr)
+	return err
 }
 
 // boot runs the boot-order steps between the listeners and readiness (spec/cluster.md §1):

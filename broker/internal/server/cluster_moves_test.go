@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc/nodepb"
 	"narad.dev/broker/internal/transfer"
@@ -172,16 +173,43 @@ func newClusterFixture(t *testing.T) *clusterFixture {
 		{ID: "n4", ClusterAddr: "c4", Status: meta.MemberAlive, Draining: true},
 	}
 	f.store.topics["orders"] = meta.Topic{Name: "orders", Partitions: 4}
-	c := &clusterHTTP{store: f.store, peers: f.peers, mv: testDeps(nil, nil, f.decom),
-		log:      slog.New(slog.NewJSONHandler(f.logs, nil)),
-		callerOf: func(*http.Request) *meta.User { return f.caller }}
-	mux := http.NewServeMux()
-	for pattern, h := range clusterRoutes(c) {
-		mux.Handle(pattern, h)
-	}
-	f.routes = mux
+	svc := &clusterService{store: f.store, peers: f.peers, mv: testDeps(nil, nil, f.decom)}
+	f.routes = clusterHandler(svc, slog.New(slog.NewJSONHandler(f.logs, nil)), func() *meta.User { return f.caller })
 	return f
 }
+
+// clusterHandler is the api handler serving svc's /v1/cluster endpoints, with audit records
+// written to logger. A request runs as caller(): authenticated with security on, or, when
+// caller() is the synthetic root admin without a username (rootCallerOff), on a handler with
+// security off, which hands the endpoints that caller itself.
+func clusterHandler(svc *clusterService, logger *slog.Logger, caller func() *meta.User) http.Handler {
+	opts := api.Options{
+		Backend:         noBackend{},
+		Cluster:         svc,
+		SecurityEnabled: true,
+		Auth:            callerAuth(caller),
+		Logger:          logger,
+		Audit:           audit.New(logger, svc.store.NodeID()),
+	}
+	on := api.NewHandler(opts)
+	opts.SecurityEnabled, opts.Auth = false, nil
+	off := api.NewHandler(opts)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u := caller(); u != nil && u.Root && u.Username == "" {
+			off.ServeHTTP(w, r)
+			return
+		}
+		on.ServeHTTP(w, r)
+	})
+}
+
+// noBackend is an api.Backend the cluster endpoints never call.
+type noBackend struct{ api.Backend }
+
+// callerAuth authenticates every request as the user it returns.
+type callerAuth func() *meta.User
+
+func (f callerAuth) Authenticate(*http.Request) (*meta.User, error) { return f(), nil }
 
 // do runs one request and decodes a JSON body (nil for an empty one).
 func (f *clusterFixture) do(t *testing.T, method, target string) (int, map[string]any) {
@@ -340,12 +368,12 @@ func TestMovesListsEveryTargetSortedWithStatusesAndBlockedReasons(t *testing.T) 
 		t.Fatalf("status %d", status)
 	}
 	var got struct {
-		Moves []moveJSON `json:"moves"`
+		Moves []api.Move `json:"moves"`
 	}
 	if err := json.Unmarshal(mustJSON(t, body), &got); err != nil {
 		t.Fatal(err)
 	}
-	want := []moveJSON{
+	want := []api.Move{
 		{Topic: "alpha", Partition: 9, From: "old", To: "n4", FromStatus: "not_a_member", ToStatus: "draining", Blocked: []string{"source_dead"}},
 		{Topic: "alpha", Partition: 10, From: "n1", To: "n3", FromStatus: "alive", ToStatus: "dead", Blocked: []string{"target_dead"}},
 		{Topic: "orders", Partition: 2, From: "n4", To: "gone", FromStatus: "draining", ToStatus: "not_a_member", Blocked: []string{"target_not_member"}},
@@ -379,17 +407,17 @@ func TestMovesDetailAsksEachDestinationAndReportsWhoCouldNotBeAsked(t *testing.T
 	f.store.assign(meta.Assignment{Topic: "t", Partition: 0, Owner: "n1", Target: "ghost"}) // not a member
 	f.peers.reports = map[string]transfer.Report{"c2": {ReportedBy: "n2", Phase: transfer.PhaseFreezing, Passes: 2, CopiedBytes: 77}}
 	f.peers.reportErr = map[string]error{"c3": context.DeadlineExceeded, "c4": fmt.Errorf("%w: no worker", api.ErrNotFound)}
-	c := &clusterHTTP{store: f.store, peers: f.peers, log: slog.New(slog.DiscardHandler),
+	svc := &clusterService{store: f.store, peers: f.peers,
 		mv: testDeps(nil, fakeReporter{topic: "orders", p: 0, rep: transfer.Report{ReportedBy: "n1", Phase: transfer.PhaseCopying}}, nil)}
-	routes := clusterRoutes(c)
+	routes := clusterHandler(svc, slog.New(slog.DiscardHandler), func() *meta.User { return f.caller })
 	start := time.Now()
 	rec := httptest.NewRecorder()
-	routes["GET /v1/cluster/moves"].ServeHTTP(rec, httptest.NewRequest("GET", "/v1/cluster/moves?detail=true", nil))
+	routes.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/cluster/moves?detail=true", nil))
 	if took := time.Since(start); took > moveDetailTimeout+time.Second {
 		t.Fatalf("detail took %v, bound is %v", took, moveDetailTimeout)
 	}
 	var got struct {
-		Moves []moveJSON `json:"moves"`
+		Moves []api.Move `json:"moves"`
 	}
 	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &got) != nil || len(got.Moves) != 5 {
 		t.Fatalf("%d %s", rec.Code, rec.Body.String())

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/meta"
 )
@@ -177,7 +178,7 @@ func TestMembersShowTheLeadersDecommissionBlockedReasons(t *testing.T) {
 			if status != 200 || body["leader_reachable"] != tc.wantReachable {
 				t.Fatalf("%d %v", status, body)
 			}
-			var got memberListJSON
+			var got api.MemberList
 			if err := json.Unmarshal(mustJSON(t, body), &got); err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +226,7 @@ func TestMembersListAFinishedDecommissionAsRemoved(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("%d %v", status, body)
 	}
-	var got memberListJSON
+	var got api.MemberList
 	if err := json.Unmarshal(mustJSON(t, body), &got); err != nil {
 		t.Fatal(err)
 	}
