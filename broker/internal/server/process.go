@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/config"
 	"narad.dev/broker/internal/controller"
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/dispatch"
 	"narad.dev/broker/internal/durable"
 	"narad.dev/broker/internal/engine"
@@ -175,7 +175,7 @@ func (p *process) openStore() error {
 	store, err := meta.Open(meta.Config{
 		LeaderReader: p.nodes,
 		Forwarder:    p.nodes,
-		Dir:          filepath.Join(cfg.DataDir, "metastore"),
+		Dir:          datadir.New(cfg.DataDir).Metastore(),
 		NodeID:       cfg.NodeID,
 		LocalAddr:    p.advertise,
 		Transport:    p.transport,
@@ -199,7 +199,7 @@ func (p *process) openStore() error {
 // engine.
 func (p *process) openIngress() error {
 	logger := p.logger
-	in, err := engine.OpenIngress(filepath.Join(p.cfg.DataDir, "ingress", "produce"), wal.Options{Logger: logger}, logger,
+	in, err := engine.OpenIngress(datadir.New(p.cfg.DataDir).ProduceWAL(), wal.Options{Logger: logger}, logger,
 		func(w *wal.WAL) *dispatch.Dispatcher {
 			return dispatch.New(w, p.e.Topology(), p.e.Committer(p.nodes), dispatch.Options{Logger: logger, Observer: dispatchObserver{p.m}})
 		})
@@ -288,7 +288,7 @@ func (p *process) newMoves() error {
 		Source: tsrc,
 		Local:  e,
 		Sweeper: sweep.New(sweep.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Store: store, Source: tsrc,
-			Engine: e, Metrics: p.m, Logger: p.logger}),
+			Engine: e, Logger: p.logger}),
 		Metrics:           p.m,
 		Logger:            p.logger,
 		ForcePromoteAfter: cfg.ForcePromoteAfter,

@@ -157,7 +157,7 @@ func newEnv(t *testing.T) *env {
 		m: metrics.New(), clock: &testClock{t: time.Now()}, logs: &logrec.Sink{}}
 	logger := e.logs.Logger()
 	e.eng = engine.New(engine.Config{NodeID: self, DataDir: e.dir, Logger: logger, Metrics: e.m, Now: e.clock.Now}, ms, nil)
-	e.sw = New(Config{NodeID: self, DataDir: e.dir, Store: e.store, Source: e.src, Engine: e.eng, Metrics: e.m,
+	e.sw = New(Config{NodeID: self, DataDir: e.dir, Store: e.store, Source: e.src, Engine: e.eng,
 		Logger: logger, Now: e.clock.Now})
 	return e
 }

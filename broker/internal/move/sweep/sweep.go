@@ -24,7 +24,6 @@ import (
 
 	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/meta"
-	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -79,9 +78,6 @@ type Config struct {
 	Store   Store
 	Source  transfer.Source // owner listings (op 22)
 	Engine  Engine
-	// Metrics is not read: narad_orphan_topic_dirs belongs to the engine's orphan sweep. The
-	// field stays until the process wiring stops setting it; then it goes.
-	Metrics *metrics.Metrics
 	// Logger receives one line per decision; nil discards.
 	Logger *slog.Logger
 	// Now is the wall clock of the retention and legacy-marker rules; nil → time.Now.
