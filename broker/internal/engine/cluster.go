@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/clock"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/wal"
 )
@@ -173,7 +174,7 @@ func (e *Engine) forwardWrite(ctx context.Context, fn func(addr string) (uint64,
 		}
 		idx, err := fn(addr)
 		if errors.Is(err, meta.ErrNotLeader) {
-			if err := sleepCtx(ctx, forwardRetryWait); err != nil {
+			if err := clock.Sleep(ctx, forwardRetryWait); err != nil {
 				return true, err
 			}
 			continue
@@ -185,18 +186,6 @@ func (e *Engine) forwardWrite(ctx context.Context, fn func(addr string) (uint64,
 		return true, nil
 	}
 	return true, fmt.Errorf("%w: leadership kept moving", meta.ErrNoLeader)
-}
-
-// sleepCtx waits d or until ctx ends, whichever is first; ctx's error if it ended.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // AwaitTopic implements api.ReplicaStatus: for a topic this follower's replica does not have,

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"narad.dev/broker/internal/clock"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/transfer"
 )
@@ -171,7 +172,7 @@ func (w *worker) loop(ctx context.Context) bool {
 		} else {
 			w.log.Debug("move: attempt failed; retrying", "err", err) // the report carries it
 		}
-		if sleep(ctx, w.cfg.RetryBackoff) != nil {
+		if clock.Sleep(ctx, w.cfg.RetryBackoff) != nil {
 			return false
 		}
 	}
@@ -330,17 +331,5 @@ func (w *worker) clearBlocked() {
 func (w *worker) blockedGauge(reason string, d float64) {
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.MovesBlocked.WithLabelValues(reason).Add(d)
-	}
-}
-
-// sleep waits d or until ctx ends (ctx's error).
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
