@@ -66,15 +66,15 @@ func TestReconcilerSkipsPassesWhileVersionUnchangedButRunsForcedPasses(t *testin
 	for i := 0; i < 5; i++ {
 		r.tick(ctx)
 	}
-	if calls() != 1 || r.skips.Load() != 5 {
-		t.Fatalf("unchanged version: %d passes, %d skips; want 1 pass, 5 skips", calls(), r.skips.Load())
+	if calls() != 1 || r.pace.Skips() != 5 {
+		t.Fatalf("unchanged version: %d passes, %d skips; want 1 pass, 5 skips", calls(), r.pace.Skips())
 	}
 	h.set(func(h *fakeHost) { h.version++ })
 	r.tick(ctx)
 	if calls() != 2 {
 		t.Fatal("a version change did not run a pass")
 	}
-	r.lastFull = time.Now().Add(-r.cfg.ForcedPassEvery)
+	r.pace.Now = func() time.Time { return time.Now().Add(r.cfg.ForcedPassEvery) } // ForcedPassEvery later
 	r.tick(ctx)
 	if calls() != 3 {
 		t.Fatal("no forced pass after ForcedPassEvery")
@@ -148,19 +148,15 @@ func TestReconcilerStartsReattachOnlyAfterOldEpochCursorExited(t *testing.T) {
 		h.version++
 	})
 	r.tick(ctx)
-	r.mu.Lock()
-	k := r.slots[slot{"orders", 0, "an"}].key
-	r.mu.Unlock()
-	if k.epoch != epoch {
+	c, _, _ := r.cursors.Get(slot{"orders", 0, "an"})
+	if c.d.Epoch != epoch {
 		t.Fatal("a new-epoch cursor started while the old one was still draining")
 	}
 	close(release)
 	waitFor(t, "new epoch cursor", func() bool {
 		r.tick(ctx)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		run, ok := r.slots[slot{"orders", 0, "an"}]
-		return ok && run.key.epoch == newEpoch
+		c, ok, _ := r.cursors.Get(slot{"orders", 0, "an"})
+		return ok && c.d.Epoch == newEpoch
 	})
 	waitFor(t, "new anchor", func() bool {
 		st, err := fileState(t, dir)

@@ -31,26 +31,26 @@ func TestRunnerSkipsTheReadWhileDomainVersionsAreUnchanged(t *testing.T) {
 	r.tick(ctx) // the first tick always reads
 	r.tick(ctx)
 	r.tick(ctx)
-	if r.passes.Load() != 1 || r.skips.Load() != 2 {
-		t.Fatalf("passes=%d skips=%d; want 1 read and 2 skips", r.passes.Load(), r.skips.Load())
+	if r.pace.Passes() != 1 || r.pace.Skips() != 2 {
+		t.Fatalf("passes=%d skips=%d; want 1 read and 2 skips", r.pace.Passes(), r.pace.Skips())
 	}
 	h.st.bump() // any domain change
 	r.tick(ctx)
-	if r.passes.Load() != 2 {
+	if r.pace.Passes() != 2 {
 		t.Fatal("a domain version change must trigger a read")
 	}
 	h.clock.Advance(DefaultFullPassEvery)
 	r.tick(ctx)
-	if r.passes.Load() != 3 {
+	if r.pace.Passes() != 3 {
 		t.Fatal("a full pass is due every 30 s even without changes")
 	}
 	r.exited.Store(true) // a worker exited
 	r.tick(ctx)
-	if r.passes.Load() != 4 {
+	if r.pace.Passes() != 4 {
 		t.Fatal("a worker exit must force the next pass")
 	}
 	r.tick(ctx)
-	if r.passes.Load() != 4 {
+	if r.pace.Passes() != 4 {
 		t.Fatal("the forced pass must not repeat")
 	}
 }
@@ -72,7 +72,7 @@ func TestRunnerSweepsOnTheFirstTickAndEveryNthTickCountingSkippedOnes(t *testing
 	step(1)
 	step(1)
 	step(2) // the 3rd tick later, although ticks 2–4 skipped the read
-	if r.skips.Load() == 0 {
+	if r.pace.Skips() == 0 {
 		t.Fatal("setup: no tick skipped")
 	}
 	h.st.caughtUp.Store(false)
@@ -91,8 +91,8 @@ func TestRunnerStartsWorkersOnlyWhileCaughtUp(t *testing.T) {
 	defer func() { cancel(); r.stopAll() }()
 	r.tick(ctx)
 	r.tick(ctx) // no version change, but the unfinished pass forces a read
-	if r.Workers() != 0 || r.passes.Load() != 2 {
-		t.Fatalf("workers=%d passes=%d; a lagging replica starts no worker and re-reads", r.Workers(), r.passes.Load())
+	if r.Workers() != 0 || r.pace.Passes() != 2 {
+		t.Fatalf("workers=%d passes=%d; a lagging replica starts no worker and re-reads", r.Workers(), r.pace.Passes())
 	}
 	h.st.caughtUp.Store(true)
 	r.tick(ctx)

@@ -110,7 +110,7 @@ func TestUnverifiableCopyIsRetriedOnceThenBlocks(t *testing.T) {
 		t.Fatalf("report %+v", rep)
 	}
 	calls := prepares.Load()
-	ticks := func() int64 { return h.r.passes.Load() + h.r.skips.Load() }
+	ticks := func() int64 { return h.r.pace.Passes() + h.r.pace.Skips() }
 	base := ticks()
 	waitFor(t, "runner ticks", 5*time.Second, func() bool { return ticks() >= base+40 })
 	waitFor(t, "the last freeze to lapse", 5*time.Second, func() bool { return !h.src.Frozen() })
@@ -151,7 +151,7 @@ func TestRestartGivesABlockedUnverifiableCopyExactlyOneMoreTry(t *testing.T) {
 	h.stop() // the destination restarts
 	h.start()
 	h.waitPhase(transfer.PhaseBlocked, 10*time.Second)
-	ticks := func() int64 { return h.r.passes.Load() + h.r.skips.Load() }
+	ticks := func() int64 { return h.r.pace.Passes() + h.r.pace.Skips() }
 	base := ticks()
 	waitFor(t, "runner ticks", 5*time.Second, func() bool { return ticks() >= base+40 })
 	if arms := h.src.arms.Load(); arms != 3 {
@@ -190,7 +190,7 @@ func TestStaleUnverifiableNoteIsPrunedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.start()
-	waitFor(t, "a full pass", 5*time.Second, func() bool { return h.r.passes.Load() > 0 })
+	waitFor(t, "a full pass", 5*time.Second, func() bool { return h.r.pace.Passes() > 0 })
 	waitFor(t, "the stale note removed", 5*time.Second, func() bool { return !exists(note) })
 }
 

@@ -50,10 +50,6 @@ type worker struct {
 	// incarnation is the topic incarnation the local replica named when the worker started;
 	// the move prepares the topic directory for it and installs only under it.
 	incarnation string
-	cancel      context.CancelFunc
-	done        chan struct{}
-
-	stopping bool // guarded by Runner.mu
 
 	mu  sync.Mutex // guards rep
 	rep transfer.Report
@@ -83,24 +79,15 @@ type worker struct {
 	unreachedLogd bool
 }
 
-func newWorker(r *Runner, k key, d want, cancel context.CancelFunc) *worker {
+func newWorker(r *Runner, k key, d want) *worker {
 	w := &worker{
 		r: r, cfg: r.cfg, topic: k.topic, p: k.partition, source: d.source, self: k.target,
-		incarnation: d.incarnation, cancel: cancel, done: make(chan struct{}),
-		log: r.log.With("topic", k.topic, "partition", k.partition, "from", d.source, "to", k.target),
+		incarnation: d.incarnation,
+		log:         r.log.With("topic", k.topic, "partition", k.partition, "from", d.source, "to", k.target),
 	}
 	w.started = r.cfg.Now()
 	w.rep = transfer.Report{ReportedBy: r.cfg.NodeID, Phase: transfer.PhaseCopying, StartedAt: w.started.Unix()}
 	return w
-}
-
-func (w *worker) hasExited() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // run is the worker goroutine: attempts until the flip commits, the move ends, or ctx ends;
