@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/testwait"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -66,7 +67,7 @@ func TestRunnerSweepsOnTheFirstTickAndEveryNthTickCountingSkippedOnes(t *testing
 	step := func(want int64) {
 		t.Helper()
 		r.tick(ctx)
-		waitFor(t, "the sweep", 5*time.Second, func() bool { return sw.n.Load() == want && !r.sweeping.Load() })
+		testwait.For(t, 5*time.Second, "the sweep", func() bool { return sw.n.Load() == want && !r.sweeping.Load() })
 	}
 	step(1) // first tick after start
 	step(1)
@@ -147,7 +148,7 @@ func TestRefusedPreparationWarnsOnceAndRetries(t *testing.T) {
 	h.src.MustProduce(10, 100)
 	h.loc.prepareErr = transfer.ErrIncarnationChanged
 	h.start()
-	waitFor(t, "several refused preparations", 5*time.Second, func() bool { return h.loc.prepares.Load() >= 5 })
+	testwait.For(t, 5*time.Second, "several refused preparations", func() bool { return h.loc.prepares.Load() >= 5 })
 	h.loc.mu.Lock()
 	h.loc.prepareErr = nil
 	h.loc.mu.Unlock()
@@ -165,13 +166,13 @@ func TestEndingWhileOwningKeepsACopyThePathMayLack(t *testing.T) {
 	h.src.MustProduce(100, 100)
 	h.src.downArm.Store(true) // the copy is staged; the move cannot freeze
 	h.start()
-	waitFor(t, "a staged copy", 5*time.Second, func() bool {
+	testwait.For(t, 5*time.Second, "a staged copy", func() bool {
 		rep, ok := h.report()
 		return ok && rep.CopyNextOffset == 100
 	})
 	// The partition ends up owned here by other means (no install from the source at the path).
 	h.st.putAssignment(meta.Assignment{Topic: topicName, Partition: 0, Owner: selfNode})
-	waitFor(t, "the worker to end", 5*time.Second, func() bool { return h.r.Workers() == 0 })
+	testwait.For(t, 5*time.Second, "the worker to end", func() bool { return h.r.Workers() == 0 })
 	if !exists(h.staging() + ".quarantine") {
 		t.Fatal("the staging copy must be set aside when the path may lack its records")
 	}
@@ -184,9 +185,9 @@ func TestRecreatedTopicRestartsTheWorkerForTheNewIncarnation(t *testing.T) {
 	h.src.MustProduce(10, 100)
 	h.src.downArm.Store(true) // keep the first worker busy
 	h.start()
-	waitFor(t, "the first worker", 5*time.Second, func() bool { return h.logs.count("move: started") == 1 })
+	testwait.For(t, 5*time.Second, "the first worker", func() bool { return h.logs.count("move: started") == 1 })
 	h.st.putTopic(meta.Topic{Name: topicName, Partitions: 1, Incarnation: "inc-9", Role: meta.RoleParent})
-	waitFor(t, "a worker for the new incarnation", 5*time.Second, func() bool {
+	testwait.For(t, 5*time.Second, "a worker for the new incarnation", func() bool {
 		for _, r := range h.logs.find("move: started") {
 			if r.attrs["incarnation"] == "inc-9" {
 				return true
