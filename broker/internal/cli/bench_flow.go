@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"narad.dev/broker/client"
+	"narad.dev/broker/internal/clock"
 )
 
 // benchRun is one bench execution. Producers claim message ranges from claimed, so exactly
@@ -228,7 +229,7 @@ func (r *benchRun) consumer(ctx context.Context, c *client.Client) {
 				return
 			}
 			failures++
-			sleepCtx(ctx, time.Duration(min(failures, 10))*20*time.Millisecond)
+			_ = clock.Sleep(ctx, time.Duration(min(failures, 10))*20*time.Millisecond)
 			continue
 		}
 		failures = 0
@@ -272,7 +273,7 @@ const benchAckTries = ackTries
 func (r *benchRun) ackOne(ctx context.Context, c *client.Client, m client.Message, own bool) {
 	failures := 0
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 && !sleepCtx(ctx, ackRetryPause(attempt)) {
+		if attempt > 0 && clock.Sleep(ctx, ackRetryPause(attempt)) != nil {
 			return
 		}
 		err := c.Ack(ctx, r.cfg.Topic, m.ReceiptHandle)
@@ -313,7 +314,7 @@ func (r *benchRun) ackBatch(ctx context.Context, c *client.Client, msgs []client
 	}
 	failures := 0
 	for attempt := 0; len(pending) > 0; attempt++ {
-		if attempt > 0 && !sleepCtx(ctx, ackRetryPause(attempt)) {
+		if attempt > 0 && clock.Sleep(ctx, ackRetryPause(attempt)) != nil {
 			return
 		}
 		entries := make([]client.AckEntry, len(pending))

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"narad.dev/broker/client"
+	"narad.dev/broker/internal/clock"
 )
 
 const (
@@ -84,7 +85,7 @@ func (a *app) subscribe(ctx context.Context, stderr io.Writer, c *client.Client,
 			}
 			failures++
 			fmt.Fprintf(stderr, "narad: consume: %v (retrying)\n", err)
-			if !sleepCtx(ctx, a.ackBackoff(min(failures+1, ackTries))) {
+			if clock.Sleep(ctx, a.ackBackoff(min(failures+1, ackTries))) != nil {
 				return nil
 			}
 			continue
@@ -115,7 +116,7 @@ func (a *app) ackWithRetry(ctx context.Context, c *client.Client, topic, handle 
 	base := context.WithoutCancel(ctx)
 	var err error
 	for try := 1; try <= ackTries; try++ {
-		if try > 1 && !sleepCtx(base, a.ackBackoff(try)) {
+		if try > 1 && clock.Sleep(base, a.ackBackoff(try)) != nil {
 			return err
 		}
 		actx, cancel := context.WithTimeout(base, ackTimeout)
@@ -129,21 +130,6 @@ func (a *app) ackWithRetry(ctx context.Context, c *client.Client, topic, handle 
 		}
 	}
 	return fmt.Errorf("gave up after %d tries: %w", ackTries, err)
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether the full wait elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // peek tails partitions with replay reads, starting at each partition's current high
@@ -209,7 +195,7 @@ func (a *app) peek(ctx context.Context, stderr io.Writer, c *client.Client, topi
 			}
 			cur.next = next
 		}
-		if !progressed && !sleepCtx(ctx, a.pollInterval) {
+		if !progressed && clock.Sleep(ctx, a.pollInterval) != nil {
 			return nil
 		}
 	}

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"narad.dev/broker/internal/testwait"
 )
 
 const oneMessage = `{"topic":"t","partition":1,"offset":7,"key":"k","payload":{"n":1},"timestamp":1700000000,"receipt_handle":"1:7:3"}`
@@ -43,7 +46,7 @@ func runSubUntilIdle(t *testing.T, f *fakeAPI, later *atomic.Int32, args ...stri
 	defer cancel()
 	done := make(chan result, 1)
 	go func() { done <- runCLI(ctx, testApp(envFor(t, f)), "", append([]string{"sub", "t"}, args...)...) }()
-	waitFor(t, "sub to poll again", func() bool { return later.Load() > 0 })
+	testwait.For(t, 10*time.Second, "sub to poll again", func() bool { return later.Load() > 0 })
 	cancel()
 	return <-done
 }
@@ -149,8 +152,8 @@ func TestSubPeekReadsFromHighWatermarkJumpsOn410AndNeverReserves(t *testing.T) {
 	defer cancel()
 	done := make(chan result, 1)
 	go func() { done <- runCLI(ctx, testApp(envFor(t, f)), "", "sub", "t", "--peek", "--raw") }()
-	waitFor(t, "peek to reach p1's oldest offset", reachedOldest.Load)
-	waitFor(t, "p0 to be polled past 11", func() bool {
+	testwait.For(t, 10*time.Second, "peek to reach p1's oldest offset", reachedOldest.Load)
+	testwait.For(t, 10*time.Second, "p0 to be polled past 11", func() bool {
 		for _, c := range f.callsTo("GET", "/v1/topics/t/consume") {
 			if c.Query.Get("partition") == "0" && c.Query.Get("offset") == "12" {
 				return true

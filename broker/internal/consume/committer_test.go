@@ -12,6 +12,7 @@ import (
 
 	"narad.dev/broker/internal/durable"
 	"narad.dev/broker/internal/faults"
+	"narad.dev/broker/internal/testwait"
 )
 
 // committerFixture drives a committer by hand on a fake clock.
@@ -302,7 +303,7 @@ func TestPC18FrontierPersistence(t *testing.T) {
 		}
 		if i == 600 {
 			committed := s.State().Committed
-			waitFor(t, 5*time.Second, "journal sync", func() bool { return s.State().Durable >= committed })
+			testwait.For(t, 5*time.Second, "journal sync", func() bool { return s.State().Durable >= committed })
 		}
 	}
 	// "Crash": stop the committer and drop the shard without its final checkpoint.

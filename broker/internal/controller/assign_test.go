@@ -2,8 +2,10 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/testwait"
 )
 
 func topic(name string, partitions int) meta.Topic {
@@ -46,7 +48,7 @@ func TestUnassignedPartitionsGetAssigned(t *testing.T) {
 	}
 
 	ctl := c.start("a", nil, nil)
-	waitFor(t, "every partition assigned", func() bool {
+	testwait.For(t, 15*time.Second, "every partition assigned", func() bool {
 		return len(st.Assignments("orders")) == 5 && len(st.Assignments("audit")) == 4
 	})
 	settle(t, ctl, 1)
@@ -84,5 +86,5 @@ func TestNoCandidatesLeavesPartitionsUnassigned(t *testing.T) {
 	if err := st.SetMemberDraining(ctx, "a", false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "assignment once a candidate exists", func() bool { return len(st.Assignments("orders")) == 3 })
+	testwait.For(t, 15*time.Second, "assignment once a candidate exists", func() bool { return len(st.Assignments("orders")) == 3 })
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/testwait"
 )
 
 // Shared test fixtures: an in-process metastore cluster on connected in-memory transports,
@@ -374,22 +375,10 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// waitFor polls cond until it holds or 15 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // settle waits until ctl has completed n more passes (each started after the call), so
 // every duty has seen the state as it is now.
 func settle(t *testing.T, ctl *Controller, n uint64) {
 	t.Helper()
 	target := ctl.passes.Load() + n + 1
-	waitFor(t, "controller passes", func() bool { return ctl.passes.Load() >= target })
+	testwait.For(t, 15*time.Second, "controller passes", func() bool { return ctl.passes.Load() >= target })
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/testwait"
 )
 
 // seedCounter is a C8 callback that seeds the root user through the store it is given.
@@ -48,7 +49,7 @@ func TestOnlyTheLeaderActs(t *testing.T) {
 	}
 	settle(t, ctls["a"], 1)
 	c.expireSilent("a")
-	waitFor(t, "the leader's pass to act", func() bool {
+	testwait.For(t, 15*time.Second, "the leader's pass to act", func() bool {
 		return c.leader().RootSeeded() && len(c.leader().Assignments("orders")) == 3 &&
 			status(t, c.leader(), "b") == meta.MemberDead
 	})
@@ -91,7 +92,7 @@ func TestPlacementLockBlocksAssignment(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	ctl.PlacementLock().Unlock()
-	waitFor(t, "assignment after the lock is released", func() bool { return len(c.leader().Assignments("orders")) == 3 })
+	testwait.For(t, 15*time.Second, "assignment after the lock is released", func() bool { return len(c.leader().Assignments("orders")) == 3 })
 }
 
 func TestLosingLeadershipForgetsDeadSince(t *testing.T) {
@@ -100,7 +101,7 @@ func TestLosingLeadershipForgetsDeadSince(t *testing.T) {
 	ctl := c.start("a", nil, nil)
 	settle(t, ctl, 1)
 	c.expireSilent("a")
-	waitFor(t, "b dead", func() bool { _, ok := ctl.DeadSince("b"); return ok })
+	testwait.For(t, 15*time.Second, "b dead", func() bool { _, ok := ctl.DeadSince("b"); return ok })
 	ctl.setLeading(false)
 	if _, ok := ctl.DeadSince("b"); ok {
 		t.Fatal("dead_since survived the loss of leadership")
@@ -125,14 +126,14 @@ func TestMemberGCRemovesOnlyRecordsMeetingEveryCondition(t *testing.T) {
 	settle(t, ctl, 1)
 
 	c.expireSilent("a", "recent", "alive") // four die now
-	waitFor(t, "four members dead", func() bool {
+	testwait.For(t, 15*time.Second, "four members dead", func() bool {
 		return status(t, st, "inraft") == meta.MemberDead && status(t, st, "gone") == meta.MemberDead
 	})
 	c.advance(30*time.Minute, "a", "alive") // "recent" falls silent
-	waitFor(t, "recent dead", func() bool { return status(t, st, "recent") == meta.MemberDead })
+	testwait.For(t, 15*time.Second, "recent dead", func() bool { return status(t, st, "recent") == meta.MemberDead })
 
 	c.advance(DefaultRemoveDeadAfter-30*time.Minute, "a", "alive") // the four: dead ≥ 1 h; recent: ~30 min
-	waitFor(t, "gone collected", func() bool { return status(t, st, "gone") == "missing" })
+	testwait.For(t, 15*time.Second, "gone collected", func() bool { return status(t, st, "gone") == "missing" })
 	settle(t, ctl, 2)
 	// "target" is collected too: C4 clears a move aimed at a dead member outside the Raft
 	// configuration at once, after which nothing keeps its record.

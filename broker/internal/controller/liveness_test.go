@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/testwait"
 )
 
 func status(t *testing.T, st *meta.Store, id string) string {
@@ -33,7 +34,7 @@ func TestSilentMemberMarkedDeadAndHeartbeatRevives(t *testing.T) {
 	}
 
 	observed := c.advance(2*time.Second, "c")
-	waitFor(t, "b marked dead", func() bool { return status(t, c.leader(), "b") == meta.MemberDead })
+	testwait.For(t, 15*time.Second, "b marked dead", func() bool { return status(t, c.leader(), "b") == meta.MemberDead })
 	if since, ok := ctl.DeadSince("b"); !ok || !since.Equal(observed) {
 		t.Fatalf("DeadSince(b) = %v %v, want %v (the leader's clock when it marked b)", since, ok, observed)
 	}
@@ -53,7 +54,7 @@ func TestSilentMemberMarkedDeadAndHeartbeatRevives(t *testing.T) {
 	if s := status(t, c.leader(), "b"); s != meta.MemberAlive {
 		t.Fatalf("b is %s after a heartbeat", s)
 	}
-	waitFor(t, "dead_since of b cleared", func() bool { _, ok := ctl.DeadSince("b"); return !ok })
+	testwait.For(t, 15*time.Second, "dead_since of b cleared", func() bool { _, ok := ctl.DeadSince("b"); return !ok })
 }
 
 // A new leader measures silence from no earlier than its election: stamps it inherited do not
@@ -69,7 +70,7 @@ func TestNewLeaderMeasuresSilenceFromItsElection(t *testing.T) {
 		t.Fatalf("member with an inherited stale stamp is %s on the new leader's first passes", s)
 	}
 	c.clock.Advance(DefaultDeadAfter + time.Second)
-	waitFor(t, "the silent member marked dead", func() bool { return status(t, c.leader(), "old") == meta.MemberDead })
+	testwait.For(t, 15*time.Second, "the silent member marked dead", func() bool { return status(t, c.leader(), "old") == meta.MemberDead })
 }
 
 // CL-15 (the part this controller owns): a member that is already dead when this node gains

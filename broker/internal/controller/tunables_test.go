@@ -3,6 +3,9 @@ package controller
 import (
 	"reflect"
 	"testing"
+	"time"
+
+	"narad.dev/broker/internal/testwait"
 )
 
 // A configured MinVoters is C3's voter target: with five servers and MinVoters 5, all five
@@ -10,7 +13,7 @@ import (
 func TestVotersReconcileKeepsTheConfiguredMinimum(t *testing.T) {
 	c := openCluster(t, []string{"a"}, "b", "c", "d", "e")
 	ctl := c.start("a", nil, func(cfg *Config) { cfg.MinVoters = 5 })
-	waitFor(t, "five voters", func() bool { return len(c.voters()) == 5 })
+	testwait.For(t, 15*time.Second, "five voters", func() bool { return len(c.voters()) == 5 })
 	settle(t, ctl, 2)
 	if got := sorted(c.voters()); !reflect.DeepEqual(got, []string{"a", "b", "c", "d", "e"}) {
 		t.Fatalf("voters = %v, want all five with MinVoters 5", got)

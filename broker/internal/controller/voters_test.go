@@ -5,8 +5,10 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+	"time"
 
 	"narad.dev/broker/internal/audit"
+	"narad.dev/broker/internal/testwait"
 )
 
 func sorted(ids []string) []string {
@@ -26,8 +28,8 @@ func TestNonvoterPromotedOnlyAfterVoterDiesThenDeadVoterDemoted(t *testing.T) {
 
 	c.kill("c")
 	c.expireSilent("a", "b", "d")
-	waitFor(t, "c replaced by d", func() bool { return reflect.DeepEqual(sorted(c.voters()), []string{"a", "b", "d"}) })
-	waitFor(t, "the demotion logged", func() bool { return len(log.find("voter demoted")) > 0 })
+	testwait.For(t, 15*time.Second, "c replaced by d", func() bool { return reflect.DeepEqual(sorted(c.voters()), []string{"a", "b", "d"}) })
+	testwait.For(t, 15*time.Second, "the demotion logged", func() bool { return len(log.find("voter demoted")) > 0 })
 	promoted := log.index("non-voter promoted to voter", "member", "d")
 	demoted := log.index("voter demoted", "member", "c")
 	if promoted < 0 || demoted < 0 || promoted > demoted {
@@ -67,7 +69,7 @@ func TestLaggingNonvoterIsNotPromoted(t *testing.T) {
 	ctl := c.start("a", nil, nil)
 	settle(t, ctl, 1)
 	c.expireSilent("a", "b", "d") // c stops heartbeating (its node keeps running)
-	waitFor(t, "c marked dead", func() bool { return status(t, c.leader(), "c") == "dead" })
+	testwait.For(t, 15*time.Second, "c marked dead", func() bool { return status(t, c.leader(), "c") == "dead" })
 	calls := c.prober.callCount()
 	settle(t, ctl, 3)
 	if c.prober.callCount() == calls {
@@ -77,13 +79,13 @@ func TestLaggingNonvoterIsNotPromoted(t *testing.T) {
 		t.Fatalf("voters = %v with only a lagging replacement, want [a b c] (no promotion, dead c kept)", got)
 	}
 	c.prober.setLag("d", false)
-	waitFor(t, "d promoted once caught up", func() bool { return reflect.DeepEqual(sorted(c.voters()), []string{"a", "b", "d"}) })
+	testwait.For(t, 15*time.Second, "d promoted once caught up", func() bool { return reflect.DeepEqual(sorted(c.voters()), []string{"a", "b", "d"}) })
 }
 
 func TestFirstThreeNodesBecomeVotersLaterOnesStayNonvoters(t *testing.T) {
 	c := openCluster(t, []string{"a"}, "b", "c", "d")
 	ctl := c.start("a", nil, nil)
-	waitFor(t, "three voters", func() bool { return len(c.voters()) == 3 })
+	testwait.For(t, 15*time.Second, "three voters", func() bool { return len(c.voters()) == 3 })
 	settle(t, ctl, 2)
 	if got := sorted(c.voters()); !reflect.DeepEqual(got, []string{"a", "b", "c"}) {
 		t.Fatalf("voters = %v, want [a b c]", got)
@@ -100,18 +102,18 @@ func TestVoterCountStaysOddBelowThreeEligible(t *testing.T) {
 		t.Fatalf("voters = %v with one eligible non-voter, want [a]", got)
 	}
 	c.prober.setLag("c", false)
-	waitFor(t, "three voters", func() bool { return len(c.voters()) == 3 })
+	testwait.For(t, 15*time.Second, "three voters", func() bool { return len(c.voters()) == 3 })
 }
 
 func TestEvenAliveVoterCountDemotesHighestNonLeader(t *testing.T) {
 	c := openCluster(t, []string{"a", "b", "c", "d"})
 	log := &logRecorder{}
 	c.start("a", log, nil)
-	waitFor(t, "an odd voter count", func() bool { return len(c.voters()) == 3 })
+	testwait.For(t, 15*time.Second, "an odd voter count", func() bool { return len(c.voters()) == 3 })
 	if got := sorted(c.voters()); !reflect.DeepEqual(got, []string{"a", "b", "c"}) {
 		t.Fatalf("voters = %v, want d (highest non-leader) demoted", got)
 	}
-	waitFor(t, "the demotion logged", func() bool { return len(log.find("voter demoted")) > 0 })
+	testwait.For(t, 15*time.Second, "the demotion logged", func() bool { return len(log.find("voter demoted")) > 0 })
 	if r := log.find("voter demoted"); len(r) != 1 || r[0].attrs["reason"] != "excess" {
 		t.Fatalf("demotion logs = %+v, want one with reason=excess", r)
 	}
@@ -124,7 +126,7 @@ func TestVoterWithoutMemberRecordIsLeftAlone(t *testing.T) {
 	}
 	log := &logRecorder{}
 	ctl := c.start("a", log, nil)
-	waitFor(t, "an odd voter count", func() bool { return len(c.voters()) == 3 })
+	testwait.For(t, 15*time.Second, "an odd voter count", func() bool { return len(c.voters()) == 3 })
 	settle(t, ctl, 2)
 	if got := sorted(c.voters()); !reflect.DeepEqual(got, []string{"a", "b", "d"}) {
 		t.Fatalf("voters = %v, want c demoted and record-less d left alone", got)

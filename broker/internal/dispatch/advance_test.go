@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"narad.dev/broker/internal/testwait"
 	"narad.dev/broker/internal/wal"
 )
 
@@ -38,7 +39,7 @@ func TestAdvancerWritesTheNewestRequestedCheckpoint(t *testing.T) {
 		}
 	}
 	a.request(40) // an older value never lowers what was asked
-	waitFor(t, "checkpoint 60", func() bool { return w.Checkpoint() == 60 })
+	testwait.For(t, 20*time.Second, "checkpoint 60", func() bool { return w.Checkpoint() == 60 })
 }
 
 // stop writes the last request at once, even inside the pacing interval, so a clean shutdown
@@ -48,7 +49,7 @@ func TestAdvancerStopWritesTheLastRequest(t *testing.T) {
 	a := newAdvancer(w, slog.New(slog.DiscardHandler))
 	go a.run()
 	a.request(3)
-	waitFor(t, "checkpoint 3", func() bool { return w.Checkpoint() == 3 })
+	testwait.For(t, 20*time.Second, "checkpoint 3", func() bool { return w.Checkpoint() == 3 })
 	a.request(9) // inside advanceEvery of the first write: paced
 	a.stop()
 	if got := w.Checkpoint(); got != 9 {
@@ -73,7 +74,7 @@ func TestAdvancerRetriesAFailedWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "checkpoint 8 after the retry", func() bool { return w.Checkpoint() == 8 })
+	testwait.For(t, 20*time.Second, "checkpoint 8 after the retry", func() bool { return w.Checkpoint() == 8 })
 }
 
 // Run hands every pass's checkpoint to the advancer and writes the last one before returning.
@@ -82,9 +83,9 @@ func TestRunLeavesTheDurableCheckpointAtTheLastPass(t *testing.T) {
 	h.topo.set("t", "A", 1)
 	h.appendRecs(t, "t", "A", 0, 50)
 	h.start(t)
-	waitFor(t, "50 committed", func() bool { return len(h.com.snapshot()) == 50 })
+	testwait.For(t, 20*time.Second, "50 committed", func() bool { return len(h.com.snapshot()) == 50 })
 	h.appendRecs(t, "t", "A", 0, 7)
-	waitFor(t, "57 committed", func() bool { return len(h.com.snapshot()) == 57 })
+	testwait.For(t, 20*time.Second, "57 committed", func() bool { return len(h.com.snapshot()) == 57 })
 	h.waitPasses(t, 1) // the pass that committed them has handed its checkpoint over
 	h.stop()
 	if got := h.w.Checkpoint(); got != 57 {
@@ -104,7 +105,7 @@ func TestPartialPassesPauseSoRecordsGatherIntoFewerCommits(t *testing.T) {
 			h.appendRecs(t, "t", "A", 0, 1)
 			time.Sleep(5 * time.Millisecond)
 		}
-		waitFor(t, "20 committed", func() bool { return len(h.com.snapshot()) == 20 })
+		testwait.For(t, 20*time.Second, "20 committed", func() bool { return len(h.com.snapshot()) == 20 })
 		return h.com.attemptsFor("t", 0)
 	}
 	paced, unpaced := commits(400*time.Millisecond), commits(-1)

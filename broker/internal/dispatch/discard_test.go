@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"narad.dev/broker/internal/testwait"
 )
 
 // PC-11: a topic absent locally is discarded only after the leader confirms it; an unreachable
@@ -21,7 +23,7 @@ func TestDiscardNeedsCaughtUpReplicaAndLeaderConfirmation(t *testing.T) {
 	h.topo.mu.Lock()
 	h.topo.notCaught = false // confirm stays nil: the leader is unreachable
 	h.topo.mu.Unlock()
-	waitFor(t, "leader asked", func() bool {
+	testwait.For(t, 20*time.Second, "leader asked", func() bool {
 		h.topo.mu.Lock()
 		defer h.topo.mu.Unlock()
 		return h.topo.asked > 0
@@ -47,7 +49,7 @@ func TestDiscardNeedsCaughtUpReplicaAndLeaderConfirmation(t *testing.T) {
 	h.topo.confirm = func(topic, inc string) (bool, error) { return topic == "gone" && inc == "A", nil }
 	h.topo.mu.Unlock()
 	h.clock.Advance(time.Second)
-	waitFor(t, "discarded", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
+	testwait.For(t, 20*time.Second, "discarded", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
 	if n := h.obs.discards("gone"); n != len(ids) {
 		t.Fatalf("observer counted %d discards, want %d", n, len(ids))
 	}
@@ -64,7 +66,7 @@ func TestOldIncarnationRecordsAreNeverCommittedToTheNewTopic(t *testing.T) {
 	old := h.appendRecs(t, "t", "old", 0, 3)
 	fresh := h.appendRecs(t, "t", "new", 0, 2)
 	h.start(t)
-	waitFor(t, "new incarnation committed", func() bool { return len(h.com.snapshot()) == 2 })
+	testwait.For(t, 20*time.Second, "new incarnation committed", func() bool { return len(h.com.snapshot()) == 2 })
 	h.waitPasses(t, 2)
 	if h.d.Undispatched() != 3 || h.w.Checkpoint() != 0 {
 		t.Fatalf("old records must wait for confirmation: undispatched %d", h.d.Undispatched())
@@ -78,7 +80,7 @@ func TestOldIncarnationRecordsAreNeverCommittedToTheNewTopic(t *testing.T) {
 	}
 	h.topo.mu.Unlock()
 	h.clock.Advance(time.Second)
-	waitFor(t, "old discarded", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
+	testwait.For(t, 20*time.Second, "old discarded", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
 	got := landedIDs(h.com.snapshot())
 	for _, id := range old {
 		if _, ok := got[id]; ok {

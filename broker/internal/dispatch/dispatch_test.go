@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"narad.dev/broker/internal/testwait"
 	"narad.dev/broker/internal/wal"
 )
 
@@ -21,7 +22,7 @@ func TestRecordsLandOnTheirPartitionAndCheckpointAdvances(t *testing.T) {
 	}
 	h.appendRecs(t, "t", "", 6, 5) // format-1 record (no incarnation), partition ≥ n → 6 mod 4
 	h.start(t)
-	waitFor(t, "checkpoint at next seq", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
+	testwait.For(t, 20*time.Second, "checkpoint at next seq", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
 	got := landedIDs(h.com.snapshot())
 	for _, id := range want {
 		if l, ok := got[id]; !ok || l.partition != id/25 {
@@ -57,7 +58,7 @@ func TestCommitsKeepWALOrderWithinAPartition(t *testing.T) {
 		h.appendRecs(t, "t", "A", i%4, 1+i%5)
 		h.appendRecs(t, "t", "A", (i*7)%4, 3)
 	}
-	waitFor(t, "all dispatched", func() bool { return h.d.Undispatched() == 0 })
+	testwait.For(t, 20*time.Second, "all dispatched", func() bool { return h.d.Undispatched() == 0 })
 	last := map[int]int{}
 	for _, l := range h.com.snapshot() {
 		if prev, ok := last[l.partition]; ok && l.id <= prev {
@@ -80,7 +81,7 @@ func TestCheckpointDoesNotPassAFailedCommit(t *testing.T) {
 	stuck := h.appendRecs(t, "t", "A", 0, 1)[0]
 	h.appendRecs(t, "t", "A", 1, 4)
 	h.start(t)
-	waitFor(t, "partition 1 committed", func() bool { return len(h.com.snapshot()) == 4 })
+	testwait.For(t, 20*time.Second, "partition 1 committed", func() bool { return len(h.com.snapshot()) == 4 })
 	h.waitPasses(t, 2)
 	if cp := h.w.Checkpoint(); cp != 0 {
 		t.Fatalf("checkpoint %d passed the failed record at seq 0", cp)
@@ -92,10 +93,10 @@ func TestCheckpointDoesNotPassAFailedCommit(t *testing.T) {
 		t.Fatalf("%d attempts before the backoff elapsed, want 1", n)
 	}
 	h.clock.Advance(time.Second)
-	waitFor(t, "retry after backoff", func() bool { return h.com.attemptsFor("t", 0) == 2 })
+	testwait.For(t, 20*time.Second, "retry after backoff", func() bool { return h.com.attemptsFor("t", 0) == 2 })
 	h.com.setFail(nil)
 	h.clock.Advance(time.Second)
-	waitFor(t, "checkpoint at next seq", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
+	testwait.For(t, 20*time.Second, "checkpoint at next seq", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
 	if l := landedIDs(h.com.snapshot())[stuck]; l.partition != 0 {
 		t.Fatalf("retried record landed on %d, want 0", l.partition)
 	}
@@ -118,7 +119,7 @@ func TestDispatcherResumesFromCheckpointAfterRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- d.Run(ctx) }()
-	waitFor(t, "first run drained", func() bool { return w.Checkpoint() == 10 })
+	testwait.For(t, 20*time.Second, "first run drained", func() bool { return w.Checkpoint() == 10 })
 	if err := d.Run(ctx); !errors.Is(err, ErrRunning) {
 		t.Fatalf("second Run = %v, want ErrRunning", err)
 	}
@@ -138,7 +139,7 @@ func TestDispatcherResumesFromCheckpointAfterRestart(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	go func() { done <- d2.Run(ctx2) }()
-	waitFor(t, "second run drained", func() bool { return w2.Checkpoint() == 11 })
+	testwait.For(t, 20*time.Second, "second run drained", func() bool { return w2.Checkpoint() == 11 })
 	cancel2()
 	<-done
 	if n := len(com.snapshot()); n != 11 {
@@ -199,7 +200,7 @@ func TestCheckpointNeverPassesAnUnfinishedSeq(t *testing.T) {
 					h.topo.setDead("t", rng.IntN(5), i%40 == 0)
 				}
 			}
-			waitFor(t, "all dispatched", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
+			testwait.For(t, 20*time.Second, "all dispatched", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
 			got := landedIDs(h.com.snapshot())
 			if len(got) != total {
 				t.Fatalf("%d distinct records landed, want %d", len(got), total)
@@ -229,19 +230,19 @@ func TestWindowFollowsDistinctPartitionsClamped(t *testing.T) {
 	}
 	step(200) // → 64 × 200 = 12,800
 	h.start(t)
-	waitFor(t, "drained", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
+	testwait.For(t, 20*time.Second, "drained", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
 	h.stop()
 	step(1) // scanned with 12,800; → clamped up to 4,096
 	h.start(t)
-	waitFor(t, "drained", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
+	testwait.For(t, 20*time.Second, "drained", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
 	h.stop()
 	step(1500) // scanned with 4,096; 1,500 partitions → 96,000 clamped to 65,536
 	h.start(t)
-	waitFor(t, "drained", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
+	testwait.For(t, 20*time.Second, "drained", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
 	h.stop()
 	step(1)
 	h.start(t)
-	waitFor(t, "drained", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
+	testwait.For(t, 20*time.Second, "drained", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
 	h.obs.mu.Lock()
 	defer h.obs.mu.Unlock()
 	want := []int{MinWindow, 200 * WindowPerPartition, MinWindow, MaxWindow}

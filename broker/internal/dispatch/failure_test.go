@@ -3,6 +3,8 @@ package dispatch
 import (
 	"testing"
 	"time"
+
+	"narad.dev/broker/internal/testwait"
 )
 
 // refuseUntil makes partition p of topic refuse commits until the fake clock reaches d.
@@ -35,9 +37,9 @@ func TestOwnerRecoveringWithinGraceKeepsRecordsOnTheirPartition(t *testing.T) {
 	refuseUntil(h, "t", 0, 2*time.Second)
 	ids := h.appendRecs(t, "t", "A", 0, 10)
 	h.start(t)
-	waitFor(t, "first refusal", func() bool { return h.com.attemptsFor("t", 0) >= 1 })
+	testwait.For(t, 20*time.Second, "first refusal", func() bool { return h.com.attemptsFor("t", 0) >= 1 })
 	stepClock(t, h, 2500*time.Millisecond, nil)
-	waitFor(t, "checkpoint at next seq", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
+	testwait.For(t, 20*time.Second, "checkpoint at next seq", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
 	got := landedIDs(h.com.snapshot())
 	for _, id := range ids {
 		if l := got[id]; l.partition != 0 || l.at < 2*time.Second {
@@ -57,7 +59,7 @@ func TestOwnerFailingPastGraceIsReroutedToASibling(t *testing.T) {
 	refuseUntil(h, "t", 0, 5*time.Second)
 	early := h.appendRecs(t, "t", "A", 0, 10)
 	h.start(t)
-	waitFor(t, "first refusal", func() bool { return h.com.attemptsFor("t", 0) >= 1 })
+	testwait.For(t, 20*time.Second, "first refusal", func() bool { return h.com.attemptsFor("t", 0) >= 1 })
 	var later []int
 	stepClock(t, h, 6*time.Second, func(now time.Duration) {
 		if now == 3500*time.Millisecond {
@@ -95,7 +97,7 @@ func TestDeadOwnerIsReroutedOnTheFirstPass(t *testing.T) {
 	h.topo.setDead("t", 1, true)
 	ids := h.appendRecs(t, "t", "A", 0, 5)
 	h.start(t)
-	waitFor(t, "checkpoint at next seq", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
+	testwait.For(t, 20*time.Second, "checkpoint at next seq", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
 	if h.clock.Elapsed() != 0 {
 		t.Fatal("the fake clock moved")
 	}
@@ -122,9 +124,9 @@ func TestRerouteSkipsStuckSiblingsAndWaitsWithoutAny(t *testing.T) {
 	})
 	own1 := h.appendRecs(t, "t", "A", 1, 1)
 	h.start(t)
-	waitFor(t, "partition 1 stuck", func() bool { return h.com.attemptsFor("t", 1) >= 1 })
+	testwait.For(t, 20*time.Second, "partition 1 stuck", func() bool { return h.com.attemptsFor("t", 1) >= 1 })
 	ids := h.appendRecs(t, "t", "A", 0, 4)
-	waitFor(t, "dead-owner records landed", func() bool { return len(h.com.snapshot()) == 4 })
+	testwait.For(t, 20*time.Second, "dead-owner records landed", func() bool { return len(h.com.snapshot()) == 4 })
 	for _, id := range ids {
 		if l := landedIDs(h.com.snapshot())[id]; l.partition != 2 {
 			t.Fatalf("record %d landed on %d, want 2 (1 is stuck)", id, l.partition)

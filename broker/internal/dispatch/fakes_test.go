@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"narad.dev/broker/internal/testwait"
 	"narad.dev/broker/internal/wal"
 )
 
@@ -279,18 +280,7 @@ func (h *harness) appendRecs(t testing.TB, topic, inc string, partition, count i
 func (h *harness) waitPasses(t testing.TB, n int) {
 	t.Helper()
 	target := h.obs.passCount() + n
-	waitFor(t, fmt.Sprintf("%d passes", n), func() bool { return h.obs.passCount() >= target })
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, 20*time.Second, fmt.Sprintf("%d passes", n), func() bool { return h.obs.passCount() >= target })
 }
 
 // landedIDs maps record id → where it landed (first landing).

@@ -3,6 +3,8 @@ package dispatch
 import (
 	"testing"
 	"time"
+
+	"narad.dev/broker/internal/testwait"
 )
 
 // A frozen owner (its commit neither answers nor fails) must not stall delivery to the other
@@ -20,10 +22,10 @@ func TestHungOwnerDoesNotStallOtherPartitions(t *testing.T) {
 	})
 	hungIDs := h.appendRecs(t, "t", "A", 0, 5)
 	h.start(t)
-	waitFor(t, "the commit to partition 0 to hang", func() bool { return h.com.attemptsFor("t", 0) == 1 })
+	testwait.For(t, 20*time.Second, "the commit to partition 0 to hang", func() bool { return h.com.attemptsFor("t", 0) == 1 })
 
 	healthy := h.appendRecs(t, "t", "A", 1, 5)
-	waitFor(t, "partition 1's records to land while partition 0 hangs", func() bool {
+	testwait.For(t, 20*time.Second, "partition 1's records to land while partition 0 hangs", func() bool {
 		got := landedIDs(h.com.snapshot())
 		for _, id := range healthy {
 			if _, ok := got[id]; !ok {
@@ -40,7 +42,7 @@ func TestHungOwnerDoesNotStallOtherPartitions(t *testing.T) {
 		t.Fatalf("records landed within the grace while their owner hangs: %v", got)
 	}
 	h.clock.Advance(3500 * time.Millisecond)
-	waitFor(t, "records queued behind the hung owner to land on a sibling", func() bool {
+	testwait.For(t, 20*time.Second, "records queued behind the hung owner to land on a sibling", func() bool {
 		got := landedIDs(h.com.snapshot())
 		for _, id := range behind {
 			if l, ok := got[id]; !ok || l.partition == 0 {
@@ -54,11 +56,11 @@ func TestHungOwnerDoesNotStallOtherPartitions(t *testing.T) {
 	}
 
 	close(release) // the owner thaws: its commit lands late and finishes its records
-	waitFor(t, "the checkpoint to reach the end of the WAL", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
+	testwait.For(t, 20*time.Second, "the checkpoint to reach the end of the WAL", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
 	// The hung records were rerouted after the grace too (they queue for partition 0 like the
 	// later ones) and then also landed on partition 0 when it thawed: duplicates, within
 	// at-least-once, never a loss.
-	waitFor(t, "the late commit to land on partition 0", func() bool {
+	testwait.For(t, 20*time.Second, "the late commit to land on partition 0", func() bool {
 		onZero := map[int]bool{}
 		for _, l := range h.com.snapshot() {
 			if l.partition == 0 {
@@ -74,7 +76,7 @@ func TestHungOwnerDoesNotStallOtherPartitions(t *testing.T) {
 	})
 	// The thawed destination is healthy again: new records go to their own partition.
 	fresh := h.appendRecs(t, "t", "A", 0, 2)
-	waitFor(t, "new records for the thawed partition to land on it", func() bool {
+	testwait.For(t, 20*time.Second, "new records for the thawed partition to land on it", func() bool {
 		got := landedIDs(h.com.snapshot())
 		for _, id := range fresh {
 			if l, ok := got[id]; !ok || l.partition != 0 {

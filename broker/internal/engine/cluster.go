@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/clock"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/wal"
 )
@@ -98,10 +99,13 @@ func (e *Engine) ownerOf(topic string, p int) owner {
 }
 
 // leaderTarget returns the leader's cluster address when this node is a follower, "" when it
-// leads. It waits briefly for a leader to be known; none → ErrNoLeader (503).
+// leads. It waits up to leaderWait for a leader to be known, woken by the metastore's
+// leader changes; none → ErrNoLeader (503).
 func (e *Engine) leaderTarget(ctx context.Context) (string, error) {
-	deadline := time.Now().Add(leaderWait)
+	deadline := time.NewTimer(leaderWait)
+	defer deadline.Stop()
 	for {
+		changed := e.meta.LeaderChange()
 		if e.meta.IsLeader() {
 			return "", nil
 		}
@@ -111,27 +115,26 @@ func (e *Engine) leaderTarget(ctx context.Context) (string, error) {
 			}
 			return addr, nil
 		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("%w: no raft leader is known (no quorum?)", meta.ErrNoLeader)
-		}
 		select {
+		case <-changed:
+		case <-deadline.C:
+			return "", fmt.Errorf("%w: no raft leader is known (no quorum?)", meta.ErrNoLeader)
 		case <-ctx.Done():
 			return "", fmt.Errorf("%w: no raft leader is known", meta.ErrNoLeader)
-		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-// waitApplied waits (bounded) until this replica applied index idx, so a read right after a
-// forwarded write sees it. A timeout is not an error: the write is committed.
+// waitApplied waits (bounded by meta.DefaultApplyTimeout and ctx) until this replica applied
+// index idx, so a read right after a forwarded write sees it. A timeout is not an error: the
+// write is committed.
 func (e *Engine) waitApplied(ctx context.Context, idx uint64) {
 	if idx == 0 {
 		return
 	}
-	deadline := time.Now().Add(meta.DefaultApplyTimeout)
-	for e.meta.AppliedIndex() < idx && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(2 * time.Millisecond)
-	}
+	ctx, cancel := context.WithTimeout(ctx, meta.DefaultApplyTimeout)
+	defer cancel()
+	_ = e.meta.WaitApplied(ctx, idx)
 }
 
 // forwardWriteTries bounds forwardWrite: a write refused with ErrNotLeader (leadership moved
@@ -158,7 +161,7 @@ func (e *Engine) forwardWrite(ctx context.Context, fn func(addr string) (uint64,
 		}
 		idx, err := fn(addr)
 		if errors.Is(err, meta.ErrNotLeader) {
-			if err := sleepCtx(ctx, forwardRetryWait); err != nil {
+			if err := clock.Sleep(ctx, forwardRetryWait); err != nil {
 				return true, err
 			}
 			continue
@@ -170,18 +173,6 @@ func (e *Engine) forwardWrite(ctx context.Context, fn func(addr string) (uint64,
 		return true, nil
 	}
 	return true, fmt.Errorf("%w: leadership kept moving", meta.ErrNoLeader)
-}
-
-// sleepCtx waits d or until ctx ends, whichever is first; ctx's error if it ended.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // AwaitTopic implements api.ReplicaStatus: for a topic this follower's replica does not have,
@@ -204,16 +195,7 @@ func (e *Engine) AwaitTopic(ctx context.Context, name string) (meta.Topic, bool)
 	if err != nil || !known {
 		return meta.Topic{}, false
 	}
-	for {
-		if t, ok := e.view.Topic(name); ok {
-			return t, true
-		}
-		select {
-		case <-ctx.Done():
-			return meta.Topic{}, false
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
+	return e.awaitView(ctx, name)
 }
 
 // peerTopicWait bounds how long the owner side of a node RPC waits for its replica to learn a
@@ -224,14 +206,26 @@ const peerTopicWait = time.Second
 // own replica has, so a miss here usually means this replica is milliseconds behind; wait
 // briefly for it (bounded by peerTopicWait and ctx) before answering "unknown".
 func (e *Engine) TopicForPeer(ctx context.Context, name string) (meta.Topic, bool) {
-	deadline := time.Now().Add(peerTopicWait)
+	if t, ok := e.view.Topic(name); ok {
+		return t, true
+	}
+	ctx, cancel := context.WithTimeout(ctx, peerTopicWait)
+	defer cancel()
+	return e.awaitView(ctx, name)
+}
+
+// awaitView reads topic name from the view until it is there or ctx ends, reading again
+// after each entry this replica's metastore applies.
+func (e *Engine) awaitView(ctx context.Context, name string) (meta.Topic, bool) {
 	for {
+		next := e.meta.NextApply()
 		if t, ok := e.view.Topic(name); ok {
 			return t, true
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		select {
+		case <-next:
+		case <-ctx.Done():
 			return meta.Topic{}, false
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -106,6 +106,7 @@ type Engine struct {
 	cursorStatus  CursorStatus // bound by BindFanout
 	remoteStatus  RemoteStatus // bound by BindFanout
 	remoteHTTP    *http.Client // Config.RemoteHTTPClient
+	eventTasks    taskGroup    // goroutines started by OnMetaEvent; closed when Run ends
 
 	quarantineListed atomic.Bool // the startup listing of quarantined copies ran (tests wait on it)
 }
@@ -245,8 +246,9 @@ func (e *Engine) ReplicaCurrent() bool { return e.ready.Load() && e.caughtUpForR
 // ShuttingDown implements api.Backend.
 func (e *Engine) ShuttingDown() bool { return e.shuttingDown.Load() }
 
-// Run starts the engine's background loops and blocks until ctx ends, then closes every
-// open partition log cleanly (CLEAN hwm) and flushes consumer offsets.
+// Run starts the engine's background loops and blocks until ctx ends, then waits for the
+// loops and for the goroutines metastore events started, closes every open partition log
+// cleanly (CLEAN hwm) and flushes consumer offsets.
 func (e *Engine) Run(ctx context.Context) error {
 	e.refreshDraining()
 	var wg sync.WaitGroup
@@ -265,23 +267,25 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	wg.Wait()
+	e.eventTasks.close()
 	e.parts.closeAll()
 	return e.offsets.FlushAll()
 }
 
 // OnMetaEvent is installed as the metastore's OnApply hook. It runs on the FSM goroutine and
-// must not block: topic deletions are handed to a goroutine that purges local data.
+// must not block: the work (purging a deleted topic's local data, for one) runs on goroutines
+// of e.eventTasks, which Run waits for when it ends; events after that start nothing.
 func (e *Engine) OnMetaEvent(ev meta.Event) {
 	switch {
 	case ev.Op == meta.OpDeleteTopic:
-		go e.purgeTopic(ev.Topic, ev.Incarnation)
+		e.eventTasks.goTask(func(context.Context) { e.purgeTopic(ev.Topic, ev.Incarnation) })
 	case ev.Op == meta.OpRestore || (ev.Member == e.cfg.NodeID &&
 		(ev.Op == meta.OpSetMemberDraining || ev.Op == meta.OpMemberJoin || ev.Op == meta.OpRemoveMember)):
-		go e.refreshDraining()
+		e.eventTasks.goTask(func(context.Context) { e.refreshDraining() })
 	case ev.Op == meta.OpCompleteMove && ev.Partition >= 0 && ev.Member != e.cfg.NodeID:
 		// The flip applied: stop serving the partition now (ending its freeze), not on the
 		// next 1 s ownership scan.
-		go e.parts.closeIfLost(ev.Topic, ev.Partition)
+		e.eventTasks.goTask(func(context.Context) { e.parts.closeIfLost(ev.Topic, ev.Partition) })
 	}
 }
 

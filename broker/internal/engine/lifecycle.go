@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"os"
+	"sync"
 	"time"
 
 	plog "narad.dev/broker/internal/log"
@@ -159,4 +160,50 @@ func (r *registry) countRetention(labels [2]string, res plog.RetentionResult) {
 	}
 	r.e.m.RetentionBytesDeleted.WithLabelValues(labels[0], labels[1], "age").Add(float64(res.Bytes))
 	r.e.m.RetentionMessagesDeleted.WithLabelValues(labels[0], labels[1], "age").Add(float64(res.Messages))
+}
+
+// taskGroup owns the goroutines the engine starts in response to metastore events (purging a
+// deleted topic, re-reading the drain flag, closing a partition that moved away): OnMetaEvent
+// runs on the FSM goroutine and must not block, so the work runs beside it. The zero value is
+// ready; close ends the group when the engine stops.
+//
+// Invariant: no task runs after close has returned. close cancels the context tasks get and
+// waits for the running ones; a task submitted after close is dropped (the metastore can
+// still apply entries while the process stops after the engine; startup work redoes what
+// those would have done).
+type taskGroup struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// goTask runs f on its own goroutine under the group; false when the group is closed.
+func (g *taskGroup) goTask(f func(ctx context.Context)) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	if g.ctx == nil {
+		g.ctx, g.cancel = context.WithCancel(context.Background())
+	}
+	g.wg.Add(1)
+	go func(ctx context.Context) {
+		defer g.wg.Done()
+		f(ctx)
+	}(g.ctx)
+	return true
+}
+
+// close refuses new tasks, cancels the running ones' context and waits for them to return.
+func (g *taskGroup) close() {
+	g.mu.Lock()
+	g.closed = true
+	if g.cancel != nil {
+		g.cancel()
+	}
+	g.mu.Unlock()
+	g.wg.Wait()
 }

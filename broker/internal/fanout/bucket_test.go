@@ -4,8 +4,10 @@ import (
 	"hash/fnv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/testwait"
 )
 
 func TestBucketizeKeyedByFNV1a32KeepsSlabOrder(t *testing.T) {
@@ -44,7 +46,7 @@ func TestKeylessKeepsParentIndexWhenCountsMatch(t *testing.T) {
 	d := desired(dir, []int64{0, 0, 0})
 	d.Partition = 2
 	startCursor(t, cfg, d)
-	waitFor(t, "advance", fileAt(t, dir, 12))
+	testwait.For(t, 10*time.Second, "advance", fileAt(t, dir, 12))
 	got := h.payloads(2)
 	if len(got) != 12 || len(h.payloads(0))+len(h.payloads(1)) != 0 {
 		t.Fatalf("keyless records landed %v / %v / %v, want all in child partition 2", h.payloads(0), h.payloads(1), got)

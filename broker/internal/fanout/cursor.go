@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"narad.dev/broker/internal/clock"
 	"narad.dev/broker/internal/fanout/cursorfile"
 	"narad.dev/broker/internal/faults"
 )
@@ -68,7 +69,7 @@ func (c *cursor) run(ctx context.Context) error {
 				return quiet(ctx, err)
 			}
 			c.log.Warn("fanout slab read failed; backing off", "offset", pos, "err", err)
-			if sleepCtx(ctx, c.cfg.RetryBackoff) != nil {
+			if clock.Sleep(ctx, c.cfg.RetryBackoff) != nil {
 				return nil
 			}
 			continue
@@ -111,7 +112,7 @@ func (c *cursor) run(ctx context.Context) error {
 		}
 		c.report(s, pos)
 		if c.d.DelayMs > 0 && len(s.recs) == 0 && s.notDueAt != 0 {
-			if sleepCtx(ctx, dueSleep(c.cfg.Now(), s.notDueAt, c.d.DelayMs, c.cfg.DueWakeCap)) != nil {
+			if clock.Sleep(ctx, dueSleep(c.cfg.Now(), s.notDueAt, c.d.DelayMs, c.cfg.DueWakeCap)) != nil {
 				return nil
 			}
 		}
@@ -134,7 +135,7 @@ func (c *cursor) deliver(ctx context.Context, s slab, pos int64) (retry bool, er
 	// (duplicates on the target, never a gap).
 	c.report(s, pos)
 	wait := remoteBackoff(c.cfg.RetryBackoff, c.cfg.RemoteBackoffCap, c.remote.failures)
-	if err := sleepCtx(ctx, wait); err != nil {
+	if err := clock.Sleep(ctx, wait); err != nil {
 		return false, err
 	}
 	if !c.host.LinkCurrent(c.d.Parent, c.d.Child, c.d.Epoch) {

@@ -12,6 +12,7 @@ import (
 	"narad.dev/broker/internal/fanout/cursorfile"
 	"narad.dev/broker/internal/faults"
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/testwait"
 )
 
 const epoch = "67953471cc57a32a"
@@ -58,13 +59,13 @@ func TestCommitBeforeAdvanceFailingBucketNeverLetsTheFilePassTheSlab(t *testing.
 		}
 	})
 	startCursor(t, cfg, desired(dir, []int64{0}))
-	waitFor(t, "several retry rounds", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.attempts[1] >= 9 })
+	testwait.For(t, 10*time.Second, "several retry rounds", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.attempts[1] >= 9 })
 	st, err := fileState(t, dir)
 	if err != nil || st.NextOffset != 0 {
 		t.Fatalf("cursor file = %+v, %v; want next_offset 0 while a bucket fails", st, err)
 	}
 	h.set(func(h *fakeHost) { h.fail = nil })
-	waitFor(t, "advance after recovery", fileAt(t, dir, 20))
+	testwait.For(t, 10*time.Second, "advance after recovery", fileAt(t, dir, 20))
 	if got := len(h.all()); got != 20 {
 		t.Fatalf("child received %d records, want 20", got)
 	}
@@ -87,7 +88,7 @@ func TestCommitBeforeAdvanceFaultAfterChildCommitThenRestartDuplicatesNeverGaps(
 	}
 	faults.Reset()
 	startCursor(t, cfg, desired(dir, []int64{0}))
-	waitFor(t, "advance after restart", fileAt(t, dir, 10))
+	testwait.For(t, 10*time.Second, "advance after restart", fileAt(t, dir, 10))
 	count := map[string]int{}
 	for _, p := range h.all() {
 		count[p]++
@@ -149,11 +150,11 @@ func TestStartTable(t *testing.T) {
 			d.Partition = tc.partition
 			startCursor(t, cfg, d)
 			if tc.wantFirst == "m10" {
-				waitFor(t, "tail anchor", fileAt(t, dir, 10))
+				testwait.For(t, 10*time.Second, "tail anchor", fileAt(t, dir, 10))
 				produce(t, lg, 10, 12, keyed, 1000)
 			}
-			waitFor(t, "first delivery", func() bool { return len(h.all()) > 0 })
-			waitFor(t, "caught up", fileAt(t, dir, lg.HighWatermark()))
+			testwait.For(t, 10*time.Second, "first delivery", func() bool { return len(h.all()) > 0 })
+			testwait.For(t, 10*time.Second, "caught up", fileAt(t, dir, lg.HighWatermark()))
 			if got := h.payloads(0)[0]; got != tc.wantFirst {
 				t.Fatalf("first record = %s, want %s", got, tc.wantFirst)
 			}
@@ -250,7 +251,7 @@ func TestRetryFailedBucketAloneHealthyBucketsGetNoDuplicates(t *testing.T) {
 		}
 	})
 	startCursor(t, cfg, desired(dir, []int64{0}))
-	waitFor(t, "advance", fileAt(t, dir, 40))
+	testwait.For(t, 10*time.Second, "advance", fileAt(t, dir, 40))
 	p0, p1 := h.payloads(0), h.payloads(1)
 	if len(p0)+len(p1) != 40 {
 		t.Fatalf("child received %d+%d records, want 40 exactly once", len(p0), len(p1))
@@ -289,7 +290,7 @@ func TestRetryLinkGoneDropsHeldRecordsAndExits(t *testing.T) {
 	produce(t, h.logs[0], 0, 5, keyed, 1000)
 	h.set(func(h *fakeHost) { h.fail = func(int, int) error { return errDown } })
 	_, done := startCursor(t, cfg, desired(dir, []int64{0}))
-	waitFor(t, "a retry round", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.attempts[0] >= 4 })
+	testwait.For(t, 10*time.Second, "a retry round", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.attempts[0] >= 4 })
 	h.set(func(h *fakeHost) { h.links["orders/an"] = "ffffffffffffffff" }) // re-attached
 	select {
 	case err := <-done:
@@ -322,10 +323,10 @@ func TestRetryRebucketsHeldRecordsUnderCurrentChildCount(t *testing.T) {
 		}
 	})
 	startCursor(t, cfg, desired(dir, []int64{0}))
-	waitFor(t, "failing rounds", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.attempts[1] >= 3 })
+	testwait.For(t, 10*time.Second, "failing rounds", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.attempts[1] >= 3 })
 	h.set(func(h *fakeHost) { h.childParts["an"] = 4 })
 	close(grown)
-	waitFor(t, "advance", fileAt(t, dir, 30))
+	testwait.For(t, 10*time.Second, "advance", fileAt(t, dir, 30))
 	pl2, pl4 := placement{partitions: 2}, placement{partitions: 4}
 	for p := 0; p < 4; p++ {
 		for _, s := range h.payloads(p) {

@@ -5,9 +5,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"narad.dev/broker/internal/fanout/cursorfile"
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/testwait"
 )
 
 // Child names that broke the cursor file in the layout before version 2: one holding the
@@ -36,7 +38,7 @@ func TestEveryLegalChildNameGetsEachRecordOnceAcrossAParentLogRestart(t *testing
 			}
 			produce(t, h.logs[0], 0, 10, keyed, 1000)
 			stop, _ := startCursor(t, cfg, d)
-			waitFor(t, "first ten fanned out", at(10))
+			testwait.For(t, 10*time.Second, "first ten fanned out", at(10))
 			stop()
 
 			// Restart the parent log: its open removes temp files from the directory.
@@ -46,7 +48,7 @@ func TestEveryLegalChildNameGetsEachRecordOnceAcrossAParentLogRestart(t *testing
 			openParent(t, h, root, 0, plog.Options{})
 			produce(t, h.logs[0], 10, 20, keyed, 1000)
 			startCursor(t, cfg, d)
-			waitFor(t, "the rest fanned out", at(20))
+			testwait.For(t, 10*time.Second, "the rest fanned out", at(20))
 
 			count := map[string]int{}
 			for _, p := range h.all() {

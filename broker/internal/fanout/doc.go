@@ -2,8 +2,9 @@
 //
 // One Runner per node reconciles, once a second, the cursors the local metadata replica wants
 // (every link × every parent partition this node owns, Host.DesiredCursors) against the cursor
-// goroutines it runs. A cursor tails one parent partition's log for one child: it reads a slab
-// (≤ 4,096 records / 4 MiB, 25 ms linger), buckets it by child partition (counting sort,
+// goroutines it runs (the tick loop and the keyed worker set come from package reconcile,
+// shared with the move runner). A cursor tails one parent partition's log for one child: it
+// reads a slab (≤ 4,096 records / 4 MiB, 25 ms linger), buckets it by child partition (counting sort,
 // FNV-1a-32 of the key, keyless records keep the parent index when the partition counts match),
 // commits the buckets through Host.CommitChild (≤ 16 in flight, quick retries, then held
 // failed buckets retried alone every second) and only then advances its cursor file

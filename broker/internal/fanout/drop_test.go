@@ -5,6 +5,7 @@ import (
 	"time"
 
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/testwait"
 )
 
 func TestDropBehindCountedOnceAfterTheDurableAdvance(t *testing.T) {
@@ -31,9 +32,9 @@ func TestDropBehindCountedOnceAfterTheDurableAdvance(t *testing.T) {
 		}
 	})
 	startCursor(t, cfg, desired(dir, []int64{0}))
-	waitFor(t, "advance", fileAt(t, dir, 8))
+	testwait.For(t, 10*time.Second, "advance", fileAt(t, dir, 8))
 	// The loss is reported just after the durable advance the test waits for above.
-	waitFor(t, "drop reported", func() bool { return obs.get(func(o *fakeObserver) any { return o.dropped }).(int64) != 0 })
+	testwait.For(t, 10*time.Second, "drop reported", func() bool { return obs.get(func(o *fakeObserver) any { return o.dropped }).(int64) != 0 })
 	if got := obs.get(func(o *fakeObserver) any { return o.dropped }).(int64); got != oldest {
 		t.Fatalf("dropped = %d, want %d (counted once)", got, oldest)
 	}

@@ -268,18 +268,6 @@ func startCursor(t *testing.T, cfg Config, d Desired) (stop func(), done <-chan 
 	return stop, ch
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // countingLog counts ReadDue calls.
 type countingLog struct {
 	ParentLog

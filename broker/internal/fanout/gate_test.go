@@ -6,6 +6,7 @@ import (
 	"time"
 
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/testwait"
 )
 
 func TestGateClampsAndSleepUntilDueCapped(t *testing.T) {
@@ -61,17 +62,17 @@ func TestDelayChildNeverDeliversEarlyOnTheOwnersClock(t *testing.T) {
 	d := desired(dir, []int64{0})
 	d.DelayMs = delay
 	startCursor(t, cfg, d)
-	waitFor(t, "reads at the gate", func() bool { return cl.reads.Load() >= 3 })
+	testwait.For(t, 10*time.Second, "reads at the gate", func() bool { return cl.reads.Load() >= 3 })
 	if n := len(h.all()); n != 0 {
 		t.Fatalf("delivered %d records half way through the delay", n)
 	}
 	now.Store(t0 + delay) // first three due exactly now
-	waitFor(t, "first batch", fileAt(t, dir, 3))
+	testwait.For(t, 10*time.Second, "first batch", fileAt(t, dir, 3))
 	if n := len(h.all()); n != 3 {
 		t.Fatalf("delivered %d, want the 3 due records only", n)
 	}
 	now.Store(t0 + delay + 10_000)
-	waitFor(t, "second batch", fileAt(t, dir, 6))
+	testwait.For(t, 10*time.Second, "second batch", fileAt(t, dir, 6))
 	if early.Load() != 0 {
 		t.Fatalf("%d records delivered before committed_at + delay", early.Load())
 	}
@@ -89,9 +90,9 @@ func TestIdleDelayCursorSleepsInsteadOfPolling(t *testing.T) {
 	d := desired(dir, []int64{0})
 	d.DelayMs = 3_600_000
 	startCursor(t, cfg, d)
-	waitFor(t, "first read", func() bool { return cl.reads.Load() >= 1 })
+	testwait.For(t, 10*time.Second, "first read", func() bool { return cl.reads.Load() >= 1 })
 	start, r0 := time.Now(), cl.reads.Load()
-	waitFor(t, "a second", func() bool { return time.Since(start) >= time.Second })
+	testwait.For(t, 10*time.Second, "a second", func() bool { return time.Since(start) >= time.Second })
 	reads := cl.reads.Load() - r0
 	// 1 s / 200 ms cap ≈ 5 wake-ups; a polling loop would read thousands of times.
 	if reads > 8 {

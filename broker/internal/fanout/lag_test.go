@@ -9,6 +9,7 @@ import (
 	"time"
 
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/testwait"
 )
 
 // TestLagGaugesGrowWhileAChildRefusesCommits: the lag series exist from the cursor's start and
@@ -41,20 +42,20 @@ func TestLagGaugesGrowWhileAChildRefusesCommits(t *testing.T) {
 			lag := func() int64 { return obs.get(func(o *fakeObserver) any { return o.lag[key] }).(int64) }
 			dueLag := func() float64 { return obs.get(func(o *fakeObserver) any { return o.dueLag[key] }).(float64) }
 
-			waitFor(t, "lag 5 while the child is down", func() bool { return lag() == 5 })
+			testwait.For(t, 10*time.Second, "lag 5 while the child is down", func() bool { return lag() == 5 })
 			produce(t, h.logs[0], 5, 12, keyed, t0)
-			waitFor(t, "lag 12 after 7 more parent records, child still down", func() bool { return lag() == 12 })
+			testwait.For(t, 10*time.Second, "lag 12 after 7 more parent records, child still down", func() bool { return lag() == 12 })
 			if delay > 0 {
-				waitFor(t, "due lag 5 s", func() bool { return dueLag() == 5 })
+				testwait.For(t, 10*time.Second, "due lag 5 s", func() bool { return dueLag() == 5 })
 				now.Add(10_000)
-				waitFor(t, "due lag 15 s, child still down", func() bool { return dueLag() == 15 })
+				testwait.For(t, 10*time.Second, "due lag 15 s, child still down", func() bool { return dueLag() == 15 })
 			}
 			if got := len(h.all()); got != 0 {
 				t.Fatalf("child received %d records while down", got)
 			}
 			down.Store(false)
-			waitFor(t, "delivery after recovery", fileAt(t, dir, 12))
-			waitFor(t, "lag 0 after recovery", func() bool { return lag() == 0 })
+			testwait.For(t, 10*time.Second, "delivery after recovery", fileAt(t, dir, 12))
+			testwait.For(t, 10*time.Second, "lag 0 after recovery", func() bool { return lag() == 0 })
 		})
 	}
 }
@@ -95,8 +96,8 @@ func TestRemoteLagGrowsDuringALongBackoff(t *testing.T) {
 	go func() { _ = c.run(ctx); close(exited) }()
 	t.Cleanup(func() { cancel(); <-exited })
 
-	waitFor(t, "the first send to fail", func() bool { s, _ := c.remote.get(); return s == RemoteUnreachable })
-	waitFor(t, "remote lag 5", func() bool { return obs.remoteLag.Load() == 5 })
+	testwait.For(t, 10*time.Second, "the first send to fail", func() bool { s, _ := c.remote.get(); return s == RemoteUnreachable })
+	testwait.For(t, 10*time.Second, "remote lag 5", func() bool { return obs.remoteLag.Load() == 5 })
 	produce(t, h.logs[0], 5, 12, keyed, 1000)
-	waitFor(t, "remote lag 12 during the backoff", func() bool { return obs.remoteLag.Load() == 12 })
+	testwait.For(t, 10*time.Second, "remote lag 12 during the backoff", func() bool { return obs.remoteLag.Load() == 12 })
 }

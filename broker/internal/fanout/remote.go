@@ -182,13 +182,11 @@ func (c *cursor) forget() {
 // RemoteStatus reports the live state and last error of the remote cursor of (parent,
 // partition, link id) on this node; ok is false when no such cursor runs.
 func (r *Runner) RemoteStatus(parent string, partition int, id string) (state, lastErr string, ok bool) {
-	r.mu.Lock()
-	run, found := r.slots[slot{parent: parent, partition: partition, child: id}]
-	r.mu.Unlock()
-	if !found || run.cur == nil || run.cur.d.Remote == nil {
+	c, found, _ := r.cursors.Get(slot{parent: parent, partition: partition, child: id})
+	if !found || c.d.Remote == nil {
 		return "", "", false
 	}
-	state, lastErr = run.cur.remote.get()
+	state, lastErr = c.remote.get()
 	if state == "" {
 		state = RemoteActive
 	}

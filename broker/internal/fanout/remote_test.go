@@ -12,6 +12,7 @@ import (
 
 	"narad.dev/broker/internal/fanout/cursorfile"
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/testwait"
 )
 
 const remoteID = "remote:t@127.0.0.1:1"
@@ -54,12 +55,12 @@ func TestRemoteCursorRetryAfter503ResendsWithoutGaps(t *testing.T) {
 	defer srv.Close()
 	produce(t, h.logs[0], 0, 30, keyed, 1000)
 	c := remoteCursor(t, h, dir, srv.URL)
-	waitFor(t, "target_unreachable", func() bool { s, _ := c.remote.get(); return s == RemoteUnreachable })
+	testwait.For(t, 10*time.Second, "target_unreachable", func() bool { s, _ := c.remote.get(); return s == RemoteUnreachable })
 	if st, err := remoteFile(dir); err != nil || st.NextOffset != 0 {
 		t.Fatalf("cursor advanced while the target refused: %+v %v", st, err)
 	}
 	fail.Store(false)
-	waitFor(t, "cursor at 30", func() bool { st, err := remoteFile(dir); return err == nil && st.NextOffset == 30 })
+	testwait.For(t, 10*time.Second, "cursor at 30", func() bool { st, err := remoteFile(dir); return err == nil && st.NextOffset == 30 })
 	if s, _ := c.remote.get(); s != RemoteActive {
 		t.Fatalf("state after recovery %q", s)
 	}
@@ -89,9 +90,9 @@ func TestRemoteCursorRejectedRecordStopsTheLinkWithoutSkipping(t *testing.T) {
 	defer srv.Close()
 	produce(t, h.logs[0], 0, 20, keyed, 1000)
 	c := remoteCursor(t, h, dir, srv.URL)
-	waitFor(t, "rejected", func() bool { s, _ := c.remote.get(); return s == RemoteRejected })
+	testwait.For(t, 10*time.Second, "rejected", func() bool { s, _ := c.remote.get(); return s == RemoteRejected })
 	// Several retries later the cursor still has not passed the refused record.
-	waitFor(t, "retries", func() bool { ft.mu.Lock(); defer ft.mu.Unlock(); return ft.calls > 10 })
+	testwait.For(t, 10*time.Second, "retries", func() bool { ft.mu.Lock(); defer ft.mu.Unlock(); return ft.calls > 10 })
 	if st, err := remoteFile(dir); err != nil || st.NextOffset > 7 {
 		t.Fatalf("cursor passed a rejected record: %+v %v", st, err)
 	}
@@ -111,7 +112,7 @@ func TestRemoteCursorStates(t *testing.T) {
 		srv := httptest.NewServer(&fakeTarget{status: func(int, []plog.Entry) int { return tc.status }})
 		produce(t, h.logs[0], 0, 5, keyed, 1000)
 		c := remoteCursor(t, h, dir, srv.URL)
-		waitFor(t, tc.state, func() bool { s, _ := c.remote.get(); return s == tc.state })
+		testwait.For(t, 10*time.Second, tc.state, func() bool { s, _ := c.remote.get(); return s == tc.state })
 		if st, err := remoteFile(dir); err != nil || st.NextOffset != 0 {
 			t.Fatalf("%d: cursor advanced: %+v %v", tc.status, st, err)
 		}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
+	"narad.dev/broker/internal/clock"
 	plog "narad.dev/broker/internal/log"
 )
 
@@ -63,7 +63,7 @@ func (c *cursor) commitAll(ctx context.Context, entries []plog.Entry) error {
 			c.log.Warn("fanout child commit failing; retrying the failed partitions",
 				"failed_partitions", len(failed), "records", len(held), "round", round+1, "err", lastErr)
 		}
-		if err := sleepCtx(ctx, c.cfg.RetryBackoff); err != nil {
+		if err := clock.Sleep(ctx, c.cfg.RetryBackoff); err != nil {
 			return err
 		}
 		if !c.host.LinkCurrent(c.d.Parent, c.d.Child, c.d.Epoch) {
@@ -118,20 +118,8 @@ func (c *cursor) commitBucket(ctx context.Context, p int, entries []plog.Entry) 
 		if i >= len(c.cfg.QuickBackoffs) || ctx.Err() != nil {
 			return err
 		}
-		if sleepCtx(ctx, c.cfg.QuickBackoffs[i]) != nil {
+		if clock.Sleep(ctx, c.cfg.QuickBackoffs[i]) != nil {
 			return err
 		}
-	}
-}
-
-// sleepCtx waits d or until ctx ends (its error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

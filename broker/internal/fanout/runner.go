@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"narad.dev/broker/internal/reconcile"
 )
 
 // ErrNoHost: NewRunner was given a Config without a Host.
@@ -25,34 +27,20 @@ type Runner struct {
 	host Host
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	slots   map[slot]*running         // running or stopping cursors, by cursor file
+	cursors *reconcile.Workers[slot, *cursor] // running or stopping cursors, by cursor file
+	pace    *reconcile.Pacer
+
+	mu      sync.Mutex                // guards senders
 	senders map[linkKey]*sharedSender // one Sender (one HTTP client) per remote link
-	wg      sync.WaitGroup
 
 	exited atomic.Bool // a cursor exited since the last full pass
 	rr     sync.Map    // child → *atomic.Uint32, keyless round-robin per child topic
 
 	// Tick state, owned by the Run goroutine.
 	ticks       int // caught-up ticks, skipped ones included (sweep cadence)
-	lastVersion uint64
-	lastFull    time.Time
-	haveFull    bool
-	forceNext   bool
 	wasCaughtUp bool
 
-	passes atomic.Int64 // full passes run (tests)
-	skips  atomic.Int64 // ticks that skipped the pass (tests)
 	sweeps atomic.Int64 // orphan sweeps run (tests)
-}
-
-// running is one cursor goroutine.
-type running struct {
-	key    key
-	cur    *cursor
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the goroutine returned
-	stop   bool          // cancelled by the Runner
 }
 
 // NewRunner returns a Runner; Run starts it.
@@ -61,24 +49,19 @@ func NewRunner(cfg Config) (*Runner, error) {
 		return nil, ErrNoHost
 	}
 	cfg = cfg.withDefaults()
-	return &Runner{cfg: cfg, host: cfg.Host, log: cfg.Logger, slots: map[slot]*running{},
-		senders: map[linkKey]*sharedSender{}}, nil
+	r := &Runner{cfg: cfg, host: cfg.Host, log: cfg.Logger, senders: map[linkKey]*sharedSender{},
+		pace: &reconcile.Pacer{Tick: cfg.Tick, FullPassEvery: cfg.ForcedPassEvery, Now: time.Now}}
+	// After the cursor's slot reads free: the forced pass it causes can start a replacement.
+	r.cursors = reconcile.NewWorkers[slot, *cursor](func() { r.exited.Store(true) })
+	return r, nil
 }
 
 // Run reconciles every Tick until ctx ends, then cancels every cursor and returns once all of
 // them have exited.
 func (r *Runner) Run(ctx context.Context) error {
-	t := time.NewTicker(r.cfg.Tick)
-	defer t.Stop()
-	for {
-		r.tick(ctx)
-		select {
-		case <-ctx.Done():
-			r.stopAll()
-			return nil
-		case <-t.C:
-		}
-	}
+	r.pace.Run(ctx, r.tick)
+	r.stopAll()
+	return nil
 }
 
 // tick runs one reconcile tick: a full pass unless the skip rule applies (R-REC 4), and the
@@ -90,97 +73,65 @@ func (r *Runner) tick(ctx context.Context) {
 		r.ticks++
 		sweep = r.ticks%r.cfg.SweepEveryTicks == 0
 	}
-	now := time.Now()
-	version := r.host.LatestDomainVersion()
-	force := !r.haveFull || r.forceNext || r.exited.Load() || sweep ||
-		(caughtUp && !r.wasCaughtUp) || now.Sub(r.lastFull) >= r.cfg.ForcedPassEvery
+	force := r.exited.Load() || sweep || (caughtUp && !r.wasCaughtUp)
 	r.wasCaughtUp = caughtUp
-	if !force && version == r.lastVersion {
-		r.skips.Add(1)
-		return
-	}
-	r.exited.Store(false) // before reading the desired set: a later exit forces the next pass
-	want, ok := r.pass(ctx, caughtUp)
-	r.passes.Add(1)
-	r.haveFull, r.lastVersion, r.lastFull, r.forceNext = true, version, now, !ok
-	if sweep && want != nil {
+	var want map[slot]bool
+	ran := r.pace.Step(r.host.LatestDomainVersion(), force, func() bool {
+		r.exited.Store(false) // before reading the desired set: a later exit forces the next pass
+		var ok bool
+		want, ok = r.pass(ctx, caughtUp)
+		return ok
+	})
+	if ran && sweep && want != nil {
 		r.sweep(ctx, want)
 		r.sweeps.Add(1)
 	}
 }
 
 // pass is one full comparison. It returns the desired cursor files (nil when the desired set
-// was incomplete) and whether the pass finished its work (else the next tick forces one).
+// was incomplete) and whether the pass finished its work (else the next tick forces one). A
+// pass that could not start cursors because the replica is not caught up counts as finished:
+// the caught-up edge forces the next pass (R-REC 3).
 func (r *Runner) pass(ctx context.Context, caughtUp bool) (map[slot]bool, bool) {
 	ds, complete := r.host.DesiredCursors()
-	want := make(map[key]Desired, len(ds))
+	want := make(map[slot]Desired, len(ds))
 	for _, d := range ds {
-		want[d.key()] = d
+		want[d.key().slot()] = d
 	}
-	ok := complete
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for s, run := range r.slots {
-		select {
-		case <-run.done:
-			delete(r.slots, s)
-			continue
-		default:
-		}
-		if _, in := want[run.key]; !in && complete && !run.stop {
-			run.stop = true
-			run.cancel()
-		}
-		if run.stop {
-			ok = false // still draining: check again next tick
-		}
-	}
-	for k, d := range want {
-		run, busy := r.slots[k.slot()]
-		switch {
-		case busy && run.key == k:
-		case busy:
-			ok = false // the old epoch's cursor is still draining; start after it exits
-		case !caughtUp:
-			// R-REC 3: start only while caught up; the caught-up edge forces a pass.
-		default:
-			r.startLocked(ctx, d)
-		}
-	}
+	res := reconcile.Reconcile(ctx, r.cursors, reconcile.Pass[slot, Desired, *cursor]{
+		Want: want, Complete: complete, CaughtUp: caughtUp,
+		// A re-attach under a new epoch (or a new delay) is another cursor of the same file:
+		// it starts after the old epoch's cursor has exited.
+		Same:  func(c *cursor, d Desired) bool { return c.d.key() == d.key() },
+		Start: func(_ slot, d Desired) (*cursor, func(context.Context)) { return r.newCursor(d) },
+	})
 	if !complete {
 		return nil, false
 	}
 	slots := make(map[slot]bool, len(want))
-	for k := range want {
-		slots[k.slot()] = true
+	for s := range want {
+		slots[s] = true
 	}
-	return slots, ok
+	return slots, !res.Draining
 }
 
-// startLocked starts a cursor for d. Caller holds r.mu.
-func (r *Runner) startLocked(ctx context.Context, d Desired) {
-	cctx, cancel := context.WithCancel(ctx)
-	run := &running{key: d.key(), cancel: cancel, done: make(chan struct{})}
-	r.slots[run.key.slot()] = run
+// newCursor builds the cursor of d and the body of its goroutine.
+func (r *Runner) newCursor(d Desired) (*cursor, func(context.Context)) {
 	rr, _ := r.rr.LoadOrStore(d.Child, new(atomic.Uint32))
 	c := &cursor{
 		cfg: r.cfg, host: r.host, obs: r.cfg.Observer, d: d, rr: rr.(*atomic.Uint32),
 		log: r.log.With("parent", d.Parent, "partition", d.Partition, "child", d.Child, "epoch", d.Epoch),
 	}
-	run.cur = c
 	if d.Remote != nil {
+		r.mu.Lock()
 		c.sender = r.acquireSenderLocked(d)
+		r.mu.Unlock()
 	}
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
+	return c, func(ctx context.Context) {
 		if d.Remote != nil {
 			defer r.releaseSender(d)
 		}
-		defer r.exited.Store(true) // after done is closed: the forced pass sees the slot free
-		defer close(run.done)
-		defer cancel()
-		err := c.run(cctx)
+		err := c.run(ctx)
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrUnconfirmed):
@@ -190,7 +141,7 @@ func (r *Runner) startLocked(ctx context.Context, d Desired) {
 		default:
 			c.log.Warn("fanout cursor stopped", "err", err)
 		}
-	}()
+	}
 }
 
 // CursorStatus reports the live state of the cursor of (parent, partition, child) on this
@@ -198,56 +149,21 @@ func (r *Runner) startLocked(ctx context.Context, d Desired) {
 // keeps failing, and a delay child's due lag in seconds. A node without such a cursor reports
 // zero values.
 func (r *Runner) CursorStatus(parent string, partition int, child string) (stalled bool, dueLagSeconds float64) {
-	r.mu.Lock()
-	run, ok := r.slots[slot{parent: parent, partition: partition, child: child}]
-	r.mu.Unlock()
-	if !ok || run.cur == nil {
+	c, ok, _ := r.cursors.Get(slot{parent: parent, partition: partition, child: child})
+	if !ok {
 		return false, 0
 	}
-	return run.cur.stalled.Load(), math.Float64frombits(run.cur.dueLag.Load())
+	return c.stalled.Load(), math.Float64frombits(c.dueLag.Load())
 }
 
 // busy reports whether a cursor (running or draining) owns the cursor file s.
 func (r *Runner) busy(s slot) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	run, ok := r.slots[s]
-	if !ok {
-		return false
-	}
-	select {
-	case <-run.done:
-		return false
-	default:
-		return true
-	}
+	_, _, live := r.cursors.Get(s)
+	return live
 }
 
 // stopAll cancels every cursor and waits for all of them to exit.
-func (r *Runner) stopAll() {
-	r.mu.Lock()
-	for _, run := range r.slots {
-		run.stop = true
-		run.cancel()
-	}
-	r.mu.Unlock()
-	r.wg.Wait()
-	r.mu.Lock()
-	clear(r.slots)
-	r.mu.Unlock()
-}
+func (r *Runner) stopAll() { r.cursors.StopAll() }
 
 // cursorCount returns the number of live cursor goroutines (tests, diagnostics).
-func (r *Runner) cursorCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, run := range r.slots {
-		select {
-		case <-run.done:
-		default:
-			n++
-		}
-	}
-	return n
-}
+func (r *Runner) cursorCount() int { return r.cursors.Live() }

@@ -10,6 +10,7 @@ import (
 
 	"narad.dev/broker/internal/fanout/cursorfile"
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/testwait"
 )
 
 func newTestRunner(t *testing.T, h Host, obs *fakeObserver) *Runner {
@@ -31,16 +32,16 @@ func TestReconcilerStartsAndStopsCursorsOnDesiredChange(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- r.Run(ctx) }()
 	h.set(func(h *fakeHost) { h.desired = []Desired{desired(dir, []int64{0})}; h.version++ })
-	waitFor(t, "cursor started", func() bool { return r.cursorCount() == 1 })
+	testwait.For(t, 10*time.Second, "cursor started", func() bool { return r.cursorCount() == 1 })
 	produce(t, h.logs[0], 0, 3, keyed, 1000)
-	waitFor(t, "delivery", fileAt(t, dir, 3))
+	testwait.For(t, 10*time.Second, "delivery", fileAt(t, dir, 3))
 	h.set(func(h *fakeHost) { h.desired = nil; h.version++ })
-	waitFor(t, "cursor stopped", func() bool { return r.cursorCount() == 0 })
+	testwait.For(t, 10*time.Second, "cursor stopped", func() bool { return r.cursorCount() == 0 })
 	if obs.get(func(o *fakeObserver) any { return o.forgot }).(int) != 1 {
 		t.Fatal("stopped cursor's series not forgotten")
 	}
 	h.set(func(h *fakeHost) { h.desired = []Desired{desired(dir, []int64{0})}; h.version++ })
-	waitFor(t, "cursor restarted", func() bool { return r.cursorCount() == 1 })
+	testwait.For(t, 10*time.Second, "cursor restarted", func() bool { return r.cursorCount() == 1 })
 	cancel()
 	select {
 	case <-done:
@@ -66,15 +67,15 @@ func TestReconcilerSkipsPassesWhileVersionUnchangedButRunsForcedPasses(t *testin
 	for i := 0; i < 5; i++ {
 		r.tick(ctx)
 	}
-	if calls() != 1 || r.skips.Load() != 5 {
-		t.Fatalf("unchanged version: %d passes, %d skips; want 1 pass, 5 skips", calls(), r.skips.Load())
+	if calls() != 1 || r.pace.Skips() != 5 {
+		t.Fatalf("unchanged version: %d passes, %d skips; want 1 pass, 5 skips", calls(), r.pace.Skips())
 	}
 	h.set(func(h *fakeHost) { h.version++ })
 	r.tick(ctx)
 	if calls() != 2 {
 		t.Fatal("a version change did not run a pass")
 	}
-	r.lastFull = time.Now().Add(-r.cfg.ForcedPassEvery)
+	r.pace.Now = func() time.Time { return time.Now().Add(r.cfg.ForcedPassEvery) } // ForcedPassEvery later
 	r.tick(ctx)
 	if calls() != 3 {
 		t.Fatal("no forced pass after ForcedPassEvery")
@@ -94,7 +95,7 @@ func TestReconcilerSkipsPassesWhileVersionUnchangedButRunsForcedPasses(t *testin
 		h.version++
 	})
 	r.tick(ctx)
-	waitFor(t, "cursor exit", func() bool { return r.cursorCount() == 0 && r.exited.Load() })
+	testwait.For(t, 10*time.Second, "cursor exit", func() bool { return r.cursorCount() == 0 && r.exited.Load() })
 	before = calls()
 	r.tick(ctx)
 	if calls() != before+1 {
@@ -137,7 +138,7 @@ func TestReconcilerStartsReattachOnlyAfterOldEpochCursorExited(t *testing.T) {
 	r := newTestRunner(t, h, obs)
 	ctx := context.Background()
 	r.tick(ctx)
-	waitFor(t, "old cursor committing", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.attempts[0] == 1 })
+	testwait.For(t, 10*time.Second, "old cursor committing", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.attempts[0] == 1 })
 	const newEpoch = "1111111111111111"
 	h.set(func(h *fakeHost) {
 		d := desired(dir, []int64{1})
@@ -148,21 +149,17 @@ func TestReconcilerStartsReattachOnlyAfterOldEpochCursorExited(t *testing.T) {
 		h.version++
 	})
 	r.tick(ctx)
-	r.mu.Lock()
-	k := r.slots[slot{"orders", 0, "an"}].key
-	r.mu.Unlock()
-	if k.epoch != epoch {
+	c, _, _ := r.cursors.Get(slot{"orders", 0, "an"})
+	if c.d.Epoch != epoch {
 		t.Fatal("a new-epoch cursor started while the old one was still draining")
 	}
 	close(release)
-	waitFor(t, "new epoch cursor", func() bool {
+	testwait.For(t, 10*time.Second, "new epoch cursor", func() bool {
 		r.tick(ctx)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		run, ok := r.slots[slot{"orders", 0, "an"}]
-		return ok && run.key.epoch == newEpoch
+		c, ok, _ := r.cursors.Get(slot{"orders", 0, "an"})
+		return ok && c.d.Epoch == newEpoch
 	})
-	waitFor(t, "new anchor", func() bool {
+	testwait.For(t, 10*time.Second, "new anchor", func() bool {
 		st, err := fileState(t, dir)
 		return err == nil && st.Epoch == newEpoch
 	})
@@ -188,7 +185,7 @@ func TestOrphanSweepDeletesOnlyConfirmedDissolvedFiles(t *testing.T) {
 	ctx := context.Background()
 	exists := func(c string) bool { _, err := os.Stat(cursorfile.Path(dir, c)); return err == nil }
 	r.tick(ctx)
-	waitFor(t, "an anchored", func() bool { return exists("an") })
+	testwait.For(t, 10*time.Second, "an anchored", func() bool { return exists("an") })
 	for r.sweeps.Load() == 0 {
 		r.tick(ctx)
 	}
@@ -249,9 +246,9 @@ func TestCursorStatusReportsStalledWhileAChildPartitionKeepsFailing(t *testing.T
 	go func() { _ = r.Run(ctx) }()
 	h.set(func(h *fakeHost) { h.desired = []Desired{desired(dir, []int64{0})}; h.version++ })
 	produce(t, h.logs[0], 0, 3, keyed, 1000)
-	waitFor(t, "the cursor to report stalled", func() bool { s, _ := r.CursorStatus("orders", 0, "an"); return s })
+	testwait.For(t, 10*time.Second, "the cursor to report stalled", func() bool { s, _ := r.CursorStatus("orders", 0, "an"); return s })
 	down.Store(false)
-	waitFor(t, "delivery after recovery", fileAt(t, dir, 3))
+	testwait.For(t, 10*time.Second, "delivery after recovery", fileAt(t, dir, 3))
 	if s, _ := r.CursorStatus("orders", 0, "an"); s {
 		t.Fatal("a cursor that committed everything still reports stalled")
 	}

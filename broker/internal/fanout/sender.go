@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"narad.dev/broker/client"
+	"narad.dev/broker/internal/clock"
 	"narad.dev/broker/internal/hostlist"
 	plog "narad.dev/broker/internal/log"
 )
@@ -334,7 +335,7 @@ func (s *Sender) sendQuick(ctx context.Context, recs []client.BatchRecord) error
 			i >= len(quick) || ctx.Err() != nil {
 			return err
 		}
-		if sleepCtx(ctx, quick[i]) != nil {
+		if clock.Sleep(ctx, quick[i]) != nil {
 			return err
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"sync"
 	"testing"
+	"time"
 
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/testwait"
 )
 
 // A slab never carries more than the configured fanout.max_batch_records, nor more key +
@@ -52,7 +54,7 @@ func TestSlabHonoursTheConfiguredBatchCaps(t *testing.T) {
 				t.Fatal(err)
 			}
 			startCursor(t, cfg, desired(dir, []int64{0}))
-			waitFor(t, "all forty fanned out", fileAt(t, dir, 40))
+			testwait.For(t, 10*time.Second, "all forty fanned out", fileAt(t, dir, 40))
 			mu.Lock()
 			defer mu.Unlock()
 			if len(over) > 0 {

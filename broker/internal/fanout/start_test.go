@@ -8,6 +8,7 @@ import (
 	"time"
 
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/testwait"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -64,16 +65,16 @@ func TestLegacyLinkStartRowsFourAndFive(t *testing.T) {
 
 			startCursor(t, testConfig(h, obs), desired(dir, nil))
 			if tc.oldest {
-				waitFor(t, "first delivery", func() bool { return len(h.all()) > 0 })
+				testwait.For(t, 10*time.Second, "first delivery", func() bool { return len(h.all()) > 0 })
 				if got, want := h.payloads(0)[0], "m"+strconv.FormatInt(oldest, 10); got != want {
 					t.Fatalf("first record = %s, want %s (the oldest retained offset)", got, want)
 				}
-				waitFor(t, "caught up", fileAt(t, dir, 10))
+				testwait.For(t, 10*time.Second, "caught up", fileAt(t, dir, 10))
 				return
 			}
-			waitFor(t, "tail anchor", fileAt(t, dir, 10))
+			testwait.For(t, 10*time.Second, "tail anchor", fileAt(t, dir, 10))
 			produce(t, lg, 10, 11, keyed, 1000)
-			waitFor(t, "caught up", fileAt(t, dir, 11))
+			testwait.For(t, 10*time.Second, "caught up", fileAt(t, dir, 11))
 			if got := h.all(); len(got) != 1 || got[0] != "m10" {
 				t.Fatalf("child received %v, want only m10 (anchored at the tail)", got)
 			}

@@ -175,14 +175,19 @@ func (s *Store) LeadershipChanges() (ch <-chan bool, cancel func()) {
 }
 
 // watchLeadership is the only reader of raft.LeaderCh; it fans transitions out to
-// subscribers until Close.
-func (s *Store) watchLeadership() {
+// subscribers, and wakes LeaderChange waiters on those and on the leader observations obs,
+// until Close.
+func (s *Store) watchLeadership(obs <-chan raft.Observation, deregister func()) {
 	defer close(s.watchDone)
+	defer deregister()
 	for {
 		select {
 		case <-s.stop:
 			return
+		case <-obs:
+			s.leaders.notify()
 		case v := <-s.raft.LeaderCh():
+			s.leaders.notify()
 			if v {
 				s.logger.Info("gained raft leadership")
 			} else {

@@ -21,7 +21,6 @@ import (
 // Forwarding constants.
 const (
 	leaderPoll        = 50 * time.Millisecond // how often a proposal looks for a leader again
-	appliedPoll       = 5 * time.Millisecond  // how often a forwarded proposal checks the local FSM
 	maxForwardRetries = 3                     // not-leader answers re-resolved before giving up
 )
 
@@ -209,11 +208,13 @@ func (s *Store) awaitApplied(ctx context.Context, index uint64) {
 	}
 	deadline := time.NewTimer(s.cfg.ApplyTimeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(appliedPoll)
-	defer tick.Stop()
-	for s.fsm.applied() < index {
+	for {
+		next := s.fsm.applies.wait()
+		if s.fsm.applied() >= index {
+			return
+		}
 		select {
-		case <-tick.C:
+		case <-next:
 		case <-deadline.C:
 			s.logger.Warn("forwarded proposal committed but not yet applied locally",
 				"index", index, "applied", s.fsm.applied())

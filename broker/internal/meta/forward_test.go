@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"narad.dev/broker/internal/testwait"
 )
 
 func TestFollowerProposalIsForwardedAndVisibleLocally(t *testing.T) {
@@ -224,7 +226,7 @@ func TestMembershipHelpers(t *testing.T) {
 	if got := a.RaftRole("d"); got != RaftNonvoter {
 		t.Fatalf("role after AddNonvoter = %q", got)
 	}
-	waitFor(t, "the non-voter to catch up", func() bool { return c.stores["d"].AppliedCaughtUp() })
+	testwait.For(t, 10*time.Second, "the non-voter to catch up", func() bool { return c.stores["d"].AppliedCaughtUp() })
 	last := a.raft.LastIndex()
 	if err := a.AddNonvoter(ctx, "d", "d"); err != nil || a.raft.LastIndex() != last {
 		t.Fatalf("repeated AddNonvoter = %v, log %d → %d (want no new entry)", err, last, a.raft.LastIndex())

@@ -56,6 +56,7 @@ type fsm struct {
 	lastSeen     atomic.Uint64 // highest index handed to Apply (skipped entries included)
 	applying     atomic.Bool   // inside Apply right now
 	topicCount   atomic.Int64
+	applies      signal // notified after each applied entry and each restore (Store.NextApply)
 }
 
 var _ raft.FSM = (*fsm)(nil)
@@ -174,6 +175,7 @@ func (f *fsm) applyEntry(l *raft.Log) Result {
 	f.appliedTerm.Store(l.Term)
 	f.topicCount.Add(x.topicDelta)
 	f.versions.apply(x.ch)
+	f.applies.notify()
 	if x.ch.wrote && f.onApply != nil {
 		x.ev.Op = cmd.op
 		f.onApply(x.ev)

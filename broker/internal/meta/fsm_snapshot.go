@@ -188,6 +188,7 @@ func (f *fsm) restore(r io.Reader, minApplied uint64) error {
 	}
 	f.topicCount.Store(int64(n))
 	f.versions.bumpAll()
+	f.applies.notify()
 	return nil
 }
 

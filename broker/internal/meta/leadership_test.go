@@ -3,6 +3,9 @@ package meta
 import (
 	"errors"
 	"testing"
+	"time"
+
+	"narad.dev/broker/internal/testwait"
 )
 
 func TestTransferLeadershipHandsOverToTheNamedVoter(t *testing.T) {
@@ -34,7 +37,7 @@ func TestTransferLeadershipHandsOverToTheNamedVoter(t *testing.T) {
 	if err := a.TransferLeadership(ctx, "b", ""); err != nil {
 		t.Fatalf("transfer to b = %v", err)
 	}
-	waitFor(t, "b leads", func() bool { return c.stores["b"].IsLeader() })
+	testwait.For(t, 10*time.Second, "b leads", func() bool { return c.stores["b"].IsLeader() })
 	if a.IsLeader() {
 		t.Fatal("a still leads after handing over")
 	}

@@ -89,6 +89,7 @@ type Store struct {
 
 	leaderMu   sync.Mutex
 	leaderSubs map[chan bool]struct{}
+	leaders    signal // notified when the known leader changes (LeaderChange)
 
 	floorMu sync.Mutex
 	floor   termFloor // see leaderCommitted
@@ -121,7 +122,8 @@ func Open(cfg Config) (*Store, error) {
 		s.release()
 		return nil, err
 	}
-	go s.watchLeadership()
+	obs, deregister := s.leaderObservations()
+	go s.watchLeadership(obs, deregister)
 	return s, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"narad.dev/broker/internal/testwait"
 )
 
 // fastRaft shortens Raft's timeouts for tests (production keeps the library defaults).
@@ -224,7 +225,7 @@ func TestAFreshLeaderIsNotCaughtUpBeforeItCommitsAnEntryOfItsTerm(t *testing.T) 
 	}
 	defer s2.Close()
 	defer release() // before Close: a held append would keep Raft from shutting down
-	waitFor(t, "n1 leads with the first entry of its term held", func() bool { return s2.IsLeader() && hold.held.Load() > 0 })
+	testwait.For(t, 10*time.Second, "n1 leads with the first entry of its term held", func() bool { return s2.IsLeader() && hold.held.Load() > 0 })
 	if _, ok := s2.Topic("after"); ok {
 		t.Fatal("the entry after the snapshot was applied before the new term committed anything: the window this test needs is gone")
 	}

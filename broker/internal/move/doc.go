@@ -12,9 +12,10 @@
 // leader confirms it never will (§7).
 //
 // Files: config.go (the Store contract and the constants), runner.go (the reconcile
-// loop), worker.go (one move's life and report), session.go (the staged copy and CatchUp),
-// staged.go (a staged segment's writes: direct I/O for aligned chunks),
-// freeze.go (arm, re-arm, drain, fence), finish.go (positions, verify, ages, durability,
-// marker), flip.go (install, flip and unknown outcomes), promote.go (source failure and
-// force-promote), dispose.go (ending without a flip).
+// loop, on package reconcile's pacer and keyed worker set), worker.go (one move's life and
+// report), session.go (the staged copy and CatchUp), staged.go (a staged segment's writes:
+// direct I/O for aligned chunks), freeze.go (arm, re-arm, drain, fence), finish.go
+// (positions, verify, ages, durability, marker), flip.go (install, flip and unknown
+// outcomes), promote.go (source failure and force-promote), dispose.go (ending without a
+// flip).
 package move

@@ -378,17 +378,3 @@ func (l *fakeLocal) RenameBack(topic string, p int, incarnation, staging string,
 func (l *fakeLocal) DropConsumerState(topic string, p int) { l.drops.Add(1) }
 
 var _ transfer.Local = (*fakeLocal)(nil)
-
-// ---- waiting ----
-
-// waitFor polls cond every millisecond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"narad.dev/broker/internal/clock"
 	"narad.dev/broker/internal/faults"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/transfer"
@@ -117,7 +118,7 @@ func (w *worker) resolve(ctx context.Context, f *freeze, hwm int64) error {
 	entered := w.cfg.Now()
 	for first := true; ; first = false {
 		if !first {
-			if err := sleep(ctx, w.cfg.RetryBackoff); err != nil {
+			if err := clock.Sleep(ctx, w.cfg.RetryBackoff); err != nil {
 				return err
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"narad.dev/broker/internal/faults"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/testwait"
 )
 
 type casFn = func() (meta.CASResult, meta.Assignment, error)
@@ -24,8 +25,8 @@ func TestReplannedMoveFlipIsRefusedAndLeavesNoInstall(t *testing.T) {
 		return apply()
 	}
 	h.start()
-	waitFor(t, "the refused flip", 5*time.Second, func() bool { return h.st.completes.Load() >= 1 })
-	waitFor(t, "the worker to end", 5*time.Second, func() bool { return h.r.Workers() == 0 })
+	testwait.For(t, 5*time.Second, "the refused flip", func() bool { return h.st.completes.Load() >= 1 })
+	testwait.For(t, 5*time.Second, "the worker to end", func() bool { return h.r.Workers() == 0 })
 	a, _ := h.st.Assignment(topicName, 0)
 	if a.Owner != srcNode || a.Target != otherNode {
 		t.Fatalf("assignment %+v: the refused flip changed ownership", a)
@@ -56,8 +57,8 @@ func TestReplanMidCopyCancelsTheWorkerAndRemovesItsStaging(t *testing.T) {
 		}
 	}
 	h.start()
-	waitFor(t, "the re-plan", 5*time.Second, func() bool { a, _ := h.st.Assignment(topicName, 0); return a.Target == otherNode })
-	waitFor(t, "the worker to end", 5*time.Second, func() bool { return h.r.Workers() == 0 })
+	testwait.For(t, 5*time.Second, "the re-plan", func() bool { a, _ := h.st.Assignment(topicName, 0); return a.Target == otherNode })
+	testwait.For(t, 5*time.Second, "the worker to end", func() bool { return h.r.Workers() == 0 })
 	if exists(h.staging()) || exists(h.path()) {
 		t.Fatalf("cancelled move left staging=%v path=%v", exists(h.staging()), exists(h.path()))
 	}
@@ -74,7 +75,7 @@ func TestLostReplyOfACommittedFlipKeepsTheInstall(t *testing.T) {
 	faults.SetNth(FaultFlipReply, 1, nil)
 	h.start()
 	h.waitFlipped(5 * time.Second)
-	waitFor(t, "the move to count as completed", 5*time.Second, func() bool { return h.counter(outcomeCompleted) == 1 })
+	testwait.For(t, 5*time.Second, "the move to count as completed", func() bool { return h.counter(outcomeCompleted) == 1 })
 	h.checkInstalled()
 	if h.loc.renameBacks.Load() != 0 {
 		t.Fatal("a committed flip's install was taken off the path")
@@ -106,7 +107,7 @@ func TestRetriedFlipAnsweredAlreadyDoneCompletes(t *testing.T) {
 	}
 	h.start()
 	h.waitFlipped(5 * time.Second)
-	waitFor(t, "the move to count as completed", 5*time.Second, func() bool { return h.counter(outcomeCompleted) == 1 })
+	testwait.For(t, 5*time.Second, "the move to count as completed", func() bool { return h.counter(outcomeCompleted) == 1 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(results) != 1 || results[0] != meta.CASAlreadyDone {
@@ -137,10 +138,10 @@ func TestUnknownFlipIsTakenBackOnlyAfterTheDelayAndTheSessionResumes(t *testing.
 		}
 	}
 	h.start()
-	waitFor(t, "the refused re-proposal fence", 5*time.Second, func() bool { return h.src.fenceRefusals.Load() == 1 })
+	testwait.For(t, 5*time.Second, "the refused re-proposal fence", func() bool { return h.src.fenceRefusals.Load() == 1 })
 	h.src.MustProduce(3, 100) // the freeze lapsed: the source commits again
 	base := h.st.confirms.Load()
-	waitFor(t, "leader reads before the delay", 5*time.Second, func() bool { return h.st.confirms.Load() >= base+5 })
+	testwait.For(t, 5*time.Second, "leader reads before the delay", func() bool { return h.st.confirms.Load() >= base+5 })
 	if h.loc.renameBacks.Load() != 0 || !exists(h.path()) {
 		t.Fatal("a read started less than 15 s after the unknown proposal took the install off the path")
 	}
@@ -200,13 +201,13 @@ func TestUnknownFlipIsReproposedForAtMostTwoMinutes(t *testing.T) {
 	}
 	h.start()
 	countCalls := func() int { mu.Lock(); defer mu.Unlock(); return len(calls) }
-	waitFor(t, "re-proposals", 5*time.Second, func() bool { return countCalls() >= 3 })
+	testwait.For(t, 5*time.Second, "re-proposals", func() bool { return countCalls() >= 3 })
 	h.clock.Advance(61 * time.Second)
 	n := countCalls()
-	waitFor(t, "re-proposals within the limit", 5*time.Second, func() bool { return countCalls() >= n+3 })
+	testwait.For(t, 5*time.Second, "re-proposals within the limit", func() bool { return countCalls() >= n+3 })
 	h.clock.Advance(60 * time.Second) // past 2 minutes from the first unknown proposal
-	waitFor(t, "a fresh freeze after the limit", 5*time.Second, func() bool { return h.src.arms.Load() >= 2 })
-	waitFor(t, "a proposal under the fresh freeze", 5*time.Second, func() bool {
+	testwait.For(t, 5*time.Second, "a fresh freeze after the limit", func() bool { return h.src.arms.Load() >= 2 })
+	testwait.For(t, 5*time.Second, "a proposal under the fresh freeze", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return calls[len(calls)-1].arms >= 2
@@ -250,10 +251,10 @@ func TestUnconfirmedLeaderReadsLeaveTheInstallInPlace(t *testing.T) {
 		return nil
 	}
 	h.start()
-	waitFor(t, "leader reads", 5*time.Second, func() bool { return h.st.confirms.Load() >= 3 })
+	testwait.For(t, 5*time.Second, "leader reads", func() bool { return h.st.confirms.Load() >= 3 })
 	h.clock.Advance(30 * time.Second)
 	base := h.st.confirms.Load()
-	waitFor(t, "more leader reads", 5*time.Second, func() bool { return h.st.confirms.Load() >= base+5 })
+	testwait.For(t, 5*time.Second, "more leader reads", func() bool { return h.st.confirms.Load() >= base+5 })
 	if h.loc.renameBacks.Load() != 0 || !exists(h.path()) {
 		t.Fatal("an unconfirmed read took the install off the path")
 	}

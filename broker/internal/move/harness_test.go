@@ -16,6 +16,7 @@ import (
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
+	"narad.dev/broker/internal/testwait"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -101,7 +102,7 @@ func (h *harness) owner() string {
 
 func (h *harness) waitFlipped(d time.Duration) {
 	h.t.Helper()
-	waitFor(h.t, "the flip to this node", d, func() bool { return h.owner() == selfNode })
+	testwait.For(h.t, d, "the flip to this node", func() bool { return h.owner() == selfNode })
 }
 
 func (h *harness) path() string    { return h.loc.PartitionDir(topicName, 0) }
@@ -111,7 +112,7 @@ func (h *harness) report() (transfer.Report, bool) { return h.r.Report(topicName
 
 func (h *harness) waitPhase(phase string, d time.Duration) {
 	h.t.Helper()
-	waitFor(h.t, "phase "+phase, d, func() bool {
+	testwait.For(h.t, d, "phase "+phase, func() bool {
 		rep, ok := h.report()
 		return ok && rep.Phase == phase
 	})

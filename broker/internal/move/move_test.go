@@ -15,6 +15,7 @@ import (
 
 	"narad.dev/broker/internal/fanout/cursorfile"
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/testwait"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -36,7 +37,7 @@ func TestMoveInstallsAnExactVerifiedCopyAndFlips(t *testing.T) {
 	h.src.setPositions(50, []int64{52, 55}, []transfer.Cursor{{Child: childName, Record: cursorRecord(t, "epoch-7", 120)}})
 	h.start()
 	h.waitFlipped(10 * time.Second)
-	waitFor(t, "the worker to exit", 5*time.Second, func() bool { return h.r.Workers() == 0 })
+	testwait.For(t, 5*time.Second, "the worker to exit", func() bool { return h.r.Workers() == 0 })
 
 	st, err := plog.PeekDir(h.path())
 	if err != nil || !st.Exact || st.HighWatermark != 200 {
@@ -97,7 +98,7 @@ func TestReportDescribesTheRunningMove(t *testing.T) {
 	h.src.downArm.Store(true) // the copy completes, the freeze cannot be armed
 	before := time.Now().Unix()
 	h.start()
-	waitFor(t, "an arm attempt", 5*time.Second, func() bool {
+	testwait.For(t, 5*time.Second, "an arm attempt", func() bool {
 		rep, ok := h.report()
 		return ok && rep.LastError != "" && rep.Passes >= 2
 	})

@@ -7,6 +7,7 @@ import (
 
 	"narad.dev/broker/internal/fanout/cursorfile"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/testwait"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -25,7 +26,7 @@ func (h *harness) reviveSource() {
 func (h *harness) waitAttempts(what string, n int64) {
 	h.t.Helper()
 	start := h.src.lists.Load() + h.src.fetches.Load() + h.src.arms.Load()
-	waitFor(h.t, what, 10*time.Second, func() bool {
+	testwait.For(h.t, 10*time.Second, what, func() bool {
 		return h.src.lists.Load()+h.src.fetches.Load()+h.src.arms.Load() >= start+n
 	})
 }
@@ -50,7 +51,7 @@ func TestForcePromoteWaitsForTwoMinutesOfOwnObservation(t *testing.T) {
 	}
 	h.clock.Advance(2 * time.Second)
 	h.waitFlipped(10 * time.Second)
-	waitFor(t, "the force-promoted count", 5*time.Second, func() bool { return h.counter(outcomeForcePromoted) == 1 })
+	testwait.For(t, 5*time.Second, "the force-promoted count", func() bool { return h.counter(outcomeForcePromoted) == 1 })
 	m := h.checkInstalled()
 	if !m.Force || m.HWM != 30 {
 		t.Fatalf("marker %+v: want force at hwm 30", m)
@@ -116,7 +117,7 @@ func TestForcePromoteRefusedWhileTheCopyIsBehind(t *testing.T) {
 	h.waitAttempts("attempts", 4)
 	h.clock.Advance(3 * time.Minute)
 	const line = "move: the source is dead and this node's copy is behind its last high watermark, so it cannot force-promote"
-	waitFor(t, "the error line", 5*time.Second, func() bool { return h.logs.count(line) > 0 })
+	testwait.For(t, 5*time.Second, "the error line", func() bool { return h.logs.count(line) > 0 })
 	h.clock.Advance(time.Minute)
 	h.waitAttempts("more attempts", 10)
 	recs := h.logs.find(line)
@@ -136,7 +137,7 @@ func TestForcePromoteRefusedWhileTheCopyIsBehind(t *testing.T) {
 	h.reviveSource()
 	h.src.downFetch.Store(false)
 	h.waitFlipped(10 * time.Second)
-	waitFor(t, "the gauge to clear", 5*time.Second, func() bool { return h.blocked(transfer.BlockedSourceDeadCopyBehind) == 0 })
+	testwait.For(t, 5*time.Second, "the gauge to clear", func() bool { return h.blocked(transfer.BlockedSourceDeadCopyBehind) == 0 })
 	if m := h.checkInstalled(); m.Force {
 		t.Fatal("a move completed with the source back must not be a force-promote")
 	}
@@ -185,9 +186,9 @@ func TestSourceDeathWithAnUnconfirmedFlipForcePromotesTheInstall(t *testing.T) {
 		return apply()
 	}
 	h.start()
-	waitFor(t, "the unknown flip", 5*time.Second, func() bool { return h.st.completes.Load() == 1 })
+	testwait.For(t, 5*time.Second, "the unknown flip", func() bool { return h.st.completes.Load() == 1 })
 	base := h.st.confirms.Load()
-	waitFor(t, "leader reads", 5*time.Second, func() bool { return h.st.confirms.Load() >= base+3 })
+	testwait.For(t, 5*time.Second, "leader reads", func() bool { return h.st.confirms.Load() >= base+3 })
 	if h.st.completes.Load() != 1 || h.owner() != srcNode {
 		t.Fatal("re-proposed without a fence while the source was merely unreachable")
 	}
@@ -199,5 +200,5 @@ func TestSourceDeathWithAnUnconfirmedFlipForcePromotesTheInstall(t *testing.T) {
 	if m := h.checkInstalled(); !m.Force {
 		t.Fatal("the installed marker must be rewritten with force before a force flip")
 	}
-	waitFor(t, "the force-promoted count", 5*time.Second, func() bool { return h.counter(outcomeForcePromoted) == 1 })
+	testwait.For(t, 5*time.Second, "the force-promoted count", func() bool { return h.counter(outcomeForcePromoted) == 1 })
 }

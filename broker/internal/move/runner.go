@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"narad.dev/broker/internal/reconcile"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -38,9 +38,9 @@ type Runner struct {
 	cfg RunnerConfig
 	log *slog.Logger
 
-	mu      sync.Mutex
-	workers map[key]*worker // running or stopping
-	wg      sync.WaitGroup
+	workers *reconcile.Workers[key, *worker] // running or stopping
+	pace    *reconcile.Pacer
+	sweepWG sync.WaitGroup // the sweep goroutine
 
 	exited   atomic.Bool // a worker exited since the last full pass
 	sweeping atomic.Bool // a sweep goroutine is running
@@ -49,21 +49,18 @@ type Runner struct {
 	// Tick state, owned by the Run goroutine.
 	ticks        int
 	sweepPending bool
-	lastVersion  uint64
-	lastFull     time.Time
-	haveFull     bool
-	forceNext    bool
 	notesPruned  bool // the first caught-up pass pruned the blocked-copy notes
 
-	passes atomic.Int64 // full passes run (tests)
-	skips  atomic.Int64 // ticks that skipped the read (tests)
 	sweeps atomic.Int64 // sweeps started (tests)
 }
 
 // NewRunner returns a Runner; Run starts it. Zero durations and counts take their defaults.
 func NewRunner(cfg RunnerConfig) *Runner {
 	cfg = cfg.withDefaults()
-	return &Runner{cfg: cfg, log: cfg.Logger, workers: map[key]*worker{}}
+	r := &Runner{cfg: cfg, log: cfg.Logger,
+		pace: &reconcile.Pacer{Tick: cfg.Tick, FullPassEvery: cfg.FullPassEvery, Now: cfg.Now}}
+	r.workers = reconcile.NewWorkers[key, *worker](r.workerExited)
+	return r
 }
 
 // Run reconciles every Tick until ctx ends, then cancels every worker and returns once all
@@ -72,17 +69,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.cfg.Store == nil || r.cfg.Source == nil || r.cfg.Local == nil {
 		return ErrMisconfigured
 	}
-	t := time.NewTicker(r.cfg.Tick)
-	defer t.Stop()
-	for {
-		r.tick(ctx)
-		select {
-		case <-ctx.Done():
-			r.stopAll()
-			return nil
-		case <-t.C:
-		}
-	}
+	r.pace.Run(ctx, r.tick)
+	r.stopAll()
+	return nil
 }
 
 // tick runs one reconcile tick: the sweep on its own cadence (skipped ticks count), then a
@@ -97,17 +86,10 @@ func (r *Runner) tick(ctx context.Context) {
 		r.sweepPending = false
 		r.startSweep(ctx)
 	}
-	now := r.cfg.Now()
-	version := r.cfg.Store.LatestDomainVersion()
-	force := !r.haveFull || r.forceNext || r.exited.Load() || now.Sub(r.lastFull) >= r.cfg.FullPassEvery
-	if !force && version == r.lastVersion {
-		r.skips.Add(1)
-		return
-	}
-	r.exited.Store(false) // before reading the desired set: a later exit forces the next pass
-	ok := r.pass(ctx, caughtUp)
-	r.passes.Add(1)
-	r.haveFull, r.lastVersion, r.lastFull, r.forceNext = true, version, now, !ok
+	r.pace.Step(r.cfg.Store.LatestDomainVersion(), r.exited.Load(), func() bool {
+		r.exited.Store(false) // before reading the desired set: a later exit forces the next pass
+		return r.pass(ctx, caughtUp)
+	})
 }
 
 // want is one desired worker: the move's source and the topic incarnation it moves.
@@ -137,81 +119,41 @@ func (r *Runner) desired() map[key]want {
 }
 
 // pass is one full comparison; it reports whether it finished its work (else the next tick
-// forces another).
+// forces another). Unlike the fan-out runner's, a pass that could not start a worker because
+// the replica is not caught up is unfinished (spec/moves.md §2 rule 3: the next tick reads
+// again).
 func (r *Runner) pass(ctx context.Context, caughtUp bool) bool {
 	desired := r.desired()
-	ok := true
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k, w := range r.workers {
-		if w.hasExited() {
-			delete(r.workers, k)
-			continue
-		}
-		d, in := desired[k]
-		if (!in || d.source != w.source || d.incarnation != w.incarnation) && !w.stopping {
-			// No longer targeted here, or the partition changed hands (or the topic was
-			// recreated) under the worker: stop it and start afresh once it has exited.
-			w.stopping = true
-			w.cancel()
-		}
-		if w.stopping {
-			ok = false
-		}
-	}
 	if caughtUp && !r.notesPruned {
 		r.notesPruned = true
 		// Every staging directory (and its note) sits in the same parent (.moves; see datadir).
 		pruneUnverifiableNotes(filepath.Dir(r.cfg.Local.StagingDir("x", 0)), r.cfg.NodeID, desired)
 	}
-	for k, d := range desired {
-		if _, busy := r.workers[k]; busy {
-			continue
-		}
-		if !caughtUp {
-			ok = false // spec/moves.md §2 rule 3: start only while caught up
-			continue
-		}
-		r.startLocked(ctx, k, d)
-	}
-	r.setInflightLocked()
-	return ok
-}
-
-// startLocked starts the worker of k. Caller holds r.mu.
-func (r *Runner) startLocked(ctx context.Context, k key, d want) {
-	wctx, cancel := context.WithCancel(ctx)
-	w := newWorker(r, k, d, cancel)
-	r.workers[k] = w
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		defer r.workerExited()
-		defer close(w.done)
-		defer cancel()
-		w.run(wctx)
-	}()
+	res := reconcile.Reconcile(ctx, r.workers, reconcile.Pass[key, want, *worker]{
+		Want: desired, Complete: true, CaughtUp: caughtUp,
+		// No longer targeted here, or the partition changed hands (or the topic was recreated)
+		// under the worker: stop it and start afresh once it has exited.
+		Same: func(w *worker, d want) bool { return d.source == w.source && d.incarnation == w.incarnation },
+		Start: func(k key, d want) (*worker, func(context.Context)) {
+			w := newWorker(r, k, d)
+			return w, w.run
+		},
+	})
+	r.setInflight()
+	return !res.Draining && !res.Deferred
 }
 
 func (r *Runner) workerExited() {
 	r.exited.Store(true)
-	r.mu.Lock()
-	r.setInflightLocked()
-	r.mu.Unlock()
+	r.setInflight()
 }
 
-// setInflightLocked publishes narad_moves_inflight. Caller holds r.mu.
-func (r *Runner) setInflightLocked() {
+// setInflight publishes narad_moves_inflight.
+func (r *Runner) setInflight() {
 	if r.cfg.Metrics == nil {
 		return
 	}
-	n := 0
-	for _, w := range r.workers {
-		if !w.hasExited() {
-			n++
-		}
-	}
-	r.cfg.Metrics.MovesInflight.Set(float64(n))
+	r.cfg.Metrics.MovesInflight.Set(float64(r.workers.Live()))
 }
 
 // startSweep runs the stale-copy sweep on its own goroutine unless one is still running.
@@ -220,9 +162,9 @@ func (r *Runner) startSweep(ctx context.Context) {
 		return
 	}
 	r.sweeps.Add(1)
-	r.wg.Add(1)
+	r.sweepWG.Add(1)
 	go func() {
-		defer r.wg.Done()
+		defer r.sweepWG.Done()
 		defer r.sweeping.Store(false)
 		if err := r.cfg.Sweeper.Sweep(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("move: stale-copy sweep failed", "err", err)
@@ -233,40 +175,20 @@ func (r *Runner) startSweep(ctx context.Context) {
 // stopAll cancels every worker and waits for all of them and the sweep to exit.
 func (r *Runner) stopAll() {
 	r.stopped.Store(true)
-	r.mu.Lock()
-	for _, w := range r.workers {
-		w.stopping = true
-		w.cancel()
-	}
-	r.mu.Unlock()
-	r.wg.Wait()
-	r.mu.Lock()
-	clear(r.workers)
-	r.setInflightLocked()
-	r.mu.Unlock()
+	r.workers.StopAll()
+	r.sweepWG.Wait()
+	r.setInflight()
 }
 
 // Report returns this node's own report of the move of topic/p (node RPC op 30), false
 // when no worker runs for it here.
 func (r *Runner) Report(topic string, p int) (transfer.Report, bool) {
-	r.mu.Lock()
-	w, ok := r.workers[key{topic: topic, partition: p, target: r.cfg.NodeID}]
-	r.mu.Unlock()
-	if !ok || w.hasExited() {
+	w, _, live := r.workers.Get(key{topic: topic, partition: p, target: r.cfg.NodeID})
+	if !live {
 		return transfer.Report{}, false
 	}
 	return w.report(), true
 }
 
 // Workers returns the number of running workers.
-func (r *Runner) Workers() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, w := range r.workers {
-		if !w.hasExited() {
-			n++
-		}
-	}
-	return n
-}
+func (r *Runner) Workers() int { return r.workers.Live() }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/testwait"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -31,26 +32,26 @@ func TestRunnerSkipsTheReadWhileDomainVersionsAreUnchanged(t *testing.T) {
 	r.tick(ctx) // the first tick always reads
 	r.tick(ctx)
 	r.tick(ctx)
-	if r.passes.Load() != 1 || r.skips.Load() != 2 {
-		t.Fatalf("passes=%d skips=%d; want 1 read and 2 skips", r.passes.Load(), r.skips.Load())
+	if r.pace.Passes() != 1 || r.pace.Skips() != 2 {
+		t.Fatalf("passes=%d skips=%d; want 1 read and 2 skips", r.pace.Passes(), r.pace.Skips())
 	}
 	h.st.bump() // any domain change
 	r.tick(ctx)
-	if r.passes.Load() != 2 {
+	if r.pace.Passes() != 2 {
 		t.Fatal("a domain version change must trigger a read")
 	}
 	h.clock.Advance(DefaultFullPassEvery)
 	r.tick(ctx)
-	if r.passes.Load() != 3 {
+	if r.pace.Passes() != 3 {
 		t.Fatal("a full pass is due every 30 s even without changes")
 	}
 	r.exited.Store(true) // a worker exited
 	r.tick(ctx)
-	if r.passes.Load() != 4 {
+	if r.pace.Passes() != 4 {
 		t.Fatal("a worker exit must force the next pass")
 	}
 	r.tick(ctx)
-	if r.passes.Load() != 4 {
+	if r.pace.Passes() != 4 {
 		t.Fatal("the forced pass must not repeat")
 	}
 }
@@ -66,13 +67,13 @@ func TestRunnerSweepsOnTheFirstTickAndEveryNthTickCountingSkippedOnes(t *testing
 	step := func(want int64) {
 		t.Helper()
 		r.tick(ctx)
-		waitFor(t, "the sweep", 5*time.Second, func() bool { return sw.n.Load() == want && !r.sweeping.Load() })
+		testwait.For(t, 5*time.Second, "the sweep", func() bool { return sw.n.Load() == want && !r.sweeping.Load() })
 	}
 	step(1) // first tick after start
 	step(1)
 	step(1)
 	step(2) // the 3rd tick later, although ticks 2–4 skipped the read
-	if r.skips.Load() == 0 {
+	if r.pace.Skips() == 0 {
 		t.Fatal("setup: no tick skipped")
 	}
 	h.st.caughtUp.Store(false)
@@ -91,8 +92,8 @@ func TestRunnerStartsWorkersOnlyWhileCaughtUp(t *testing.T) {
 	defer func() { cancel(); r.stopAll() }()
 	r.tick(ctx)
 	r.tick(ctx) // no version change, but the unfinished pass forces a read
-	if r.Workers() != 0 || r.passes.Load() != 2 {
-		t.Fatalf("workers=%d passes=%d; a lagging replica starts no worker and re-reads", r.Workers(), r.passes.Load())
+	if r.Workers() != 0 || r.pace.Passes() != 2 {
+		t.Fatalf("workers=%d passes=%d; a lagging replica starts no worker and re-reads", r.Workers(), r.pace.Passes())
 	}
 	h.st.caughtUp.Store(true)
 	r.tick(ctx)
@@ -147,7 +148,7 @@ func TestRefusedPreparationWarnsOnceAndRetries(t *testing.T) {
 	h.src.MustProduce(10, 100)
 	h.loc.prepareErr = transfer.ErrIncarnationChanged
 	h.start()
-	waitFor(t, "several refused preparations", 5*time.Second, func() bool { return h.loc.prepares.Load() >= 5 })
+	testwait.For(t, 5*time.Second, "several refused preparations", func() bool { return h.loc.prepares.Load() >= 5 })
 	h.loc.mu.Lock()
 	h.loc.prepareErr = nil
 	h.loc.mu.Unlock()
@@ -165,13 +166,13 @@ func TestEndingWhileOwningKeepsACopyThePathMayLack(t *testing.T) {
 	h.src.MustProduce(100, 100)
 	h.src.downArm.Store(true) // the copy is staged; the move cannot freeze
 	h.start()
-	waitFor(t, "a staged copy", 5*time.Second, func() bool {
+	testwait.For(t, 5*time.Second, "a staged copy", func() bool {
 		rep, ok := h.report()
 		return ok && rep.CopyNextOffset == 100
 	})
 	// The partition ends up owned here by other means (no install from the source at the path).
 	h.st.putAssignment(meta.Assignment{Topic: topicName, Partition: 0, Owner: selfNode})
-	waitFor(t, "the worker to end", 5*time.Second, func() bool { return h.r.Workers() == 0 })
+	testwait.For(t, 5*time.Second, "the worker to end", func() bool { return h.r.Workers() == 0 })
 	if !exists(h.staging() + ".quarantine") {
 		t.Fatal("the staging copy must be set aside when the path may lack its records")
 	}
@@ -184,9 +185,9 @@ func TestRecreatedTopicRestartsTheWorkerForTheNewIncarnation(t *testing.T) {
 	h.src.MustProduce(10, 100)
 	h.src.downArm.Store(true) // keep the first worker busy
 	h.start()
-	waitFor(t, "the first worker", 5*time.Second, func() bool { return h.logs.count("move: started") == 1 })
+	testwait.For(t, 5*time.Second, "the first worker", func() bool { return h.logs.count("move: started") == 1 })
 	h.st.putTopic(meta.Topic{Name: topicName, Partitions: 1, Incarnation: "inc-9", Role: meta.RoleParent})
-	waitFor(t, "a worker for the new incarnation", 5*time.Second, func() bool {
+	testwait.For(t, 5*time.Second, "a worker for the new incarnation", func() bool {
 		for _, r := range h.logs.find("move: started") {
 			if r.attrs["incarnation"] == "inc-9" {
 				return true

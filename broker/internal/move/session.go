@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"narad.dev/broker/internal/clock"
 	"narad.dev/broker/internal/durable"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/transfer"
@@ -440,7 +441,7 @@ func (w *worker) catchUp(ctx context.Context) error {
 				return nil
 			}
 		}
-		if err := sleep(ctx, w.cfg.PassPacing); err != nil {
+		if err := clock.Sleep(ctx, w.cfg.PassPacing); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"narad.dev/broker/internal/faults"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/testwait"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -111,10 +112,10 @@ func TestUnverifiableCopyIsRetriedOnceThenBlocks(t *testing.T) {
 		t.Fatalf("report %+v", rep)
 	}
 	calls := prepares.Load()
-	ticks := func() int64 { return h.r.passes.Load() + h.r.skips.Load() }
+	ticks := func() int64 { return h.r.pace.Passes() + h.r.pace.Skips() }
 	base := ticks()
-	waitFor(t, "runner ticks", 5*time.Second, func() bool { return ticks() >= base+40 })
-	waitFor(t, "the last freeze to lapse", 5*time.Second, func() bool { return !h.src.Frozen() })
+	testwait.For(t, 5*time.Second, "runner ticks", func() bool { return ticks() >= base+40 })
+	testwait.For(t, 5*time.Second, "the last freeze to lapse", func() bool { return !h.src.Frozen() })
 	if prepares.Load() != calls {
 		t.Fatalf("a blocked worker called PrepareHandoff %d more times", prepares.Load()-calls)
 	}
@@ -152,9 +153,9 @@ func TestRestartGivesABlockedUnverifiableCopyExactlyOneMoreTry(t *testing.T) {
 	h.stop() // the destination restarts
 	h.start()
 	h.waitPhase(transfer.PhaseBlocked, 10*time.Second)
-	ticks := func() int64 { return h.r.passes.Load() + h.r.skips.Load() }
+	ticks := func() int64 { return h.r.pace.Passes() + h.r.pace.Skips() }
 	base := ticks()
-	waitFor(t, "runner ticks", 5*time.Second, func() bool { return ticks() >= base+40 })
+	testwait.For(t, 5*time.Second, "runner ticks", func() bool { return ticks() >= base+40 })
 	if arms := h.src.arms.Load(); arms != 3 {
 		t.Fatalf("arms after the restart = %d, want 3 (exactly one more try)", arms)
 	}
@@ -172,7 +173,7 @@ func TestRestartGivesABlockedUnverifiableCopyExactlyOneMoreTry(t *testing.T) {
 	h.stop()
 	h.start()
 	h.waitFlipped(10 * time.Second)
-	waitFor(t, "the worker to exit", 5*time.Second, func() bool { return h.r.Workers() == 0 })
+	testwait.For(t, 5*time.Second, "the worker to exit", func() bool { return h.r.Workers() == 0 })
 	if exists(datadir.UnverifiableNotePath(h.staging())) {
 		t.Fatal("a completed move left its blocked-copy note")
 	}
@@ -191,8 +192,8 @@ func TestStaleUnverifiableNoteIsPrunedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.start()
-	waitFor(t, "a full pass", 5*time.Second, func() bool { return h.r.passes.Load() > 0 })
-	waitFor(t, "the stale note removed", 5*time.Second, func() bool { return !exists(note) })
+	testwait.For(t, 5*time.Second, "a full pass", func() bool { return h.r.pace.Passes() > 0 })
+	testwait.For(t, 5*time.Second, "the stale note removed", func() bool { return !exists(note) })
 }
 
 // MV-17: each staged segment gets its source age on the destination's clock, whatever the

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"narad.dev/broker/internal/clock"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/transfer"
 )
@@ -49,10 +50,6 @@ type worker struct {
 	// incarnation is the topic incarnation the local replica named when the worker started;
 	// the move prepares the topic directory for it and installs only under it.
 	incarnation string
-	cancel      context.CancelFunc
-	done        chan struct{}
-
-	stopping bool // guarded by Runner.mu
 
 	mu  sync.Mutex // guards rep
 	rep transfer.Report
@@ -82,24 +79,15 @@ type worker struct {
 	unreachedLogd bool
 }
 
-func newWorker(r *Runner, k key, d want, cancel context.CancelFunc) *worker {
+func newWorker(r *Runner, k key, d want) *worker {
 	w := &worker{
 		r: r, cfg: r.cfg, topic: k.topic, p: k.partition, source: d.source, self: k.target,
-		incarnation: d.incarnation, cancel: cancel, done: make(chan struct{}),
-		log: r.log.With("topic", k.topic, "partition", k.partition, "from", d.source, "to", k.target),
+		incarnation: d.incarnation,
+		log:         r.log.With("topic", k.topic, "partition", k.partition, "from", d.source, "to", k.target),
 	}
 	w.started = r.cfg.Now()
 	w.rep = transfer.Report{ReportedBy: r.cfg.NodeID, Phase: transfer.PhaseCopying, StartedAt: w.started.Unix()}
 	return w
-}
-
-func (w *worker) hasExited() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // run is the worker goroutine: attempts until the flip commits, the move ends, or ctx ends;
@@ -171,7 +159,7 @@ func (w *worker) loop(ctx context.Context) bool {
 		} else {
 			w.log.Debug("move: attempt failed; retrying", "err", err) // the report carries it
 		}
-		if sleep(ctx, w.cfg.RetryBackoff) != nil {
+		if clock.Sleep(ctx, w.cfg.RetryBackoff) != nil {
 			return false
 		}
 	}
@@ -330,17 +318,5 @@ func (w *worker) clearBlocked() {
 func (w *worker) blockedGauge(reason string, d float64) {
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.MovesBlocked.WithLabelValues(reason).Add(d)
-	}
-}
-
-// sleep waits d or until ctx ends (ctx's error).
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/testwait"
 )
 
 // authCounts is a WithAuthObserver sink.
@@ -118,7 +119,7 @@ func TestHandshakeRefusesAWrongSecretBothWays(t *testing.T) {
 	if _, err := mustStreamLayerPeer(t, []byte("other")).Dial(raft.ServerAddress(n.addr), time.Second); !errors.Is(err, ErrPeerNotAuthenticated) {
 		t.Fatalf("raft dial with a wrong secret: %v", err)
 	}
-	waitFor(t, 5*time.Second, "refusals counted", func() bool { return counts.refused.Load() >= 2 })
+	testwait.For(t, 5*time.Second, "refusals counted", func() bool { return counts.refused.Load() >= 2 })
 	if counts.accepted.Load() != 0 {
 		t.Fatalf("auth observer accepted %d peers without the secret", counts.accepted.Load())
 	}
@@ -302,7 +303,7 @@ func TestConcurrentStreamsPerConnectionAreCapped(t *testing.T) {
 			errs <- err
 		}()
 	}
-	waitFor(t, 30*time.Second, "the stream cap reached", func() bool { return impl.inflight.Load() >= streamCap })
+	testwait.For(t, 30*time.Second, "the stream cap reached", func() bool { return impl.inflight.Load() >= streamCap })
 	if got := impl.maxIn.Load(); got > streamCap {
 		t.Fatalf("%d calls in the server at once on one connection, cap %d", got, streamCap)
 	}

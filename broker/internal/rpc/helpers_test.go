@@ -204,15 +204,3 @@ func closedByPeer(c net.Conn, d time.Duration) error {
 		return nil
 	}
 }
-
-// waitFor polls cond every 10 ms until it holds or d passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/testwait"
 )
 
 // CL-12: a Raft connection without a valid handshake is closed and never reaches Accept.
@@ -276,7 +277,7 @@ func TestMuxCloseDoesNotWaitOutStalledHandshakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	waitFor(t, 5*time.Second, "the stalled connection to be in its handshake", func() bool {
+	testwait.For(t, 5*time.Second, "the stalled connection to be in its handshake", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return len(m.handshaking) == 1

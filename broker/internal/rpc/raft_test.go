@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/testwait"
 )
 
 // listFSM records applied commands.
@@ -114,12 +115,12 @@ func runSharedPortCluster(t *testing.T, ct *ClusterTLS) {
 		}
 	}
 	for i, f := range fsms {
-		waitFor(t, 10*time.Second, fmt.Sprintf("node %d to apply", i), func() bool { return f.has("hello") })
+		testwait.For(t, 10*time.Second, fmt.Sprintf("node %d to apply", i), func() bool { return f.has("hello") })
 	}
 	// Raft still works after the gRPC traffic: a second entry replicates everywhere too.
 	applyOnLeader(t, rafts, "again")
 	for i, f := range fsms {
-		waitFor(t, 10*time.Second, fmt.Sprintf("node %d to apply again", i), func() bool { return f.has("again") })
+		testwait.For(t, 10*time.Second, fmt.Sprintf("node %d to apply again", i), func() bool { return f.has("again") })
 	}
 }
 
@@ -128,7 +129,7 @@ func runSharedPortCluster(t *testing.T, ct *ClusterTLS) {
 func applyOnLeader(t *testing.T, rafts []*raft.Raft, cmd string) {
 	t.Helper()
 	var lastErr error
-	waitFor(t, 15*time.Second, "an elected leader to apply "+cmd, func() bool {
+	testwait.For(t, 15*time.Second, "an elected leader to apply "+cmd, func() bool {
 		for _, r := range rafts {
 			if r.State() == raft.Leader {
 				lastErr = r.Apply([]byte(cmd), 5*time.Second).Error()

@@ -12,6 +12,7 @@ import (
 
 	"narad.dev/broker/client"
 	"narad.dev/broker/internal/config"
+	"narad.dev/broker/internal/testwait"
 	"narad.dev/broker/testutil/pki"
 )
 
@@ -58,7 +59,7 @@ func startCluster(t *testing.T) []*runningNode {
 	n2 := startRun(t, clusterConfig(t, "n2", "127.0.0.22", join))
 	n3 := startRun(t, clusterConfig(t, "n3", "127.0.0.23", join))
 	nodes := []*runningNode{n1, n2, n3}
-	waitFor(t, 30*time.Second, "three alive voters", func() bool {
+	testwait.For(t, 30*time.Second, "three alive voters", func() bool {
 		l, err := n3.c.ClusterMembers(context.Background())
 		if err != nil || len(l.Members) != 3 || l.Leader != "n1" || !l.LeaderReachable {
 			return false
@@ -71,17 +72,6 @@ func startCluster(t *testing.T) []*runningNode {
 		return true
 	})
 	return nodes
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func TestJoinedFollowersForwardWritesAndRouteDataToOwners(t *testing.T) {
@@ -174,7 +164,7 @@ func TestLongPollOnOneNodeWakesForACommitOnAnother(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Partition 1 is n2's; the consumer waits on n1, whose own partition stays empty.
-	waitFor(t, 10*time.Second, "n2 to know the topic", func() bool {
+	testwait.For(t, 10*time.Second, "n2 to know the topic", func() bool {
 		_, err := nodes[1].c.GetTopic(ctx, "wake", nil)
 		return err == nil
 	})
@@ -260,7 +250,7 @@ func TestNodeDownDuringADeletePurgesTheTopicWhenItReturns(t *testing.T) {
 	n3 := startRun(t, cfg3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	waitFor(t, 20*time.Second, "three alive members", func() bool {
+	testwait.For(t, 20*time.Second, "three alive members", func() bool {
 		l, err := n1.c.ClusterMembers(ctx)
 		return err == nil && len(l.Members) == 3
 	})
@@ -272,7 +262,7 @@ func TestNodeDownDuringADeletePurgesTheTopicWhenItReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(cfg3.DataDir, "topics", "doomed")
-	waitFor(t, 10*time.Second, "n3 to store its partition", func() bool {
+	testwait.For(t, 10*time.Second, "n3 to store its partition", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "p00002"))
 		return err == nil
 	})
@@ -286,7 +276,7 @@ func TestNodeDownDuringADeletePurgesTheTopicWhenItReturns(t *testing.T) {
 		t.Fatalf("n3's data vanished while it was down: %v", err)
 	}
 	startRun(t, cfg3) // same id, same data
-	waitFor(t, 20*time.Second, "n3 to purge the deleted topic's data", func() bool {
+	testwait.For(t, 20*time.Second, "n3 to purge the deleted topic's data", func() bool {
 		_, err := os.Stat(dir)
 		return os.IsNotExist(err)
 	})
@@ -318,7 +308,7 @@ func TestFanoutAcrossNodesCopiesEveryParentRecordIntoEveryChild(t *testing.T) {
 	}
 	// A 202 means accepted, not yet committed at the owner: the attach point is the committed
 	// tail, so wait until the old records are committed before attaching.
-	waitFor(t, 20*time.Second, "the old records to be committed", func() bool {
+	testwait.For(t, 20*time.Second, "the old records to be committed", func() bool {
 		d, err := nodes[0].c.GetTopic(ctx, "src", nil)
 		if err != nil {
 			return false
@@ -380,7 +370,7 @@ func TestFanoutAcrossNodesCopiesEveryParentRecordIntoEveryChild(t *testing.T) {
 			t.Fatalf("%s received %d of %d parent records", child, len(got), len(want))
 		}
 	}
-	waitFor(t, 20*time.Second, "the children listing to show both children caught up", func() bool {
+	testwait.For(t, 20*time.Second, "the children listing to show both children caught up", func() bool {
 		l, err := nodes[2].c.Children(ctx, "src")
 		if err != nil || len(l.Children) != 2 {
 			return false

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"narad.dev/broker/internal/faults"
+	"narad.dev/broker/internal/testwait"
 )
 
 // PC-1: an Append succeeds only after its fsync; an fsync/write failure is reported to the
@@ -56,7 +58,7 @@ func TestAppendFailureReachesEveryCallerOfTheBatch(t *testing.T) {
 			errs <- err
 		}()
 	}
-	waitFor(t, "all callers staged", func() bool {
+	testwait.For(t, 10*time.Second, "all callers staged", func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return w.nextSeq == callers
@@ -150,7 +152,7 @@ func TestConcurrentAppendsShareOneFsync(t *testing.T) {
 			seqs[i] = seq
 		}()
 	}
-	waitFor(t, "all callers staged", func() bool {
+	testwait.For(t, 10*time.Second, "all callers staged", func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return w.nextSeq == callers
@@ -205,7 +207,7 @@ func TestStagedAppendIgnoresContextCancel(t *testing.T) {
 				seq, err := w.Append(ctx, testRecord(5))
 				done <- result{seq, err}
 			}()
-			waitFor(t, "record staged", func() bool {
+			testwait.For(t, 10*time.Second, "record staged", func() bool {
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				return w.nextSeq == 1

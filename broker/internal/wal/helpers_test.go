@@ -73,17 +73,6 @@ func checkEntries(t testing.TB, es []Entry, from uint64, recIndex func(seq uint6
 	}
 }
 
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func resetFaults(t testing.TB) {
 	t.Helper()
 	faults.Reset()
