@@ -1,14 +1,14 @@
 package engine
 
 import (
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
-	"narad.dev/broker/internal/api"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"narad.dev/broker/internal/service"
 )
 
 func writeDir(t *testing.T, dir, marker string) {
@@ -33,8 +33,8 @@ func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 // incarnation — and never the live topic's data, whether or not its dir has a marker.
 func TestSweepRemovesOnlyDataTheLeaderConfirmsGone(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	live := n.createTopic(api.CreateTopicRequest{Name: "live"})
-	n.produce(live, api.ProduceRecord{Partition: 0, Payload: []byte("keep me")})
+	live := n.createTopic(service.CreateTopicRequest{Name: "live"})
+	n.produce(live, service.ProduceRecord{Partition: 0, Payload: []byte("keep me")})
 	eventually(t, 10*time.Second, func() bool { return len(n.replay(live, 0)) == 1 }, "record committed")
 
 	data := n.e.cfg.DataDir

@@ -3,15 +3,15 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
 
@@ -34,26 +34,6 @@ func (s *nodeService) auditLog() *audit.Logger {
 	return s.audit
 }
 
-// statusOf maps engine/API errors onto the node plane's status codes.
-func statusOf(err error) (int32, string) {
-	switch {
-	case err == nil:
-		return 200, ""
-	case errors.Is(err, engine.ErrNotOwner):
-		return 421, err.Error()
-	case errors.Is(err, engine.ErrTopicGone), errors.Is(err, api.ErrNotFound):
-		return 404, err.Error()
-	case errors.Is(err, api.ErrInvalid):
-		return 400, err.Error()
-	case errors.Is(err, api.ErrStale), errors.Is(err, api.ErrGone):
-		return 410, err.Error()
-	case errors.Is(err, api.ErrConflict), errors.Is(err, api.ErrExists):
-		return 409, err.Error()
-	default:
-		return 503, err.Error()
-	}
-}
-
 // Consume (op 2) serves a consume for partitions this node owns.
 func (s *nodeService) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (*nodepb.ConsumeReply, error) {
 	t, ok := s.e.TopicForPeer(ctx, req.Topic)
@@ -66,14 +46,11 @@ func (s *nodeService) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (
 	}
 	// The owner side never forwards: a reply about a partition owned elsewhere is a 421, so
 	// two nodes with diverging replicas can never bounce a request between them.
-	msgs, err := s.e.Consume(ctx, t, api.ConsumeRequest{Partition: int(req.Partition), Offset: req.Offset,
+	msgs, err := s.e.Consume(ctx, t, service.ConsumeRequest{Partition: int(req.Partition), Offset: req.Offset,
 		Wait: time.Duration(req.WaitMs) * time.Millisecond, Max: max, LocalOnly: true})
 	if err != nil {
-		st, msg := statusOf(err)
-		if errors.Is(err, api.ErrOwnerDown) {
-			st = 421
-		}
-		return &nodepb.ConsumeReply{Status: st, Error: msg}, nil
+		st, reason, msg := errcode.Consume.Reply(err)
+		return &nodepb.ConsumeReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	if len(msgs) == 0 {
 		return &nodepb.ConsumeReply{Status: 204}, nil
@@ -103,8 +80,8 @@ func (s *nodeService) TopicPartitionStats(ctx context.Context, req *nodepb.Topic
 		// point also reads the oldest offset and the consumer frontier.
 		sp, err := s.e.ExactStartPoint(t, int(req.Partition))
 		if err != nil {
-			st, msg := statusOf(err)
-			return &nodepb.TopicPartitionStatsReply{Status: st, Error: msg}, nil
+			st, reason, msg := errcode.Data.Reply(err)
+			return &nodepb.TopicPartitionStatsReply{Status: st, Error: msg, Reason: string(reason)}, nil
 		}
 		return &nodepb.TopicPartitionStatsReply{Status: 200, Hwm: sp.HighWatermark, OldestOffset: sp.Oldest,
 			ConsumerFrontier: sp.Frontier, Exact: true, Available: true}, nil
@@ -128,8 +105,8 @@ func (s *nodeService) CommitProduceBatch(ctx context.Context, req *nodepb.Commit
 			Partition: uint32(req.Partition), AcceptedAtMs: en.AcceptedAtMs, Payload: en.Payload}
 	}
 	first, err := s.e.CommitLocal(ctx, req.Topic, req.Incarnation, int(req.Partition), recs)
-	st, msg := statusOf(err)
-	return &nodepb.CommitProduceBatchReply{Status: st, Error: msg, FirstOffset: first}, nil
+	st, reason, msg := errcode.Data.Reply(err)
+	return &nodepb.CommitProduceBatchReply{Status: st, Error: msg, Reason: string(reason), FirstOffset: first}, nil
 }
 
 // GetTopic (op 20): a local read, or with leader_read a leader-confirmed read behind a barrier
@@ -209,30 +186,25 @@ func (s *nodeService) AckBatch(ctx context.Context, req *nodepb.AckBatchRequest)
 	if !ok {
 		return &nodepb.AckBatchReply{Status: 404, Error: "unknown topic"}, nil
 	}
-	entries := make([]api.AckEntry, len(req.Entries))
+	entries := make([]service.AckEntry, len(req.Entries))
 	for i, en := range req.Entries {
-		op := api.OpAck
+		op := service.OpAck
 		switch en.Mode {
 		case nodepb.AckMode_ACK_MODE_EXTEND:
-			op = api.OpExtend
+			op = service.OpExtend
 		case nodepb.AckMode_ACK_MODE_NACK:
-			op = api.OpNack
+			op = service.OpNack
 		}
-		entries[i] = api.AckEntry{Partition: int(en.Partition), Offset: en.Offset, Nonce: en.Nonce, Op: op}
+		entries[i] = service.AckEntry{Partition: int(en.Partition), Offset: en.Offset, Nonce: en.Nonce, Op: op}
 	}
 	errs := s.e.AckLocal(t, entries)
 	rep := &nodepb.AckBatchReply{Status: 200, Results: make([]*nodepb.AckResult, len(errs))}
 	for i, err := range errs {
-		st, msg := statusOf(err)
-		switch {
-		case err == nil:
+		st, reason, msg := errcode.AckResult.Reply(err)
+		if err == nil {
 			st = 204
-		case errors.Is(err, api.ErrAckedAheadFull):
-			st = 503
-		case errors.Is(err, engine.ErrNotOwner):
-			st = 421
 		}
-		rep.Results[i] = &nodepb.AckResult{Status: st, Error: msg}
+		rep.Results[i] = &nodepb.AckResult{Status: st, Error: msg, Reason: string(reason)}
 	}
 	return rep, nil
 }

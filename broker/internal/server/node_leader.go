@@ -9,32 +9,15 @@ import (
 
 	"google.golang.org/grpc"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/service"
 )
 
 // noticeKeepAlive is how often an idle WatchCommits stream sends an empty notice, so a watcher
 // notices a dead stream (and re-opens it) within seconds.
 const noticeKeepAlive = 5 * time.Second
-
-// leaderStatus maps a leader-plane error onto its reply status.
-func leaderStatus(err error) (int32, string) {
-	switch {
-	case err == nil:
-		return 200, ""
-	case errors.Is(err, meta.ErrNotLeader):
-		return 421, err.Error()
-	case errors.Is(err, api.ErrNotFound):
-		return 404, err.Error()
-	case errors.Is(err, api.ErrInvalid), errors.Is(err, api.ErrSchema):
-		return 400, err.Error()
-	case errors.Is(err, api.ErrExists), errors.Is(err, api.ErrConflict):
-		return 409, err.Error()
-	default:
-		return 503, err.Error()
-	}
-}
 
 // notLeader answers 421 with the leader this node knows.
 func (s *nodeService) notLeader() (int32, string, string) {
@@ -43,9 +26,9 @@ func (s *nodeService) notLeader() (int32, string, string) {
 }
 
 func (s *nodeService) topicReply(t meta.Topic, err error) *nodepb.TopicWriteReply {
-	st, msg := leaderStatus(err)
-	rep := &nodepb.TopicWriteReply{Status: st, Error: msg, AppliedIndex: s.store.AppliedIndex()}
-	if st == 421 {
+	st, reason, msg := errcode.Leader.Reply(err)
+	rep := &nodepb.TopicWriteReply{Status: st, Error: msg, Reason: string(reason), AppliedIndex: s.store.AppliedIndex()}
+	if errors.Is(err, errcode.ErrNotLeader) {
 		_, rep.LeaderHint = s.store.Leader()
 	}
 	if err == nil && t.Name != "" {
@@ -63,7 +46,7 @@ func (s *nodeService) CreateTopic(ctx context.Context, req *nodepb.TopicWriteReq
 		st, msg, hint := s.notLeader()
 		return &nodepb.TopicWriteReply{Status: st, Error: msg, LeaderHint: hint}, nil
 	}
-	var cr api.CreateTopicRequest
+	var cr service.CreateTopicRequest
 	if err := json.Unmarshal(req.RequestJson, &cr); err != nil {
 		return &nodepb.TopicWriteReply{Status: 400, Error: "undecodable create request: " + err.Error()}, nil
 	}
@@ -78,7 +61,7 @@ func (s *nodeService) AlterTopic(ctx context.Context, req *nodepb.TopicWriteRequ
 		st, msg, hint := s.notLeader()
 		return &nodepb.TopicWriteReply{Status: st, Error: msg, LeaderHint: hint}, nil
 	}
-	var ar api.AlterTopicRequest
+	var ar service.AlterTopicRequest
 	if err := json.Unmarshal(req.RequestJson, &ar); err != nil {
 		return &nodepb.TopicWriteReply{Status: 400, Error: "undecodable alter request: " + err.Error()}, nil
 	}
@@ -104,11 +87,8 @@ func (s *nodeService) GetAssignment(ctx context.Context, req *nodepb.GetAssignme
 	}
 	a, found, term, err := s.store.LeaderReadAssignment(ctx, req.Topic, int(req.Partition))
 	if err != nil {
-		st, msg := leaderStatus(err)
-		if st != 421 {
-			st = 503
-		}
-		return &nodepb.GetAssignmentReply{Status: st, Error: msg}, nil
+		st, reason, msg := errcode.LeaderRead.Reply(err)
+		return &nodepb.GetAssignmentReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	rep := &nodepb.GetAssignmentReply{Status: 200, Found: found, LeaderRead: true, Term: term}
 	if !found {
@@ -131,8 +111,8 @@ func (s *nodeService) ForwardCommand(ctx context.Context, req *nodepb.ForwardCom
 	}
 	res, idx, err := s.store.ApplyCommand(ctx, req.Command)
 	if err != nil {
-		st, msg := leaderStatus(err)
-		return &nodepb.ForwardCommandReply{Status: st, Error: msg}, nil
+		st, reason, msg := errcode.Leader.Reply(err)
+		return &nodepb.ForwardCommandReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	b, err := json.Marshal(res)
 	if err != nil {

@@ -8,18 +8,16 @@ import (
 
 	"google.golang.org/grpc/mem"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/controller"
-	"narad.dev/broker/internal/engine"
-	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/rpc"
 	"narad.dev/broker/internal/rpc/nodepb"
 	"narad.dev/broker/internal/transfer"
 )
 
 // moveSource is the source side of a partition move (ops 22–24, spec/moves.md §3–§4),
-// implemented by *engine.Engine. Errors: engine.ErrNotOwner (421), engine.ErrTopicGone or
-// api.ErrNotFound (404), the transfer fence sentinels (409 with a reason), anything else 503.
+// implemented by *engine.Engine. Its errors answer by errcode.Source: ErrNotOwner (421),
+// ErrTopicGone or ErrNotFound (404), the fence sentinels (409 with a reason), else 503.
 type moveSource interface {
 	TransferListing(ctx context.Context, topic string, p int) (transfer.Listing, error)
 	ReadSegmentChunk(ctx context.Context, topic string, p int, base, at int64, buf []byte) (int, error)
@@ -53,43 +51,6 @@ type moveDeps struct {
 // errMoveUnwired answers an op whose object this node was built without.
 var errMoveUnwired = errors.New("moves are not available on this node")
 
-// transferStatus maps a moveSource error onto op 22–24 reply fields; reason is set on 409.
-func transferStatus(err error) (status int32, reason, msg string) {
-	if err == nil {
-		return 200, "", ""
-	}
-	msg = err.Error()
-	for _, fence := range []error{transfer.ErrFreezeLapsed, transfer.ErrUnknownToken, transfer.ErrHWMMismatch} {
-		if errors.Is(err, fence) {
-			return 409, fence.Error(), msg
-		}
-	}
-	switch {
-	case errors.Is(err, engine.ErrNotOwner), errors.Is(err, transfer.ErrNotOwner):
-		return 421, "", msg
-	case errors.Is(err, engine.ErrTopicGone), errors.Is(err, api.ErrNotFound), errors.Is(err, transfer.ErrNotFound):
-		return 404, "", msg
-	case errors.Is(err, api.ErrInvalid):
-		return 400, "", msg
-	}
-	return 503, "", msg
-}
-
-// decomStatus maps a decommissioner error onto op 25's status.
-func decomStatus(err error) int32 {
-	switch {
-	case err == nil:
-		return 200
-	case errors.Is(err, meta.ErrNotFound):
-		return 404
-	case errors.Is(err, controller.ErrRefused), errors.Is(err, controller.ErrRemoved):
-		return 409
-	case errors.Is(err, meta.ErrNotLeader):
-		return 421
-	}
-	return 503
-}
-
 // badPartition reports a request naming no topic or a negative partition (400).
 func badPartition(topic string, p int32) bool { return topic == "" || p < 0 }
 
@@ -103,8 +64,8 @@ func (s *nodeService) ListPartitionSegments(ctx context.Context, req *nodepb.Lis
 	}
 	l, err := s.mv.source.TransferListing(ctx, req.Topic, int(req.Partition))
 	if err != nil {
-		st, _, msg := transferStatus(err)
-		return &nodepb.ListPartitionSegmentsReply{Status: st, Error: msg}, nil
+		st, reason, msg := errcode.Source.Reply(err)
+		return &nodepb.ListPartitionSegmentsReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	b, err := json.Marshal(l)
 	if err != nil {
@@ -136,8 +97,8 @@ func (s *nodeService) FetchSegmentChunk(ctx context.Context, req *nodepb.FetchSe
 	buf := make([]byte, min(int(req.Len), transfer.ChunkBytes))
 	k, err := s.mv.source.ReadSegmentChunk(ctx, req.Topic, int(req.Partition), req.Base, req.At, buf)
 	if err != nil {
-		st, _, msg := transferStatus(err)
-		return &nodepb.FetchSegmentChunkReply{Status: st, Error: msg}, nil
+		st, reason, msg := errcode.Source.Reply(err)
+		return &nodepb.FetchSegmentChunkReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	return &nodepb.FetchSegmentChunkReply{Status: 200, Data: buf[:min(k, len(buf))]}, nil
 }
@@ -149,11 +110,11 @@ func (s *nodeService) FetchSegmentChunk(ctx context.Context, req *nodepb.FetchSe
 // gets each chunk as the pooled buffer it was read into (no copy); otherwise each is sent as a
 // protobuf reply.
 func (s *nodeService) StreamSegment(req *nodepb.StreamSegmentRequest, stream nodepb.Node_StreamSegmentServer) error {
-	refuse := func(status int32, msg string) error {
-		return stream.Send(&nodepb.FetchSegmentChunkReply{Status: status, Error: msg})
+	refuse := func(status int32, reason errcode.Reason, msg string) error {
+		return stream.Send(&nodepb.FetchSegmentChunkReply{Status: status, Error: msg, Reason: string(reason)})
 	}
 	if st, msg := s.segmentRefusal(req.Topic, req.Partition, req.Base, req.At, req.Len); st != 0 {
-		return refuse(st, msg)
+		return refuse(st, "", msg)
 	}
 	ctx := stream.Context()
 	raw := rpc.SegmentCodecIn(ctx)
@@ -170,8 +131,7 @@ func (s *nodeService) StreamSegment(req *nodepb.StreamSegmentRequest, stream nod
 		if err != nil || k == 0 {
 			pool.Put(buf)
 			if err != nil {
-				st, _, msg := transferStatus(err)
-				return refuse(st, msg)
+				return refuse(errcode.Source.Reply(err))
 			}
 			return nil
 		}
@@ -209,8 +169,8 @@ func (s *nodeService) PrepareHandoff(ctx context.Context, req *nodepb.PrepareHan
 		TTL: time.Duration(req.TtlMs) * time.Millisecond}
 	l, err := s.mv.source.PrepareHandoff(ctx, req.Topic, int(req.Partition), pr)
 	if err != nil {
-		st, reason, msg := transferStatus(err)
-		return &nodepb.PrepareHandoffReply{Status: st, Reason: reason, Error: msg}, nil
+		st, reason, msg := errcode.Source.Reply(err)
+		return &nodepb.PrepareHandoffReply{Status: st, Reason: string(reason), Error: msg}, nil
 	}
 	b, err := json.Marshal(l)
 	if err != nil {
@@ -293,7 +253,7 @@ func runDecommission(ctx context.Context, d moveDeps, c decomCall) decomResult {
 	}
 	if c.Cancel {
 		if err := d.decom.CancelDecommission(ctx, c.ID); err != nil {
-			return decomResult{Status: decomStatus(err), Error: err.Error()}
+			return decomResult{Status: errcode.Decommission.Status(err), Error: err.Error()}
 		}
 		return decomResult{Status: 204}
 	}
@@ -305,7 +265,7 @@ func runDecommission(ctx context.Context, d moveDeps, c decomCall) decomResult {
 		v.Reasons = []string{}
 	}
 	if err != nil {
-		return decomResult{Status: decomStatus(err), Error: err.Error(), Verdict: v}
+		return decomResult{Status: errcode.Decommission.Status(err), Error: err.Error(), Verdict: v}
 	}
 	if c.DryRun {
 		return decomResult{Status: 200, Verdict: v}

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/controller"
-	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc/nodepb"
 	"narad.dev/broker/internal/transfer"
@@ -147,22 +146,22 @@ func TestTransferErrorsMapToTheirNodePlaneStatus(t *testing.T) {
 		wantReason string
 	}{
 		{"ok", nil, 200, ""},
-		{"engine not owner", fmt.Errorf("p3: %w", engine.ErrNotOwner), 421, ""},
-		{"transfer not owner", transfer.ErrNotOwner, 421, ""},
-		{"topic gone", fmt.Errorf("x: %w", engine.ErrTopicGone), 404, ""},
-		{"api not found", api.ErrNotFound, 404, ""},
-		{"transfer not found", transfer.ErrNotFound, 404, ""},
-		{"invalid", fmt.Errorf("%w: no such segment position", api.ErrInvalid), 400, ""},
+		{"engine not owner", fmt.Errorf("p3: %w", errcode.ErrNotOwner), 421, "not_owner"},
+		{"transfer not owner", transfer.ErrNotOwner, 421, "not_owner"},
+		{"topic gone", fmt.Errorf("x: %w", errcode.ErrTopicGone), 404, "topic_gone"},
+		{"api not found", errcode.ErrNotFound, 404, "not_found"},
+		{"transfer not found", transfer.ErrNotFound, 404, "not_found"},
+		{"invalid", fmt.Errorf("%w: no such segment position", errcode.ErrInvalid), 400, "invalid"},
 		{"freeze lapsed", fmt.Errorf("arm: %w", transfer.ErrFreezeLapsed), 409, "freeze_lapsed"},
 		{"unknown token", transfer.ErrUnknownToken, 409, "unknown_token"},
 		{"hwm mismatch", fmt.Errorf("fence: %w", transfer.ErrHWMMismatch), 409, "hwm_mismatch"},
 		{"disk error", errors.New("read: input/output error"), 503, ""},
-		{"unavailable", api.ErrUnavailable, 503, ""},
+		{"unavailable", errcode.ErrUnavailable, 503, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st, reason, _ := transferStatus(tc.err)
-			if st != tc.wantStatus || reason != tc.wantReason {
+			st, reason, _ := errcode.Source.Reply(tc.err)
+			if st != tc.wantStatus || string(reason) != tc.wantReason {
 				t.Fatalf("status %d reason %q, want %d %q", st, reason, tc.wantStatus, tc.wantReason)
 			}
 		})

@@ -26,11 +26,11 @@ func (p peers) ExactHighWatermark(ctx context.Context, addr, topic string, parti
 	if err != nil {
 		return 0, transportError(addr, err)
 	}
-	if err := dataError(rep.Status, rep.Error); err != nil {
+	if err := dataError(rep.Status, rep.Reason, rep.Error); err != nil {
 		return 0, err
 	}
 	if !rep.Exact {
-		return 0, dataError(503, "the owner could not read an exact high watermark")
+		return 0, dataError(503, "", "the owner could not read an exact high watermark")
 	}
 	return rep.Hwm, nil
 }
@@ -62,7 +62,7 @@ func (p peers) FanoutCursors(ctx context.Context, addr, parent string, partition
 	if err != nil {
 		return engine.PartitionCursors{}, transportError(addr, err)
 	}
-	if err := dataError(rep.Status, rep.Error); err != nil {
+	if err := dataError(rep.Status, rep.Reason, rep.Error); err != nil {
 		return engine.PartitionCursors{}, err
 	}
 	out := engine.PartitionCursors{HighWatermark: rep.HighWatermark, HWMKnown: rep.HwmKnown}
@@ -85,11 +85,11 @@ func (p peers) ExactStartPoint(ctx context.Context, addr, topic string, partitio
 	if err != nil {
 		return engine.StartPoint{}, transportError(addr, err)
 	}
-	if err := dataError(rep.Status, rep.Error); err != nil {
+	if err := dataError(rep.Status, rep.Reason, rep.Error); err != nil {
 		return engine.StartPoint{}, err
 	}
 	if !rep.Exact {
-		return engine.StartPoint{}, dataError(503, "the owner could not read an exact start point")
+		return engine.StartPoint{}, dataError(503, "", "the owner could not read an exact start point")
 	}
 	return engine.StartPoint{HighWatermark: rep.Hwm, Oldest: rep.OldestOffset, Frontier: rep.ConsumerFrontier}, nil
 }

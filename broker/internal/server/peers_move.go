@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc"
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -39,20 +37,13 @@ var _ transfer.Source = transferSource{}
 // newTransferSource returns the transfer.Source a move runner uses to reach sources.
 func newTransferSource(p peers) transferSource { return transferSource{p: p} }
 
-// sourceKinds classifies op 22–24 reply statuses (409 is handled by reason).
-var sourceKinds = statusKinds{who: "source", fallback: transfer.ErrUnavailable, byStatus: map[int32]error{
-	404: transfer.ErrNotFound, 421: transfer.ErrNotOwner}}
-
-// sourceError maps an op 22–24 reply to nil (2xx) or a transfer sentinel.
+// sourceError reads an op 22–24 reply (errcode.Source): nil (2xx) or a transfer sentinel; a
+// 409 names its fence by reason.
 func sourceError(status int32, reason, msg string) error {
-	if status == 409 {
-		kind := transfer.FenceError(reason)
-		if msg == "" {
-			msg = "source refused: " + kind.Error()
-		}
-		return &remoteError{msg: msg, kind: kind}
+	if status == 409 && msg == "" {
+		msg = "source refused: " + transfer.FenceError(reason).Error()
 	}
-	return sourceKinds.errorOf(status, msg)
+	return errcode.Source.Error(status, reason, msg)
 }
 
 // unavailable wraps a failure to ask addr at all.
@@ -88,7 +79,7 @@ func (s transferSource) List(ctx context.Context, addr, topic string, partition 
 	if err != nil {
 		return transfer.Listing{}, sourceUnavailable(addr, err)
 	}
-	if err := sourceError(rep.Status, "", rep.Error); err != nil {
+	if err := sourceError(rep.Status, rep.Reason, rep.Error); err != nil {
 		return transfer.Listing{}, err
 	}
 	return decodeListing(addr, rep.ListingJson)
@@ -108,7 +99,7 @@ func (s transferSource) Fetch(ctx context.Context, addr, topic string, partition
 	if err != nil {
 		return nil, sourceUnavailable(addr, err)
 	}
-	if err := sourceError(rep.Status, "", rep.Error); err != nil {
+	if err := sourceError(rep.Status, rep.Reason, rep.Error); err != nil {
 		return nil, err
 	}
 	if len(rep.Data) > n {
@@ -166,7 +157,7 @@ func (s *segmentStream) Close() { s.cancel() }
 
 // streamError maps a transport error of the segment stream: Unimplemented is an older source.
 func streamError(addr string, err error) error {
-	if status.Code(err) == codes.Unimplemented {
+	if errcode.TransportStatus(err) == 400 {
 		return fmt.Errorf("%w: source %s: %w", transfer.ErrStreamUnsupported, addr, errPeerTooOld)
 	}
 	return sourceUnavailable(addr, err)
@@ -203,7 +194,7 @@ func (p peers) DecommissionMember(ctx context.Context, leaderAddr string, c deco
 	rep, err := cl.DecommissionMember(ctx, &nodepb.DecommissionMemberRequest{Id: c.ID, Cancel: c.Cancel, DryRun: c.DryRun,
 		BlockedOnly: c.BlockedOnly})
 	if err != nil {
-		if rpc.ErrorStatus(err) == 400 {
+		if errcode.TransportStatus(err) == 400 {
 			return decomResult{}, fmt.Errorf("%w: %w: leader %s: %v", meta.ErrNoLeader, errPeerTooOld, leaderAddr, err)
 		}
 		return decomResult{}, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderAddr, err)
@@ -225,8 +216,8 @@ func (p peers) DecommissionMember(ctx context.Context, leaderAddr string, c deco
 	return out, nil
 }
 
-// MoveReport asks a move's destination at addr for its report (op 30): api.ErrNotFound when
-// it runs no worker for the move, api.ErrUnavailable when it could not be asked.
+// MoveReport asks a move's destination at addr for its report (op 30): errcode.ErrNotFound when
+// it runs no worker for the move, errcode.ErrUnavailable when it could not be asked.
 func (p peers) MoveReport(ctx context.Context, addr, topic string, partition int) (transfer.Report, error) {
 	c, err := p.client(addr)
 	if err != nil {
@@ -236,12 +227,12 @@ func (p peers) MoveReport(ctx context.Context, addr, topic string, partition int
 	if err != nil {
 		return transfer.Report{}, transportError(addr, err)
 	}
-	if err := dataError(rep.Status, rep.Error); err != nil {
+	if err := dataError(rep.Status, rep.Reason, rep.Error); err != nil {
 		return transfer.Report{}, err
 	}
 	var r transfer.Report
 	if err := json.Unmarshal(rep.ReportJson, &r); err != nil {
-		return transfer.Report{}, fmt.Errorf("%w: undecodable report from %s: %v", api.ErrUnavailable, addr, err)
+		return transfer.Report{}, fmt.Errorf("%w: undecodable report from %s: %v", errcode.ErrUnavailable, addr, err)
 	}
 	return r, nil
 }

@@ -12,8 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"narad.dev/broker/internal/api"
-	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc"
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -109,13 +108,13 @@ func TestTransferSourceMapsEveryStatusToATransferSentinel(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"not owner", engine.ErrNotOwner, transfer.ErrNotOwner},
-		{"topic gone", engine.ErrTopicGone, transfer.ErrNotFound},
+		{"not owner", errcode.ErrNotOwner, transfer.ErrNotOwner},
+		{"topic gone", errcode.ErrTopicGone, transfer.ErrNotFound},
 		{"freeze lapsed", transfer.ErrFreezeLapsed, transfer.ErrFreezeLapsed},
 		{"unknown token", transfer.ErrUnknownToken, transfer.ErrUnknownToken},
 		{"hwm mismatch", transfer.ErrHWMMismatch, transfer.ErrHWMMismatch},
 		{"disk", errors.New("eio"), transfer.ErrUnavailable},
-		{"bad request", api.ErrInvalid, transfer.ErrUnavailable},
+		{"bad request", errcode.ErrInvalid, transfer.ErrUnavailable},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -192,7 +191,7 @@ func TestMoveReportRoundTrip(t *testing.T) {
 	if err != nil || got != rep {
 		t.Fatalf("report %+v %v", got, err)
 	}
-	if _, err := p.MoveReport(context.Background(), addr, "t", 2); !errors.Is(err, api.ErrNotFound) {
+	if _, err := p.MoveReport(context.Background(), addr, "t", 2); !errors.Is(err, errcode.ErrNotFound) {
 		t.Fatalf("no worker: %v", err)
 	}
 }

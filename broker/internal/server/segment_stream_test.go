@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/rpc/nodepb"
 	"narad.dev/broker/internal/transfer"
 )
@@ -126,8 +126,8 @@ func TestSegmentStreamEndsWithTheSourcesRefusal(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"not owner", engine.ErrNotOwner, transfer.ErrNotOwner},
-		{"topic gone", engine.ErrTopicGone, transfer.ErrNotFound},
+		{"not owner", errcode.ErrNotOwner, transfer.ErrNotOwner},
+		{"topic gone", errcode.ErrTopicGone, transfer.ErrNotFound},
 		{"disk", errors.New("eio"), transfer.ErrUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
