@@ -11,6 +11,7 @@ import (
 	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/noderpc"
 )
 
 // leaderProbeTimeout bounds the members endpoint's questions to the leader.
@@ -113,20 +114,20 @@ func (c *clusterHTTP) leaderBlocked(ctx context.Context) (reachable bool, blocke
 	case leaderID == "":
 		return false, nil
 	case c.store.IsLeader():
-		if c.mv.decom != nil {
-			blocked = c.mv.decom.DecommissionBlocked()
+		if c.mv.Decom != nil {
+			blocked = c.mv.Decom.DecommissionBlocked()
 		}
 		return true, blocked
 	}
 	ctx, cancel := context.WithTimeout(ctx, leaderProbeTimeout)
 	defer cancel()
-	res, err := c.peers.DecommissionMember(ctx, leaderAddr, decomCall{BlockedOnly: true})
+	res, err := c.peers.DecommissionMember(ctx, leaderAddr, noderpc.DecomCall{BlockedOnly: true})
 	switch {
 	case err == nil && res.Status == http.StatusOK:
 		return true, res.Blocked
 	case err == nil && res.Status == http.StatusMisdirectedRequest: // leadership moved
 		return false, nil
-	case err != nil && !errors.Is(err, errPeerTooOld):
+	case err != nil && !errors.Is(err, noderpc.ErrPeerTooOld):
 		return false, nil
 	}
 	_, err = c.peers.NodeStatus(ctx, leaderAddr)
@@ -137,7 +138,7 @@ func (c *clusterHTTP) leaderBlocked(ctx context.Context) (reachable bool, blocke
 // /v1/cluster/members/{id}/decommission (spec/api.md §2.17), on the leader directly or
 // through op 25 elsewhere.
 func (c *clusterHTTP) decommission(w http.ResponseWriter, r *http.Request) {
-	call := decomCall{ID: r.PathValue("id"), Cancel: r.Method == http.MethodDelete}
+	call := noderpc.DecomCall{ID: r.PathValue("id"), Cancel: r.Method == http.MethodDelete}
 	event := eventDecommission
 	if call.Cancel {
 		event = eventDecommissionCancel
@@ -186,17 +187,17 @@ func (c *clusterHTTP) decommission(w http.ResponseWriter, r *http.Request) {
 
 // decommissionOnLeader runs call with the decommissioner when this node leads, else asks
 // the leader with op 25. Failures to reach a leader come back as 503.
-func (c *clusterHTTP) decommissionOnLeader(ctx context.Context, call decomCall) decomResult {
+func (c *clusterHTTP) decommissionOnLeader(ctx context.Context, call noderpc.DecomCall) noderpc.DecomResult {
 	if c.store.IsLeader() {
-		return runDecommission(ctx, c.mv, call)
+		return noderpc.RunDecommission(ctx, c.mv, call)
 	}
 	id, addr := c.store.Leader()
 	if id == "" {
-		return decomResult{Status: http.StatusServiceUnavailable, Error: meta.ErrNoLeader.Error()}
+		return noderpc.DecomResult{Status: http.StatusServiceUnavailable, Error: meta.ErrNoLeader.Error()}
 	}
 	res, err := c.peers.DecommissionMember(ctx, addr, call)
 	if err != nil {
-		return decomResult{Status: http.StatusServiceUnavailable, Error: err.Error()}
+		return noderpc.DecomResult{Status: http.StatusServiceUnavailable, Error: err.Error()}
 	}
 	if res.Error == "" && res.Status >= 400 {
 		res.Error = fmt.Sprintf("leader answered %d", res.Status)

@@ -19,6 +19,7 @@ import (
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/noderpc"
 	"narad.dev/broker/internal/rpc/nodepb"
 	"narad.dev/broker/internal/transfer"
 )
@@ -48,13 +49,13 @@ type clusterStore interface {
 // clusterPeers is the node RPC the cluster endpoints use, implemented by peers.
 type clusterPeers interface {
 	NodeStatus(ctx context.Context, addr string) (*nodepb.NodeStatusReply, error)
-	DecommissionMember(ctx context.Context, leaderAddr string, c decomCall) (decomResult, error)
+	DecommissionMember(ctx context.Context, leaderAddr string, c noderpc.DecomCall) (noderpc.DecomResult, error)
 	MoveReport(ctx context.Context, addr, topic string, partition int) (transfer.Report, error)
 }
 
 var (
 	_ clusterStore = (*meta.Store)(nil)
-	_ clusterPeers = peers{}
+	_ clusterPeers = noderpc.Peers{}
 )
 
 // clusterHTTP serves the /v1/cluster endpoints (spec/api.md §2.16–§2.19). Reads come from
@@ -62,7 +63,7 @@ var (
 type clusterHTTP struct {
 	store clusterStore
 	peers clusterPeers
-	mv    moveDeps
+	mv    noderpc.MoveDeps
 	log   *slog.Logger
 	audit *audit.Logger // nil → discard
 	// callerOf returns the authenticated caller (api.CallerFromContext when nil).
@@ -150,7 +151,6 @@ const (
 	eventDecommission       = "cluster.decommission"
 	eventDecommissionCancel = "cluster.decommission.cancel"
 	eventMoveAbort          = "cluster.move.abort"
-	eventJoin               = "cluster.join"
 )
 
 // flagParam parses an optional boolean query parameter: absent or "false" → false, "true" →
@@ -280,11 +280,11 @@ func (c *clusterHTTP) addDetails(ctx context.Context, out []moveJSON, members ma
 
 // localDetail fills the detail of a move this node is the destination of.
 func (c *clusterHTTP) localDetail(mv *moveJSON) {
-	if c.mv.reporter == nil {
-		mv.DetailError = errMoveUnwired.Error()
+	if c.mv.Reporter == nil {
+		mv.DetailError = noderpc.ErrMoveUnwired.Error()
 		return
 	}
-	rep, ok := c.mv.reporter.Report(mv.Topic, mv.Partition)
+	rep, ok := c.mv.Reporter.Report(mv.Topic, mv.Partition)
 	if !ok {
 		mv.DetailError = "the destination runs no worker for this move"
 		return

@@ -34,6 +34,7 @@ import (
 	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/move"
 	"narad.dev/broker/internal/move/sweep"
+	"narad.dev/broker/internal/noderpc"
 	"narad.dev/broker/internal/rpc"
 	"narad.dev/broker/internal/wal"
 )
@@ -100,7 +101,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 
 	pool := rpc.NewPool(secret, rpcOpts...)
 	defer pool.Close()
-	nodes := peers{pool: pool}
+	nodes := noderpc.NewPeers(pool)
 
 	var eng atomic.Pointer[engine.Engine]
 	store, err := meta.Open(meta.Config{
@@ -165,7 +166,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	ctrl := controller.New(controller.Config{
 		Store:     store,
 		NodeID:    cfg.NodeID,
-		Prober:    nodeProber{nodes},
+		Prober:    noderpc.NewProber(nodes),
 		SeedRoot:  func(ctx context.Context) error { return seedRoot(ctx, cfg, store, logger) },
 		Logger:    logger,
 		Audit:     auditLog,
@@ -193,7 +194,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 
 	// Partition moves (spec/moves.md): this node's destination runner, its stale-copy sweep,
 	// and the source, report and decommission endpoints.
-	tsrc := newTransferSource(nodes)
+	tsrc := noderpc.NewTransferSource(nodes)
 	runner := move.NewRunner(move.RunnerConfig{
 		NodeID: cfg.NodeID,
 		Store:  store,
@@ -205,9 +206,9 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		Logger:            logger,
 		ForcePromoteAfter: cfg.ForcePromoteAfter,
 	})
-	mv := moveDeps{source: e, reporter: runner, decom: ctrl}
+	mv := noderpc.MoveDeps{Source: e, Reporter: runner, Decom: ctrl}
 
-	grpcSrv := rpc.NewServer(secret, &nodeService{e: e, store: store, log: logger, mv: mv}, logger, rpcOpts...)
+	grpcSrv := rpc.NewServer(secret, noderpc.NewService(noderpc.Deps{Engine: e, Store: store, Log: logger, Moves: mv}), logger, rpcOpts...)
 	go func() { _ = grpcSrv.Serve(mux.GRPCListener()) }()
 	go func() { _ = mux.Run(muxCtx) }()
 
@@ -279,7 +280,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 		go func() { defer loops.Done(); _ = ctrl.Run(loopsCtx) }()
 		go func() { defer loops.Done(); _ = fan.Run(loopsCtx) }()
 		go func() { defer loops.Done(); _ = runner.Run(loopsCtx) }()
-		go func() { defer loops.Done(); watchPeers(loopsCtx, store, e, nodes, cfg.NodeID, logger) }()
+		go func() { defer loops.Done(); noderpc.WatchPeers(loopsCtx, store, e, nodes, cfg.NodeID, logger) }()
 		// The ingress (dispatcher) stops before the engine closes the partition logs.
 		go func() { defer close(ingressDone); _ = in.Run(ingressCtx) }()
 		e.OpenCreateGate()
@@ -319,7 +320,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 
 // boot runs the boot-order steps between the listeners and readiness (spec/cluster.md §1):
 // wait until the replica is caught up, seed the root admin once, and register this member.
-func boot(ctx context.Context, cfg config.Serve, store *meta.Store, e *engine.Engine, nodes peers, logger *slog.Logger, clusterAddr, httpAddr string) error {
+func boot(ctx context.Context, cfg config.Serve, store *meta.Store, e *engine.Engine, nodes noderpc.Peers, logger *slog.Logger, clusterAddr, httpAddr string) error {
 	if len(cfg.Join) > 0 {
 		// Boot step 5: a node that is not (yet) part of a cluster asks to be admitted.
 		if err := joinCluster(ctx, cfg, store, nodes, clusterAddr, logger); err != nil {

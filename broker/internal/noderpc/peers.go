@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -19,17 +19,20 @@ import (
 // fsync is not a dead node).
 const commitRPCTimeout = 30 * time.Second
 
-// peers is the client side of the node RPC: it implements engine.Peers,
+// Peers is the client side of the node RPC: it implements engine.Peers,
 // engine.RemoteCommitter, meta.LeaderReader and meta.Forwarder over the rpc pool, turning
 // each reply's status and reason back into errcode's sentinels by the plane of its op.
-type peers struct {
+type Peers struct {
 	pool *rpc.Pool
 }
 
+// NewPeers returns the node RPC client over pool.
+func NewPeers(pool *rpc.Pool) Peers { return Peers{pool: pool} }
+
 var (
-	_ engine.Peers           = peers{}
-	_ engine.RemoteCommitter = peers{}
-	_ meta.LeaderReader      = peers{}
+	_ engine.Peers           = Peers{}
+	_ engine.RemoteCommitter = Peers{}
+	_ meta.LeaderReader      = Peers{}
 )
 
 // dataError reads a data-plane reply (errcode.Data).
@@ -51,7 +54,7 @@ func transportError(addr string, err error) error {
 	return fmt.Errorf("%w: peer %s: %v", errcode.ErrUnavailable, addr, err)
 }
 
-func (p peers) client(addr string) (nodepb.NodeClient, error) {
+func (p Peers) client(addr string) (nodepb.NodeClient, error) {
 	c, err := p.pool.Client(addr)
 	if err != nil {
 		return nil, transportError(addr, err)
@@ -60,7 +63,7 @@ func (p peers) client(addr string) (nodepb.NodeClient, error) {
 }
 
 // Consume implements engine.Peers (op 2).
-func (p peers) Consume(ctx context.Context, addr, topic string, req service.ConsumeRequest, localOnly bool) ([]service.Message, error) {
+func (p Peers) Consume(ctx context.Context, addr, topic string, req service.ConsumeRequest, localOnly bool) ([]service.Message, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return nil, err
@@ -85,7 +88,7 @@ func (p peers) Consume(ctx context.Context, addr, topic string, req service.Cons
 }
 
 // Ack implements engine.Peers (op 31).
-func (p peers) Ack(ctx context.Context, addr, topic string, entries []service.AckEntry) ([]error, error) {
+func (p Peers) Ack(ctx context.Context, addr, topic string, entries []service.AckEntry) ([]error, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return nil, err
@@ -119,7 +122,7 @@ func (p peers) Ack(ctx context.Context, addr, topic string, entries []service.Ac
 }
 
 // PartitionStats implements engine.Peers (op 8, peek).
-func (p peers) PartitionStats(ctx context.Context, addr, topic string, partition int) (service.PartitionStats, error) {
+func (p Peers) PartitionStats(ctx context.Context, addr, topic string, partition int) (service.PartitionStats, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return service.PartitionStats{}, err
@@ -138,7 +141,7 @@ func (p peers) PartitionStats(ctx context.Context, addr, topic string, partition
 }
 
 // CreateTopic implements engine.Peers (op 4).
-func (p peers) CreateTopic(ctx context.Context, addr string, req service.CreateTopicRequest) (meta.Topic, uint64, error) {
+func (p Peers) CreateTopic(ctx context.Context, addr string, req service.CreateTopicRequest) (meta.Topic, uint64, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return meta.Topic{}, 0, fmt.Errorf("%w: %v", errcode.ErrInvalid, err)
@@ -149,7 +152,7 @@ func (p peers) CreateTopic(ctx context.Context, addr string, req service.CreateT
 }
 
 // AlterTopic implements engine.Peers (op 5).
-func (p peers) AlterTopic(ctx context.Context, addr, name string, req service.AlterTopicRequest) (meta.Topic, uint64, error) {
+func (p Peers) AlterTopic(ctx context.Context, addr, name string, req service.AlterTopicRequest) (meta.Topic, uint64, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return meta.Topic{}, 0, fmt.Errorf("%w: %v", errcode.ErrInvalid, err)
@@ -160,14 +163,14 @@ func (p peers) AlterTopic(ctx context.Context, addr, name string, req service.Al
 }
 
 // DeleteTopic implements engine.Peers (op 6).
-func (p peers) DeleteTopic(ctx context.Context, addr, name string) (uint64, error) {
+func (p Peers) DeleteTopic(ctx context.Context, addr, name string) (uint64, error) {
 	_, idx, err := p.topicWrite(ctx, addr, false, func(c nodepb.NodeClient) (*nodepb.TopicWriteReply, error) {
 		return c.DeleteTopic(ctx, &nodepb.TopicWriteRequest{Name: name})
 	})
 	return idx, err
 }
 
-func (p peers) topicWrite(ctx context.Context, addr string, create bool, call func(nodepb.NodeClient) (*nodepb.TopicWriteReply, error)) (meta.Topic, uint64, error) {
+func (p Peers) topicWrite(ctx context.Context, addr string, create bool, call func(nodepb.NodeClient) (*nodepb.TopicWriteReply, error)) (meta.Topic, uint64, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return meta.Topic{}, 0, err
@@ -190,7 +193,7 @@ func (p peers) topicWrite(ctx context.Context, addr string, create bool, call fu
 }
 
 // CommitRemote implements engine.RemoteCommitter (op 11).
-func (p peers) CommitRemote(ctx context.Context, addr, topic, incarnation string, partition int, recs []wal.Record) error {
+func (p Peers) CommitRemote(ctx context.Context, addr, topic, incarnation string, partition int, recs []wal.Record) error {
 	c, err := p.client(addr)
 	if err != nil {
 		return err
@@ -210,7 +213,7 @@ func (p peers) CommitRemote(ctx context.Context, addr, topic, incarnation string
 }
 
 // ConfirmTopic implements meta.LeaderReader (op 20 with leader_read).
-func (p peers) ConfirmTopic(ctx context.Context, leaderID, leaderAddr, name string) (meta.Topic, bool, error) {
+func (p Peers) ConfirmTopic(ctx context.Context, leaderID, leaderAddr, name string) (meta.Topic, bool, error) {
 	c, err := p.client(leaderAddr)
 	if err != nil {
 		return meta.Topic{}, false, err
@@ -223,7 +226,7 @@ func (p peers) ConfirmTopic(ctx context.Context, leaderID, leaderAddr, name stri
 }
 
 // ConfirmAssignment implements meta.LeaderReader (op 28).
-func (p peers) ConfirmAssignment(ctx context.Context, leaderID, leaderAddr, topic string, partition int) (meta.Assignment, bool, error) {
+func (p Peers) ConfirmAssignment(ctx context.Context, leaderID, leaderAddr, topic string, partition int) (meta.Assignment, bool, error) {
 	c, err := p.client(leaderAddr)
 	if err != nil {
 		return meta.Assignment{}, false, err
@@ -257,7 +260,7 @@ func decodeLeaderRead[T any](leaderID string, status int32, reason, msg string, 
 }
 
 // NodeStatus asks a member about itself (op 29), for the controller's promotion check.
-func (p peers) NodeStatus(ctx context.Context, addr string) (*nodepb.NodeStatusReply, error) {
+func (p Peers) NodeStatus(ctx context.Context, addr string) (*nodepb.NodeStatusReply, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return nil, err
@@ -273,7 +276,7 @@ func (p peers) NodeStatus(ctx context.Context, addr string) (*nodepb.NodeStatusR
 }
 
 // Forward implements meta.Forwarder (op 32): a follower's proposal applied by the leader.
-func (p peers) Forward(ctx context.Context, leaderID, leaderAddr string, command []byte) (meta.Result, uint64, error) {
+func (p Peers) Forward(ctx context.Context, leaderID, leaderAddr string, command []byte) (meta.Result, uint64, error) {
 	c, err := p.client(leaderAddr)
 	if err != nil {
 		return meta.Result{}, 0, fmt.Errorf("%w: %v", meta.ErrNoLeader, err)
@@ -293,7 +296,7 @@ func (p peers) Forward(ctx context.Context, leaderID, leaderAddr string, command
 }
 
 // TopicKnown implements engine.Peers (op 20 without leader_read: the peer's local replica).
-func (p peers) TopicKnown(ctx context.Context, addr, name string) (bool, error) {
+func (p Peers) TopicKnown(ctx context.Context, addr, name string) (bool, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return false, err

@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -16,7 +16,7 @@ type attachRequest struct {
 }
 
 // ExactHighWatermark implements engine.Peers (op 8, exact mode).
-func (p peers) ExactHighWatermark(ctx context.Context, addr, topic string, partition int) (int64, error) {
+func (p Peers) ExactHighWatermark(ctx context.Context, addr, topic string, partition int) (int64, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return 0, err
@@ -36,7 +36,7 @@ func (p peers) ExactHighWatermark(ctx context.Context, addr, topic string, parti
 }
 
 // AttachChild implements engine.Peers (op 15).
-func (p peers) AttachChild(ctx context.Context, addr, parent, child string, delayMs int64) (meta.Topic, uint64, error) {
+func (p Peers) AttachChild(ctx context.Context, addr, parent, child string, delayMs int64) (meta.Topic, uint64, error) {
 	b, _ := json.Marshal(attachRequest{Child: child, DelayMs: delayMs})
 	return p.topicWrite(ctx, addr, false, func(c nodepb.NodeClient) (*nodepb.TopicWriteReply, error) {
 		return c.AttachChild(ctx, &nodepb.TopicWriteRequest{Name: parent, RequestJson: b})
@@ -44,7 +44,7 @@ func (p peers) AttachChild(ctx context.Context, addr, parent, child string, dela
 }
 
 // DetachChild implements engine.Peers (op 16).
-func (p peers) DetachChild(ctx context.Context, addr, parent, child string) (uint64, error) {
+func (p Peers) DetachChild(ctx context.Context, addr, parent, child string) (uint64, error) {
 	b, _ := json.Marshal(attachRequest{Child: child})
 	_, idx, err := p.topicWrite(ctx, addr, false, func(c nodepb.NodeClient) (*nodepb.TopicWriteReply, error) {
 		return c.DetachChild(ctx, &nodepb.TopicWriteRequest{Name: parent, RequestJson: b})
@@ -53,7 +53,7 @@ func (p peers) DetachChild(ctx context.Context, addr, parent, child string) (uin
 }
 
 // FanoutCursors implements engine.Peers (op 17).
-func (p peers) FanoutCursors(ctx context.Context, addr, parent string, partition int) (engine.PartitionCursors, error) {
+func (p Peers) FanoutCursors(ctx context.Context, addr, parent string, partition int) (engine.PartitionCursors, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return engine.PartitionCursors{}, err
@@ -75,7 +75,7 @@ func (p peers) FanoutCursors(ctx context.Context, addr, parent string, partition
 
 // ExactStartPoint implements the engine's start-point peer call (op 8, exact mode): HWM,
 // oldest offset and consumer frontier of a partition, for a remote link's start.
-func (p peers) ExactStartPoint(ctx context.Context, addr, topic string, partition int) (engine.StartPoint, error) {
+func (p Peers) ExactStartPoint(ctx context.Context, addr, topic string, partition int) (engine.StartPoint, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return engine.StartPoint{}, err

@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 
 // newNodeService builds the node-RPC service over a real single-node metastore and engine,
 // with a second live member "n2" so placement puts some partitions elsewhere.
-func newNodeService(t *testing.T) (*nodeService, *engine.Engine, *meta.Store) {
+func newNodeService(t *testing.T) (*Service, *engine.Engine, *meta.Store) {
 	t.Helper()
 	dir := t.TempDir()
 	var eng atomic.Pointer[engine.Engine]
@@ -79,7 +79,7 @@ func newNodeService(t *testing.T) (*nodeService, *engine.Engine, *meta.Store) {
 		}
 		store.Close()
 	})
-	return &nodeService{e: e, store: store, log: nil}, e, store
+	return &Service{e: e, store: store, log: nil}, e, store
 }
 
 func createTopic(t *testing.T, e *engine.Engine, name string) meta.Topic {

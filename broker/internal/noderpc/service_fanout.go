@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 // AttachChild (op 15): the leader records the attach point and proposes the link.
-func (s *nodeService) AttachChild(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
+func (s *Service) AttachChild(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
 	if !s.store.IsLeader() {
 		st, msg, hint := s.notLeader()
 		return &nodepb.TopicWriteReply{Status: st, Error: msg, LeaderHint: hint}, nil
@@ -23,7 +23,7 @@ func (s *nodeService) AttachChild(ctx context.Context, req *nodepb.TopicWriteReq
 }
 
 // DetachChild (op 16).
-func (s *nodeService) DetachChild(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
+func (s *Service) DetachChild(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
 	if !s.store.IsLeader() {
 		st, msg, hint := s.notLeader()
 		return &nodepb.TopicWriteReply{Status: st, Error: msg, LeaderHint: hint}, nil
@@ -37,7 +37,7 @@ func (s *nodeService) DetachChild(ctx context.Context, req *nodepb.TopicWriteReq
 
 // FanoutCursors (op 17): cursor positions of a parent partition this node owns, from the
 // cursor files; never opens a log.
-func (s *nodeService) FanoutCursors(ctx context.Context, req *nodepb.FanoutCursorsRequest) (*nodepb.FanoutCursorsReply, error) {
+func (s *Service) FanoutCursors(ctx context.Context, req *nodepb.FanoutCursorsRequest) (*nodepb.FanoutCursorsReply, error) {
 	t, ok := s.e.TopicForPeer(ctx, req.Parent)
 	if !ok {
 		return &nodepb.FanoutCursorsReply{Status: 404, Error: "unknown topic"}, nil

@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -21,21 +21,21 @@ import (
 // an arm may spend before it reads the listing (spec/moves.md §3.3).
 const prepareCallTimeout = rpc.DefaultCallTimeout + transfer.LeaseDrainBound
 
-// errPeerTooOld reports a peer that does not implement the op (gRPC Unimplemented): it runs
+// ErrPeerTooOld reports a peer that does not implement the op (gRPC Unimplemented): it runs
 // an older release (spec/cluster.md §10.1).
-var errPeerTooOld = errors.New("peer does not implement this op")
+var ErrPeerTooOld = errors.New("peer does not implement this op")
 
 // transferSource implements transfer.Source over node RPC ops 22–24: every error wraps
 // transfer.ErrNotOwner (421), transfer.ErrNotFound (404), a fence sentinel (409) or
 // transfer.ErrUnavailable (anything else, transport failures included).
 type transferSource struct {
-	p peers
+	p Peers
 }
 
 var _ transfer.Source = transferSource{}
 
-// newTransferSource returns the transfer.Source a move runner uses to reach sources.
-func newTransferSource(p peers) transferSource { return transferSource{p: p} }
+// NewTransferSource returns the transfer.Source a move runner uses to reach sources.
+func NewTransferSource(p Peers) transfer.Source { return transferSource{p: p} }
 
 // sourceError reads an op 22–24 reply (errcode.Source): nil (2xx) or a transfer sentinel; a
 // 409 names its fence by reason.
@@ -158,7 +158,7 @@ func (s *segmentStream) Close() { s.cancel() }
 // streamError maps a transport error of the segment stream: Unimplemented is an older source.
 func streamError(addr string, err error) error {
 	if errcode.TransportStatus(err) == 400 {
-		return fmt.Errorf("%w: source %s: %w", transfer.ErrStreamUnsupported, addr, errPeerTooOld)
+		return fmt.Errorf("%w: source %s: %w", transfer.ErrStreamUnsupported, addr, ErrPeerTooOld)
 	}
 	return sourceUnavailable(addr, err)
 }
@@ -184,30 +184,30 @@ func (s transferSource) Prepare(ctx context.Context, addr, topic string, partiti
 
 // DecommissionMember asks the leader at leaderAddr to perform c (op 25). The reply's status
 // is returned as is (a 421 means leadership moved); err is set only when the leader could not
-// be asked or answered undecodably, wrapping meta.ErrNoLeader (and errPeerTooOld for a leader
+// be asked or answered undecodably, wrapping meta.ErrNoLeader (and ErrPeerTooOld for a leader
 // without op 25).
-func (p peers) DecommissionMember(ctx context.Context, leaderAddr string, c decomCall) (decomResult, error) {
+func (p Peers) DecommissionMember(ctx context.Context, leaderAddr string, c DecomCall) (DecomResult, error) {
 	cl, err := p.pool.Client(leaderAddr)
 	if err != nil {
-		return decomResult{}, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderAddr, err)
+		return DecomResult{}, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderAddr, err)
 	}
 	rep, err := cl.DecommissionMember(ctx, &nodepb.DecommissionMemberRequest{Id: c.ID, Cancel: c.Cancel, DryRun: c.DryRun,
 		BlockedOnly: c.BlockedOnly})
 	if err != nil {
 		if errcode.TransportStatus(err) == 400 {
-			return decomResult{}, fmt.Errorf("%w: %w: leader %s: %v", meta.ErrNoLeader, errPeerTooOld, leaderAddr, err)
+			return DecomResult{}, fmt.Errorf("%w: %w: leader %s: %v", meta.ErrNoLeader, ErrPeerTooOld, leaderAddr, err)
 		}
-		return decomResult{}, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderAddr, err)
+		return DecomResult{}, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderAddr, err)
 	}
-	out := decomResult{Status: rep.Status, Error: rep.Error}
+	out := DecomResult{Status: rep.Status, Error: rep.Error}
 	if len(rep.VerdictJson) > 0 {
 		if err := json.Unmarshal(rep.VerdictJson, &out.Verdict); err != nil {
-			return decomResult{}, fmt.Errorf("%w: undecodable verdict from %s: %v", meta.ErrNoLeader, leaderAddr, err)
+			return DecomResult{}, fmt.Errorf("%w: undecodable verdict from %s: %v", meta.ErrNoLeader, leaderAddr, err)
 		}
 	}
 	if len(rep.BlockedJson) > 0 {
 		if err := json.Unmarshal(rep.BlockedJson, &out.Blocked); err != nil {
-			return decomResult{}, fmt.Errorf("%w: undecodable blocked reasons from %s: %v", meta.ErrNoLeader, leaderAddr, err)
+			return DecomResult{}, fmt.Errorf("%w: undecodable blocked reasons from %s: %v", meta.ErrNoLeader, leaderAddr, err)
 		}
 	}
 	if c.BlockedOnly && out.Status == 200 && out.Blocked == nil {
@@ -218,7 +218,7 @@ func (p peers) DecommissionMember(ctx context.Context, leaderAddr string, c deco
 
 // MoveReport asks a move's destination at addr for its report (op 30): errcode.ErrNotFound when
 // it runs no worker for the move, errcode.ErrUnavailable when it could not be asked.
-func (p peers) MoveReport(ctx context.Context, addr, topic string, partition int) (transfer.Report, error) {
+func (p Peers) MoveReport(ctx context.Context, addr, topic string, partition int) (transfer.Report, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return transfer.Report{}, err

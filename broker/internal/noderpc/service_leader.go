@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"bytes"
@@ -20,12 +20,12 @@ import (
 const noticeKeepAlive = 5 * time.Second
 
 // notLeader answers 421 with the leader this node knows.
-func (s *nodeService) notLeader() (int32, string, string) {
+func (s *Service) notLeader() (int32, string, string) {
 	_, addr := s.store.Leader()
 	return 421, "not the raft leader", addr
 }
 
-func (s *nodeService) topicReply(t meta.Topic, err error) *nodepb.TopicWriteReply {
+func (s *Service) topicReply(t meta.Topic, err error) *nodepb.TopicWriteReply {
 	st, reason, msg := errcode.Leader.Reply(err)
 	rep := &nodepb.TopicWriteReply{Status: st, Error: msg, Reason: string(reason), AppliedIndex: s.store.AppliedIndex()}
 	if errors.Is(err, errcode.ErrNotLeader) {
@@ -41,7 +41,7 @@ func (s *nodeService) topicReply(t meta.Topic, err error) *nodepb.TopicWriteRepl
 
 // CreateTopic (op 4): the leader validates, places and proposes a create forwarded by a
 // follower.
-func (s *nodeService) CreateTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
+func (s *Service) CreateTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
 	if !s.store.IsLeader() {
 		st, msg, hint := s.notLeader()
 		return &nodepb.TopicWriteReply{Status: st, Error: msg, LeaderHint: hint}, nil
@@ -56,7 +56,7 @@ func (s *nodeService) CreateTopic(ctx context.Context, req *nodepb.TopicWriteReq
 }
 
 // AlterTopic (op 5).
-func (s *nodeService) AlterTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
+func (s *Service) AlterTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
 	if !s.store.IsLeader() {
 		st, msg, hint := s.notLeader()
 		return &nodepb.TopicWriteReply{Status: st, Error: msg, LeaderHint: hint}, nil
@@ -71,7 +71,7 @@ func (s *nodeService) AlterTopic(ctx context.Context, req *nodepb.TopicWriteRequ
 }
 
 // DeleteTopic (op 6).
-func (s *nodeService) DeleteTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
+func (s *Service) DeleteTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
 	if !s.store.IsLeader() {
 		st, msg, hint := s.notLeader()
 		return &nodepb.TopicWriteReply{Status: st, Error: msg, LeaderHint: hint}, nil
@@ -80,7 +80,7 @@ func (s *nodeService) DeleteTopic(ctx context.Context, req *nodepb.TopicWriteReq
 }
 
 // GetAssignment (op 28): a leader read behind a barrier issued after the request arrived.
-func (s *nodeService) GetAssignment(ctx context.Context, req *nodepb.GetAssignmentRequest) (*nodepb.GetAssignmentReply, error) {
+func (s *Service) GetAssignment(ctx context.Context, req *nodepb.GetAssignmentRequest) (*nodepb.GetAssignmentReply, error) {
 	if !s.store.IsLeader() {
 		st, msg, hint := s.notLeader()
 		return &nodepb.GetAssignmentReply{Status: st, Error: msg, LeaderHint: hint}, nil
@@ -104,7 +104,7 @@ func (s *nodeService) GetAssignment(ctx context.Context, req *nodepb.GetAssignme
 }
 
 // ForwardCommand (op 32): the leader applies a metastore command proposed on a follower.
-func (s *nodeService) ForwardCommand(ctx context.Context, req *nodepb.ForwardCommandRequest) (*nodepb.ForwardCommandReply, error) {
+func (s *Service) ForwardCommand(ctx context.Context, req *nodepb.ForwardCommandRequest) (*nodepb.ForwardCommandReply, error) {
 	if !s.store.IsLeader() {
 		st, msg, hint := s.notLeader()
 		return &nodepb.ForwardCommandReply{Status: st, Error: msg, LeaderHint: hint}, nil
@@ -123,7 +123,7 @@ func (s *nodeService) ForwardCommand(ctx context.Context, req *nodepb.ForwardCom
 
 // WatchCommits (op 33): streams coalesced "reservable" notices for partitions this node owns,
 // with an empty keep-alive when idle.
-func (s *nodeService) WatchCommits(req *nodepb.WatchCommitsRequest, stream grpc.ServerStreamingServer[nodepb.CommitNotices]) error {
+func (s *Service) WatchCommits(req *nodepb.WatchCommitsRequest, stream grpc.ServerStreamingServer[nodepb.CommitNotices]) error {
 	ctx := stream.Context()
 	sub := s.e.SubscribeNotices()
 	defer sub.Close()

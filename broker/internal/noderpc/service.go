@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -15,19 +15,37 @@ import (
 	"narad.dev/broker/internal/wal"
 )
 
-// nodeService serves the node-to-node RPCs of spec/cluster.md §10.3 on this node. Replies carry
+// Service serves the node-to-node RPCs of spec/cluster.md §10.3 on this node. Replies carry
 // the op's status in HTTP vocabulary; 421 means "not the owner / not the leader".
-type nodeService struct {
+type Service struct {
 	nodepb.UnimplementedNodeServer
 	e     *engine.Engine
 	store *meta.Store
 	log   *slog.Logger
 	audit *audit.Logger // nil → an audit logger over log
-	mv    moveDeps      // ops 22–25 and 30 (node_move.go)
+	mv    MoveDeps      // ops 22–25 and 30 (service_move.go)
 }
 
+// Deps are what a Service answers from. Engine, Store and Log are required; a nil member of
+// Moves makes the ops it serves answer 503.
+type Deps struct {
+	Engine *engine.Engine
+	Store  *meta.Store
+	Log    *slog.Logger
+	Audit  *audit.Logger // nil: an audit logger over Log
+	Moves  MoveDeps
+}
+
+// NewService returns the node RPC service of this node, to register with rpc.NewServer.
+func NewService(d Deps) *Service {
+	return &Service{e: d.Engine, store: d.Store, log: d.Log, audit: d.Audit, mv: d.Moves}
+}
+
+// eventJoin is the audit event of a node admitted to the cluster (op 21).
+const eventJoin = "cluster.join"
+
 // auditLog is the audit trail of the node-to-node calls.
-func (s *nodeService) auditLog() *audit.Logger {
+func (s *Service) auditLog() *audit.Logger {
 	if s.audit == nil {
 		return audit.New(s.log, s.store.NodeID())
 	}
@@ -35,7 +53,7 @@ func (s *nodeService) auditLog() *audit.Logger {
 }
 
 // Consume (op 2) serves a consume for partitions this node owns.
-func (s *nodeService) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (*nodepb.ConsumeReply, error) {
+func (s *Service) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (*nodepb.ConsumeReply, error) {
 	t, ok := s.e.TopicForPeer(ctx, req.Topic)
 	if !ok {
 		return &nodepb.ConsumeReply{Status: 404, Error: "unknown topic"}, nil
@@ -64,7 +82,7 @@ func (s *nodeService) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (
 }
 
 // TopicPartitionStats (op 8): peek never opens a log.
-func (s *nodeService) TopicPartitionStats(ctx context.Context, req *nodepb.TopicPartitionStatsRequest) (*nodepb.TopicPartitionStatsReply, error) {
+func (s *Service) TopicPartitionStats(ctx context.Context, req *nodepb.TopicPartitionStatsRequest) (*nodepb.TopicPartitionStatsReply, error) {
 	t, ok := s.e.TopicForPeer(ctx, req.Topic)
 	if !ok {
 		return &nodepb.TopicPartitionStatsReply{Status: 404, Error: "unknown topic"}, nil
@@ -97,7 +115,7 @@ func (s *nodeService) TopicPartitionStats(ctx context.Context, req *nodepb.Topic
 }
 
 // CommitProduceBatch (op 11): the owner-side commit of a dispatched batch.
-func (s *nodeService) CommitProduceBatch(ctx context.Context, req *nodepb.CommitProduceBatchRequest) (*nodepb.CommitProduceBatchReply, error) {
+func (s *Service) CommitProduceBatch(ctx context.Context, req *nodepb.CommitProduceBatchRequest) (*nodepb.CommitProduceBatchReply, error) {
 	s.e.TopicForPeer(ctx, req.Topic) // a brand-new topic: let this replica catch up first
 	recs := make([]wal.Record, len(req.Entries))
 	for i, en := range req.Entries {
@@ -111,7 +129,7 @@ func (s *nodeService) CommitProduceBatch(ctx context.Context, req *nodepb.Commit
 
 // GetTopic (op 20): a local read, or with leader_read a leader-confirmed read behind a barrier
 // issued after the request arrived (spec/cluster.md §5.3).
-func (s *nodeService) GetTopic(ctx context.Context, req *nodepb.GetTopicRequest) (*nodepb.GetTopicReply, error) {
+func (s *Service) GetTopic(ctx context.Context, req *nodepb.GetTopicRequest) (*nodepb.GetTopicReply, error) {
 	if req.LeaderRead {
 		if !s.store.IsLeader() {
 			_, addr := s.store.Leader()
@@ -136,7 +154,7 @@ func (s *nodeService) GetTopic(ctx context.Context, req *nodepb.GetTopicRequest)
 }
 
 // JoinCluster (op 21): the leader admits the caller as a non-voter.
-func (s *nodeService) JoinCluster(ctx context.Context, req *nodepb.JoinClusterRequest) (*nodepb.JoinClusterReply, error) {
+func (s *Service) JoinCluster(ctx context.Context, req *nodepb.JoinClusterRequest) (*nodepb.JoinClusterReply, error) {
 	if !s.store.IsLeader() {
 		_, addr := s.store.Leader()
 		return &nodepb.JoinClusterReply{Status: 421, Error: "not the leader", LeaderAddr: addr}, nil
@@ -168,7 +186,7 @@ func (s *nodeService) JoinCluster(ctx context.Context, req *nodepb.JoinClusterRe
 }
 
 // NodeStatus (op 29): this node's own view, for the controller's decommission guards.
-func (s *nodeService) NodeStatus(ctx context.Context, _ *nodepb.NodeStatusRequest) (*nodepb.NodeStatusReply, error) {
+func (s *Service) NodeStatus(ctx context.Context, _ *nodepb.NodeStatusRequest) (*nodepb.NodeStatusReply, error) {
 	return &nodepb.NodeStatusReply{
 		Status:              200,
 		AppliedIndex:        s.store.AppliedIndex(),
@@ -181,7 +199,7 @@ func (s *nodeService) NodeStatus(ctx context.Context, _ *nodepb.NodeStatusReques
 }
 
 // AckBatch (op 31): entries applied one by one on the owner, results in request order.
-func (s *nodeService) AckBatch(ctx context.Context, req *nodepb.AckBatchRequest) (*nodepb.AckBatchReply, error) {
+func (s *Service) AckBatch(ctx context.Context, req *nodepb.AckBatchRequest) (*nodepb.AckBatchReply, error) {
 	t, ok := s.e.TopicForPeer(ctx, req.Topic)
 	if !ok {
 		return &nodepb.AckBatchReply{Status: 404, Error: "unknown topic"}, nil
