@@ -51,7 +51,8 @@ var (
 
 // Sub returns a new sentinel with its own identity and message that is also a kind of kind:
 // errors.Is(Sub(msg, kind), kind) is true, so the tables here map it as kind, while its own
-// package can still tell it apart. Packages below the service use it for their sentinels.
+// package can still tell it apart. Packages below the service use it for their sentinels,
+// and the node RPC service for the refusals whose whole text it fixes itself.
 func Sub(msg string, kind error) error {
 	return &subError{msg: msg, kind: kind}
 }

@@ -44,6 +44,31 @@ func NewService(d Deps) *Service {
 // eventJoin is the audit event of a node admitted to the cluster (op 21).
 const eventJoin = "cluster.join"
 
+// Refusals the service decides before asking the engine or the store. Each is a kind of an
+// errcode sentinel, so the plane of the op gives its status and reason.
+var (
+	errUnknownTopic   = errcode.Sub("unknown topic", errcode.ErrNotFound)
+	errPartitionRange = errcode.Sub("partition out of range", errcode.ErrInvalid)
+	errNotTheOwner    = errcode.Sub("not the owner", errcode.ErrNotOwner)
+	errNotTheLeader   = errcode.Sub("not the leader", errcode.ErrNotLeader)
+)
+
+// ownedPartition returns the topic of a data-plane request about one partition this node
+// owns, or the refusal: an unknown topic, a partition out of range, another owner.
+func (s *Service) ownedPartition(ctx context.Context, topic string, p int32) (meta.Topic, error) {
+	t, ok := s.e.TopicForPeer(ctx, topic)
+	switch {
+	case !ok:
+		return meta.Topic{}, errUnknownTopic
+	case p < 0 || int(p) >= t.Partitions:
+		return meta.Topic{}, errPartitionRange
+	}
+	if a, ok := s.store.Assignment(t.Name, int(p)); !ok || a.Owner != s.store.NodeID() {
+		return meta.Topic{}, errNotTheOwner
+	}
+	return t, nil
+}
+
 // auditLog is the audit trail of the node-to-node calls.
 func (s *Service) auditLog() *audit.Logger {
 	if s.audit == nil {
@@ -56,7 +81,8 @@ func (s *Service) auditLog() *audit.Logger {
 func (s *Service) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (*nodepb.ConsumeReply, error) {
 	t, ok := s.e.TopicForPeer(ctx, req.Topic)
 	if !ok {
-		return &nodepb.ConsumeReply{Status: 404, Error: "unknown topic"}, nil
+		st, reason, msg := errcode.Consume.Reply(errUnknownTopic)
+		return &nodepb.ConsumeReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	max := int(req.MaxMessages)
 	if max < 1 {
@@ -83,15 +109,10 @@ func (s *Service) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (*nod
 
 // TopicPartitionStats (op 8): peek never opens a log.
 func (s *Service) TopicPartitionStats(ctx context.Context, req *nodepb.TopicPartitionStatsRequest) (*nodepb.TopicPartitionStatsReply, error) {
-	t, ok := s.e.TopicForPeer(ctx, req.Topic)
-	if !ok {
-		return &nodepb.TopicPartitionStatsReply{Status: 404, Error: "unknown topic"}, nil
-	}
-	if req.Partition < 0 || int(req.Partition) >= t.Partitions {
-		return &nodepb.TopicPartitionStatsReply{Status: 400, Error: "partition out of range"}, nil
-	}
-	if a, ok := s.store.Assignment(t.Name, int(req.Partition)); !ok || a.Owner != s.store.NodeID() {
-		return &nodepb.TopicPartitionStatsReply{Status: 421, Error: "not the owner"}, nil
+	t, err := s.ownedPartition(ctx, req.Topic, req.Partition)
+	if err != nil {
+		st, reason, msg := errcode.Data.Reply(err)
+		return &nodepb.TopicPartitionStatsReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	if req.Mode == nodepb.StatsMode_STATS_MODE_EXACT {
 		// The attach point: open the log if needed so the HWM is exact. A remote link's start
@@ -132,8 +153,9 @@ func (s *Service) CommitProduceBatch(ctx context.Context, req *nodepb.CommitProd
 func (s *Service) GetTopic(ctx context.Context, req *nodepb.GetTopicRequest) (*nodepb.GetTopicReply, error) {
 	if req.LeaderRead {
 		if !s.store.IsLeader() {
+			st, reason, msg := errcode.Leader.Reply(errNotTheLeader)
 			_, addr := s.store.Leader()
-			return &nodepb.GetTopicReply{Status: 421, Error: "not the leader", LeaderHint: addr}, nil
+			return &nodepb.GetTopicReply{Status: st, Error: msg, Reason: string(reason), LeaderHint: addr}, nil
 		}
 		if err := s.store.Barrier(ctx); err != nil {
 			return &nodepb.GetTopicReply{Status: 503, Error: err.Error()}, nil
@@ -156,11 +178,13 @@ func (s *Service) GetTopic(ctx context.Context, req *nodepb.GetTopicRequest) (*n
 // JoinCluster (op 21): the leader admits the caller as a non-voter.
 func (s *Service) JoinCluster(ctx context.Context, req *nodepb.JoinClusterRequest) (*nodepb.JoinClusterReply, error) {
 	if !s.store.IsLeader() {
+		st, reason, msg := errcode.Leader.Reply(errNotTheLeader)
 		_, addr := s.store.Leader()
-		return &nodepb.JoinClusterReply{Status: 421, Error: "not the leader", LeaderAddr: addr}, nil
+		return &nodepb.JoinClusterReply{Status: st, Error: msg, Reason: string(reason), LeaderAddr: addr}, nil
 	}
 	if req.Id == "" || req.ClusterAddr == "" {
-		return &nodepb.JoinClusterReply{Status: 400, Error: "id and cluster_addr are required"}, nil
+		st, reason, msg := errcode.Leader.Reply(errcode.Sub("id and cluster_addr are required", errcode.ErrInvalid))
+		return &nodepb.JoinClusterReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	newLife := s.store.RaftRole(req.Id) == "none"
 	if err := s.store.AddNonvoter(ctx, req.Id, req.ClusterAddr); err != nil {
@@ -202,7 +226,8 @@ func (s *Service) NodeStatus(ctx context.Context, _ *nodepb.NodeStatusRequest) (
 func (s *Service) AckBatch(ctx context.Context, req *nodepb.AckBatchRequest) (*nodepb.AckBatchReply, error) {
 	t, ok := s.e.TopicForPeer(ctx, req.Topic)
 	if !ok {
-		return &nodepb.AckBatchReply{Status: 404, Error: "unknown topic"}, nil
+		st, reason, msg := errcode.Data.Reply(errUnknownTopic)
+		return &nodepb.AckBatchReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	entries := make([]service.AckEntry, len(req.Entries))
 	for i, en := range req.Entries {

@@ -19,10 +19,17 @@ import (
 // notices a dead stream (and re-opens it) within seconds.
 const noticeKeepAlive = 5 * time.Second
 
-// notLeader answers 421 with the leader this node knows.
-func (s *Service) notLeader() (int32, string, string) {
-	_, addr := s.store.Leader()
-	return 421, "not the raft leader", addr
+// notLeader answers errcode.ErrNotLeader (421) with the leader this node knows.
+func (s *Service) notLeader() (st int32, reason, msg, hint string) {
+	_, hint = s.store.Leader()
+	st, r, msg := errcode.Leader.Reply(errcode.ErrNotLeader)
+	return st, string(r), msg, hint
+}
+
+// refusedTopicWrite answers a topic write the service refuses before the engine sees it.
+func refusedTopicWrite(err error) *nodepb.TopicWriteReply {
+	st, reason, msg := errcode.Leader.Reply(err)
+	return &nodepb.TopicWriteReply{Status: st, Error: msg, Reason: string(reason)}
 }
 
 func (s *Service) topicReply(t meta.Topic, err error) *nodepb.TopicWriteReply {
@@ -43,12 +50,12 @@ func (s *Service) topicReply(t meta.Topic, err error) *nodepb.TopicWriteReply {
 // follower.
 func (s *Service) CreateTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
 	if !s.store.IsLeader() {
-		st, msg, hint := s.notLeader()
-		return &nodepb.TopicWriteReply{Status: st, Error: msg, LeaderHint: hint}, nil
+		st, reason, msg, hint := s.notLeader()
+		return &nodepb.TopicWriteReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
 	var cr service.CreateTopicRequest
 	if err := json.Unmarshal(req.RequestJson, &cr); err != nil {
-		return &nodepb.TopicWriteReply{Status: 400, Error: "undecodable create request: " + err.Error()}, nil
+		return refusedTopicWrite(errcode.Sub("undecodable create request: "+err.Error(), errcode.ErrInvalid)), nil
 	}
 	cr.Schema = nullAsAbsent(cr.Schema)
 	t, err := s.e.CreateTopicAsLeader(ctx, cr)
@@ -58,12 +65,12 @@ func (s *Service) CreateTopic(ctx context.Context, req *nodepb.TopicWriteRequest
 // AlterTopic (op 5).
 func (s *Service) AlterTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
 	if !s.store.IsLeader() {
-		st, msg, hint := s.notLeader()
-		return &nodepb.TopicWriteReply{Status: st, Error: msg, LeaderHint: hint}, nil
+		st, reason, msg, hint := s.notLeader()
+		return &nodepb.TopicWriteReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
 	var ar service.AlterTopicRequest
 	if err := json.Unmarshal(req.RequestJson, &ar); err != nil {
-		return &nodepb.TopicWriteReply{Status: 400, Error: "undecodable alter request: " + err.Error()}, nil
+		return refusedTopicWrite(errcode.Sub("undecodable alter request: "+err.Error(), errcode.ErrInvalid)), nil
 	}
 	ar.Schema = nullAsAbsent(ar.Schema)
 	t, err := s.e.AlterTopicAsLeader(ctx, req.Name, ar)
@@ -73,8 +80,8 @@ func (s *Service) AlterTopic(ctx context.Context, req *nodepb.TopicWriteRequest)
 // DeleteTopic (op 6).
 func (s *Service) DeleteTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
 	if !s.store.IsLeader() {
-		st, msg, hint := s.notLeader()
-		return &nodepb.TopicWriteReply{Status: st, Error: msg, LeaderHint: hint}, nil
+		st, reason, msg, hint := s.notLeader()
+		return &nodepb.TopicWriteReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
 	return s.topicReply(meta.Topic{}, s.e.DeleteTopicAsLeader(ctx, req.Name)), nil
 }
@@ -82,8 +89,8 @@ func (s *Service) DeleteTopic(ctx context.Context, req *nodepb.TopicWriteRequest
 // GetAssignment (op 28): a leader read behind a barrier issued after the request arrived.
 func (s *Service) GetAssignment(ctx context.Context, req *nodepb.GetAssignmentRequest) (*nodepb.GetAssignmentReply, error) {
 	if !s.store.IsLeader() {
-		st, msg, hint := s.notLeader()
-		return &nodepb.GetAssignmentReply{Status: st, Error: msg, LeaderHint: hint}, nil
+		st, reason, msg, hint := s.notLeader()
+		return &nodepb.GetAssignmentReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
 	a, found, term, err := s.store.LeaderReadAssignment(ctx, req.Topic, int(req.Partition))
 	if err != nil {
@@ -106,8 +113,8 @@ func (s *Service) GetAssignment(ctx context.Context, req *nodepb.GetAssignmentRe
 // ForwardCommand (op 32): the leader applies a metastore command proposed on a follower.
 func (s *Service) ForwardCommand(ctx context.Context, req *nodepb.ForwardCommandRequest) (*nodepb.ForwardCommandReply, error) {
 	if !s.store.IsLeader() {
-		st, msg, hint := s.notLeader()
-		return &nodepb.ForwardCommandReply{Status: st, Error: msg, LeaderHint: hint}, nil
+		st, reason, msg, hint := s.notLeader()
+		return &nodepb.ForwardCommandReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
 	res, idx, err := s.store.ApplyCommand(ctx, req.Command)
 	if err != nil {

@@ -182,8 +182,8 @@ func (s *Service) PrepareHandoff(ctx context.Context, req *nodepb.PrepareHandoff
 // DecommissionMember (op 25): served on the Raft leader only (421 + hint elsewhere).
 func (s *Service) DecommissionMember(ctx context.Context, req *nodepb.DecommissionMemberRequest) (*nodepb.DecommissionMemberReply, error) {
 	if !s.store.IsLeader() {
-		st, msg, hint := s.notLeader()
-		return &nodepb.DecommissionMemberReply{Status: st, Error: msg, LeaderHint: hint}, nil
+		st, reason, msg, hint := s.notLeader()
+		return &nodepb.DecommissionMemberReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
 	rep := RunDecommission(ctx, s.mv, DecomCall{ID: req.Id, Cancel: req.Cancel, DryRun: req.DryRun, BlockedOnly: req.BlockedOnly})
 	out := &nodepb.DecommissionMemberReply{Status: rep.Status, Error: rep.Error}
