@@ -17,7 +17,6 @@ import (
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/auth"
-	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/noderpc"
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -266,7 +265,7 @@ func (c *clusterHTTP) addDetails(ctx context.Context, out []moveJSON, members ma
 			}
 			rep, err := c.peers.MoveReport(ctx, m.ClusterAddr, mv.Topic, mv.Partition)
 			switch {
-			case errors.Is(err, errcode.ErrNotFound):
+			case errors.Is(err, api.ErrNotFound):
 				mv.DetailError = "the destination runs no worker for this move"
 			case err != nil:
 				mv.DetailError = err.Error()

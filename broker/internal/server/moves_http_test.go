@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/errcode"
+	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/noderpc"
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -145,7 +145,7 @@ func (f *fakePeers) MoveReport(ctx context.Context, addr, _ string, _ int) (tran
 	if err, ok := f.reportErr[addr]; ok {
 		if err == context.DeadlineExceeded {
 			<-ctx.Done()
-			return transfer.Report{}, fmt.Errorf("%w: %v", errcode.ErrUnavailable, ctx.Err())
+			return transfer.Report{}, fmt.Errorf("%w: %v", api.ErrUnavailable, ctx.Err())
 		}
 		return transfer.Report{}, err
 	}
@@ -379,7 +379,7 @@ func TestMovesDetailAsksEachDestinationAndReportsWhoCouldNotBeAsked(t *testing.T
 	f.store.topics["t"] = meta.Topic{Name: "t", Partitions: 1}
 	f.store.assign(meta.Assignment{Topic: "t", Partition: 0, Owner: "n1", Target: "ghost"}) // not a member
 	f.peers.reports = map[string]transfer.Report{"c2": {ReportedBy: "n2", Phase: transfer.PhaseFreezing, Passes: 2, CopiedBytes: 77}}
-	f.peers.reportErr = map[string]error{"c3": context.DeadlineExceeded, "c4": fmt.Errorf("%w: no worker", errcode.ErrNotFound)}
+	f.peers.reportErr = map[string]error{"c3": context.DeadlineExceeded, "c4": fmt.Errorf("%w: no worker", api.ErrNotFound)}
 	c := &clusterHTTP{store: f.store, peers: f.peers, log: slog.New(slog.DiscardHandler),
 		mv: testDeps(nil, fakeReporter{topic: "orders", p: 0, rep: transfer.Report{ReportedBy: "n1", Phase: transfer.PhaseCopying}}, nil)}
 	routes := clusterRoutes(c)
