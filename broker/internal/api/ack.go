@@ -7,6 +7,7 @@ import (
 
 	"narad.dev/broker/internal/consume"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // ack is POST /v1/topics/{topic}/ack (spec §2.11); the body is ignored. Check order:
@@ -33,7 +34,7 @@ func (s *server) ack(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, invalidf("receipt handle partition %d out of range [0, %d)", h.Partition, t.Partitions))
 		return
 	}
-	errs := s.be.Ack(r.Context(), t, []AckEntry{ackEntry(h, ackOp)})
+	errs := s.be.Ack(r.Context(), t, []service.AckEntry{ackEntry(h, ackOp)})
 	if len(errs) != 1 {
 		s.writeErr(w, r, op, fmt.Errorf("backend returned %d results for 1 ack", len(errs)))
 		return
@@ -64,7 +65,7 @@ type ackResult struct {
 
 // parsedAck is a batch entry after syntax checks; Err (a 400) means it is not applied.
 type parsedAck struct {
-	Entry AckEntry
+	Entry service.AckEntry
 	Err   error
 }
 
@@ -132,7 +133,7 @@ func (s *server) ackBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	results := make([]ackResult, len(parsed))
-	var entries []AckEntry
+	var entries []service.AckEntry
 	var slots []int // slots[k] = index in results of entries[k]
 	for i, p := range parsed {
 		err := p.Err
@@ -193,6 +194,6 @@ func (s *server) ackEntryResult(r *http.Request, err error) ackResult {
 }
 
 // ackEntry builds the Backend entry for a parsed handle.
-func ackEntry(h consume.Handle, op AckOp) AckEntry {
-	return AckEntry{Partition: h.Partition, Offset: h.Offset, Nonce: h.Nonce, Op: op}
+func ackEntry(h consume.Handle, op service.AckOp) service.AckEntry {
+	return service.AckEntry{Partition: h.Partition, Offset: h.Offset, Nonce: h.Nonce, Op: op}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // Spec §2.11: consume grant (403) → query and handle syntax (400) → existence (404) →
@@ -34,7 +35,7 @@ func TestAckCheckOrder(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			env := newEnv(t)
 			env.be.addTopic(meta.Topic{Name: "orders"})
-			env.be.ackFn = func(es []AckEntry) []error { return []error{c.backend} }
+			env.be.ackFn = func(es []service.AckEntry) []error { return []error{c.backend} }
 			rec := env.do("POST", c.path, c.user, []byte("ignored body"))
 			expectStatus(t, rec, c.want)
 			if c.want != 204 && c.want != 410 && c.want != 503 && env.be.called("Ack") {
@@ -47,20 +48,20 @@ func TestAckCheckOrder(t *testing.T) {
 func TestAckExtendValuesAndFirstValueWins(t *testing.T) {
 	cases := []struct {
 		query string
-		op    AckOp
+		op    service.AckOp
 		ok    bool
 	}{
-		{"", OpAck, true},
-		{"&extend=", OpAck, true},
-		{"&extend=false", OpAck, true},
-		{"&extend=true", OpExtend, true},
-		{"&extend=1", OpExtend, true},
-		{"&extend=0", OpNack, true},
+		{"", service.OpAck, true},
+		{"&extend=", service.OpAck, true},
+		{"&extend=false", service.OpAck, true},
+		{"&extend=true", service.OpExtend, true},
+		{"&extend=1", service.OpExtend, true},
+		{"&extend=0", service.OpNack, true},
 		{"&extend=TRUE", 0, false},
 		{"&extend=2", 0, false},
-		{"&extend=0&extend=garbage", OpNack, true},
+		{"&extend=0&extend=garbage", service.OpNack, true},
 		{"&extend=garbage&extend=0", 0, false},
-		{"&receipt_handle=bad", OpAck, true}, // the first handle (below) wins
+		{"&receipt_handle=bad", service.OpAck, true}, // the first handle (below) wins
 	}
 	for _, c := range cases {
 		env := newEnv(t)
@@ -71,7 +72,7 @@ func TestAckExtendValuesAndFirstValueWins(t *testing.T) {
 			continue
 		}
 		expectStatus(t, rec, 204)
-		want := AckEntry{Partition: 1, Offset: 5, Nonce: 9, Op: c.op}
+		want := service.AckEntry{Partition: 1, Offset: 5, Nonce: 9, Op: c.op}
 		if got := env.be.acked[0][0]; got != want {
 			t.Errorf("%q: entry %+v, want %+v", c.query, got, want)
 		}
@@ -81,7 +82,7 @@ func TestAckExtendValuesAndFirstValueWins(t *testing.T) {
 func TestAckBatchPerEntryResults(t *testing.T) {
 	env := newEnv(t)
 	env.be.addTopic(meta.Topic{Name: "orders"})
-	env.be.ackFn = func(es []AckEntry) []error {
+	env.be.ackFn = func(es []service.AckEntry) []error {
 		out := make([]error, len(es))
 		for i, e := range es {
 			switch e.Offset {
@@ -124,7 +125,7 @@ func TestAckBatchPerEntryResults(t *testing.T) {
 		}
 	}
 	sent := env.be.acked[0]
-	if len(sent) != 4 || sent[1].Op != OpExtend || sent[2].Op != OpNack || sent[0].Op != OpAck {
+	if len(sent) != 4 || sent[1].Op != service.OpExtend || sent[2].Op != service.OpNack || sent[0].Op != service.OpAck {
 		t.Errorf("backend got %+v", sent)
 	}
 }

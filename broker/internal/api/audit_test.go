@@ -11,6 +11,7 @@ import (
 
 	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // auditSink captures the audit records of a handler.
@@ -165,7 +166,7 @@ func TestRemoteLinkChangesAreAudited(t *testing.T) {
 	if r["child"] != "remote:t@x:1" || r["remote_url"] != "http://127.0.0.2:7942" || r["remote_topic"] != "t" || r["remote_user"] != "u" {
 		t.Fatalf("attach record %v", r)
 	}
-	rf.attachErr = NewTargetError("unauthorized")
+	rf.attachErr = service.NewTargetError("unauthorized")
 	expectStatus(t, env.do("POST", path, "root", []byte(good)), 422)
 	raw += sink.raw()
 	expectAudit(t, sink.records(t), "fanout.remote.attach", "root", "orders-parent", audit.Failed)

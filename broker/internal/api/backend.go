@@ -9,6 +9,7 @@ import (
 
 	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -22,7 +23,7 @@ import (
 type Backend interface {
 	// CreateTopic validates state (existence, parent rules) and proposes the topic. The request
 	// has already passed field validation; defaults are applied by the Backend.
-	CreateTopic(ctx context.Context, req CreateTopicRequest) (meta.Topic, error)
+	CreateTopic(ctx context.Context, req service.CreateTopicRequest) (meta.Topic, error)
 	// ListTopics returns up to limit topics with name > after, ascending, and the token of the
 	// next page ("" when there is none).
 	ListTopics(after string, limit int) (topics []meta.Topic, next string)
@@ -30,9 +31,9 @@ type Backend interface {
 	Topic(name string) (meta.Topic, bool)
 	// PartitionStats describes partitions of t (all when partition < 0) without opening
 	// closed logs or refreshing idle timers.
-	PartitionStats(ctx context.Context, t meta.Topic, partition int) []PartitionStats
+	PartitionStats(ctx context.Context, t meta.Topic, partition int) []service.PartitionStats
 	// AlterTopic applies every supplied change atomically or none.
-	AlterTopic(ctx context.Context, name string, req AlterTopicRequest) (meta.Topic, error)
+	AlterTopic(ctx context.Context, name string, req service.AlterTopicRequest) (meta.Topic, error)
 	// DeleteTopic removes the topic's metadata and data.
 	DeleteTopic(ctx context.Context, name string) error
 	// ValidatePayload checks payload against t's current schema (nil if t has none); a
@@ -41,13 +42,13 @@ type Backend interface {
 
 	// Produce durably accepts recs (all or nothing, one fsync) into the ingress WAL.
 	// Returns ErrDraining / ErrUnavailable (503).
-	Produce(ctx context.Context, t meta.Topic, recs []ProduceRecord) error
+	Produce(ctx context.Context, t meta.Topic, recs []service.ProduceRecord) error
 	// Consume serves queue, pinned-queue and replay reads (see ConsumeRequest). An empty
 	// result means 204.
-	Consume(ctx context.Context, t meta.Topic, req ConsumeRequest) ([]Message, error)
+	Consume(ctx context.Context, t meta.Topic, req service.ConsumeRequest) ([]service.Message, error)
 	// Ack applies each entry independently; the result slice has one error (nil = 204) per
 	// entry, in order: ErrStale (410), ErrAckedAheadFull (503), ErrUnavailable (503).
-	Ack(ctx context.Context, t meta.Topic, entries []AckEntry) []error
+	Ack(ctx context.Context, t meta.Topic, entries []service.AckEntry) []error
 
 	// CreateUser stores u (PasswordHash already set). ErrExists → 409.
 	CreateUser(ctx context.Context, u meta.User) error
@@ -79,95 +80,6 @@ type Authenticator interface {
 type HTTPObserver interface {
 	ObserveRequest(route, method string, status int, d time.Duration, bytesIn, bytesOut int64)
 	InFlight(delta int)
-}
-
-// CreateTopicRequest is a validated create body. Zero numeric fields mean "server default";
-// RetentionMs nil means default, 0 means keep forever.
-type CreateTopicRequest struct {
-	Name                      string
-	Partitions                int
-	RetentionMs               *int64
-	VisibilityTimeoutMs       int64
-	MaxInFlightPerPartition   int64
-	MaxAckedAheadPerPartition int64
-	Schema                    json.RawMessage // nil = none; already checked to be a valid JSON Schema
-	Parent                    string
-	FanoutDelayMs             int64
-	Owner                     string // the caller's username; "" when security is off
-}
-
-// AlterTopicRequest is a validated PATCH body; nil / zero means "not supplied"
-// (for the *int64 limits, a pointer to 0 means "reset to the server default").
-type AlterTopicRequest struct {
-	Partitions                int
-	RetentionMs               *int64
-	VisibilityTimeoutMs       *int64
-	MaxInFlightPerPartition   *int64
-	MaxAckedAheadPerPartition *int64
-	Schema                    json.RawMessage
-}
-
-// PartitionStats is one entry of a describe's partition_stats.
-type PartitionStats struct {
-	Index           int    `json:"index"`
-	OwnerNode       string `json:"owner_node"`
-	TargetNode      string `json:"target_node,omitempty"`
-	Available       bool   `json:"available"`
-	Segments        int    `json:"segments"`
-	OldestOffset    int64  `json:"oldest_offset"`
-	NextOffset      int64  `json:"next_offset"`
-	HighWatermark   int64  `json:"high_watermark"`
-	SizeBytes       int64  `json:"size_bytes"`
-	OldestSegmentAt int64  `json:"oldest_segment_at,omitempty"` // Unix seconds
-}
-
-// ProduceRecord is one message to accept. Partition < 0 means not pinned.
-type ProduceRecord struct {
-	Key       string
-	Partition int
-	Payload   []byte
-}
-
-// ConsumeRequest selects the consume mode: Offset >= 0 (with Partition >= 0) is a replay of
-// up to Max records; Partition >= 0 alone is a pinned queue consume; neither is a queue
-// consume. Wait is already clamped. Max is 1 … 1000.
-type ConsumeRequest struct {
-	Partition int
-	Offset    int64
-	Wait      time.Duration
-	Max       int
-	// LocalOnly is set only on the node-to-node plane: serve what this node owns, never
-	// forward (a queue probe from another node, or a forwarded pinned/replay read).
-	LocalOnly bool
-}
-
-// Message is one delivered record. ReceiptHandle is empty on replay.
-type Message struct {
-	Topic         string
-	Partition     int
-	Offset        int64
-	Key           []byte // nil/empty = keyless
-	Payload       []byte
-	CommittedAtMs int64
-	ReceiptHandle string
-}
-
-// AckOp is what an ack request does to a lease.
-type AckOp int
-
-// Ack operations (spec/api.md §2.11).
-const (
-	OpAck AckOp = iota
-	OpExtend
-	OpNack
-)
-
-// AckEntry is one parsed, range-checked ack/extend/nack.
-type AckEntry struct {
-	Partition int
-	Offset    int64
-	Nonce     uint64
-	Op        AckOp
 }
 
 // SchemaReader is optionally implemented by a Backend. When it is, PATCH checks a new

@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/base64"
 	"unicode/utf8"
+
+	"narad.dev/broker/internal/service"
 )
 
 // parseBatchFast is the batch produce hot path: one pass over the body for the common shape
@@ -14,12 +16,12 @@ import (
 // FuzzBatchFastPathMatchesStrictDecoder holds it to that.
 //
 // Payload and key bytes alias body.
-func parseBatchFast(body []byte) (recs []ProduceRecord, ok bool) {
+func parseBatchFast(body []byte) (recs []service.ProduceRecord, ok bool) {
 	p := fastParser{b: body}
 	if !p.expect('{') || !p.literalKey("records") || !p.expect(':') || !p.expect('[') {
 		return nil, false
 	}
-	recs = make([]ProduceRecord, 0, 64)
+	recs = make([]service.ProduceRecord, 0, 64)
 	for {
 		rec, ok := p.record()
 		if !ok || len(recs) == maxBatchRecords {
@@ -126,8 +128,8 @@ func (p *fastParser) uint() (int, bool) {
 }
 
 // record consumes one record object.
-func (p *fastParser) record() (ProduceRecord, bool) {
-	rec := ProduceRecord{Partition: -1}
+func (p *fastParser) record() (service.ProduceRecord, bool) {
+	rec := service.ProduceRecord{Partition: -1}
 	if !p.expect('{') {
 		return rec, false
 	}

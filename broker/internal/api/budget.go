@@ -20,10 +20,6 @@ const retryAfterBusySeconds = "1"
 // its buffer fills (doubling from here, up to the request's own limit).
 const chunkedStep = 64 << 10
 
-// ErrBusy is a produce refused because the node's budget of request bytes in flight is
-// spent (503 with Retry-After; nothing was read or stored).
-var ErrBusy = errors.New("produce memory budget exhausted")
-
 // requestBudget is the node-wide budget of produce request bytes held in memory at once
 // (Kafka's queued.max.request.bytes). Bytes are reserved before the body is read and
 // released when the request ends, so the bytes held never exceed the budget; a reservation

@@ -6,46 +6,7 @@ import (
 	"net/http"
 
 	"narad.dev/broker/internal/meta"
-)
-
-// ChildStatus is one entry of GET /v1/topics/{parent}/children (spec §2.13).
-//
-// A remote child (spec/fanout.md §13) also carries id, kind, epoch, target, start,
-// recovery_point and last_error; its credentials never appear here.
-type ChildStatus struct {
-	Name          string        `json:"name"`
-	ID            string        `json:"id,omitempty"`   // remote: remote:<topic>@<host:port>
-	Link          string        `json:"link"`           // local | remote
-	Kind          string        `json:"kind,omitempty"` // remote
-	DelayMs       int64         `json:"delay_ms"`
-	AttachEpoch   string        `json:"attach_epoch"`
-	Epoch         string        `json:"epoch,omitempty"`  // remote: = attach_epoch
-	Target        string        `json:"target,omitempty"` // remote: the target topic
-	Start         string        `json:"start,omitempty"`  // remote: attach | consumer_frontier | oldest
-	State         string        `json:"state"`            // local: active | stalled | incomplete; remote: fanout.Remote* | incomplete
-	LagMessages   int64         `json:"lag_messages"`
-	LagComplete   bool          `json:"lag_complete"`
-	DueLagSeconds *float64      `json:"due_lag_seconds,omitempty"`
-	Cursors       []ChildCursor `json:"cursors"`
-	// RecoveryPoint is a remote link's lowest unadvanced offset per parent partition (key:
-	// partition index): where its cursors resume after any failure.
-	RecoveryPoint map[string]int64 `json:"recovery_point,omitempty"`
-	LastError     string           `json:"last_error,omitempty"`
-}
-
-// ChildCursor is one reporting parent partition of a child's listing.
-type ChildCursor struct {
-	ParentPartition int    `json:"parent_partition"`
-	OwnerNode       string `json:"owner_node"`
-	NextOffset      int64  `json:"next_offset"`
-	HighWatermark   int64  `json:"high_watermark"`
-}
-
-// Fan-out child states (spec §2.13).
-const (
-	ChildActive     = "active"
-	ChildStalled    = "stalled"
-	ChildIncomplete = "incomplete"
+	"narad.dev/broker/internal/service"
 )
 
 // FanoutBackend is the fan-out part of the service layer (spec §2.12–2.14).
@@ -56,7 +17,7 @@ type FanoutBackend interface {
 	// DetachChild dissolves the link; ErrNotFound when child is not attached to parent.
 	DetachChild(ctx context.Context, parent, child string) error
 	// Children lists parent's children in attach order with their cursor positions.
-	Children(ctx context.Context, parent meta.Topic) []ChildStatus
+	Children(ctx context.Context, parent meta.Topic) []service.ChildStatus
 }
 
 // fanout returns the Backend's fan-out half, or answers 503 when the Backend has none.
@@ -156,11 +117,11 @@ func (s *server) listChildren(w http.ResponseWriter, r *http.Request) {
 	}
 	children := fb.Children(r.Context(), t)
 	if children == nil {
-		children = []ChildStatus{}
+		children = []service.ChildStatus{}
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Parent   string        `json:"parent"`
-		Children []ChildStatus `json:"children"`
+		Parent   string                `json:"parent"`
+		Children []service.ChildStatus `json:"children"`
 	}{t.Name, children})
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // fanoutFake adds the fan-out calls to the fake backend and records them.
@@ -35,11 +36,11 @@ func (f *fanoutFake) DetachChild(_ context.Context, parent, child string) error 
 	return nil
 }
 
-func (f *fanoutFake) Children(_ context.Context, parent meta.Topic) []ChildStatus {
-	var out []ChildStatus
+func (f *fanoutFake) Children(_ context.Context, parent meta.Topic) []service.ChildStatus {
+	var out []service.ChildStatus
 	for _, c := range parent.Children {
 		ct := f.topics[c]
-		out = append(out, ChildStatus{Name: c, Link: "local", State: ChildIncomplete, Cursors: []ChildCursor{},
+		out = append(out, service.ChildStatus{Name: c, Link: "local", State: service.ChildIncomplete, Cursors: []service.ChildCursor{},
 			DelayMs: ct.FanoutDelayMs, LagMessages: f.lag[c], LagComplete: true})
 	}
 	return out
@@ -98,8 +99,8 @@ func TestChildrenListingAndDetach(t *testing.T) {
 	rec := env.do("GET", "/v1/topics/orders-p/children", "bob", nil) // authn is enough
 	expectStatus(t, rec, http.StatusOK)
 	var body struct {
-		Parent   string        `json:"parent"`
-		Children []ChildStatus `json:"children"`
+		Parent   string                `json:"parent"`
+		Children []service.ChildStatus `json:"children"`
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Parent != "orders-p" || len(body.Children) != 1 || body.Children[0].Name != "orders-c" {
 		t.Fatalf("listing = %s (%v)", rec.Body, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // consume is GET /v1/topics/{topic}/consume (spec §2.9, §6.1). Check order: consume grant
@@ -36,7 +37,7 @@ func (s *server) consume(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, invalidf("offset requires partition"))
 		return
 	}
-	req := ConsumeRequest{Partition: -1, Offset: cq.Offset, Wait: cq.Wait, Max: cq.Max}
+	req := service.ConsumeRequest{Partition: -1, Offset: cq.Offset, Wait: cq.Wait, Max: cq.Max}
 	if cq.PartitionGiven {
 		if cq.Partition < 0 || cq.Partition >= t.Partitions {
 			s.writeErr(w, r, op, invalidf("partition %d out of range [0, %d)", cq.Partition, t.Partitions))

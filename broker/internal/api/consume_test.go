@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // Spec §2.9: consume grant (403) → query syntax (400) → existence (404) → partition range /
@@ -80,14 +81,14 @@ func TestParseWaitRules(t *testing.T) {
 func TestConsumeModesReachBackend(t *testing.T) {
 	cases := []struct {
 		query string
-		want  ConsumeRequest
+		want  service.ConsumeRequest
 	}{
-		{"", ConsumeRequest{Partition: -1, Offset: -1, Wait: 0, Max: 1}},
-		{"?wait=2s", ConsumeRequest{Partition: -1, Offset: -1, Wait: 2 * time.Second, Max: 1}},
-		{"?wait=1h", ConsumeRequest{Partition: -1, Offset: -1, Wait: 3 * time.Second, Max: 1}},
-		{"?partition=2&wait=1s", ConsumeRequest{Partition: 2, Offset: -1, Wait: time.Second, Max: 1}},
-		{"?partition=1&offset=0&wait=5s&max_messages=7", ConsumeRequest{Partition: 1, Offset: 0, Wait: 0, Max: 7}},
-		{"?max_messages=1000", ConsumeRequest{Partition: -1, Offset: -1, Max: 1000}},
+		{"", service.ConsumeRequest{Partition: -1, Offset: -1, Wait: 0, Max: 1}},
+		{"?wait=2s", service.ConsumeRequest{Partition: -1, Offset: -1, Wait: 2 * time.Second, Max: 1}},
+		{"?wait=1h", service.ConsumeRequest{Partition: -1, Offset: -1, Wait: 3 * time.Second, Max: 1}},
+		{"?partition=2&wait=1s", service.ConsumeRequest{Partition: 2, Offset: -1, Wait: time.Second, Max: 1}},
+		{"?partition=1&offset=0&wait=5s&max_messages=7", service.ConsumeRequest{Partition: 1, Offset: 0, Wait: 0, Max: 7}},
+		{"?max_messages=1000", service.ConsumeRequest{Partition: -1, Offset: -1, Max: 1000}},
 	}
 	for _, c := range cases {
 		env := newEnv(t, func(o *Options) { o.MaxConsumeWait = 3 * time.Second })
@@ -113,7 +114,7 @@ func TestConsumeBackendErrorsMapToStatus(t *testing.T) {
 	for err, want := range map[error]int{ErrGone: 410, ErrOwnerDown: 503} {
 		env := newEnv(t)
 		env.be.addTopic(meta.Topic{Name: "orders"})
-		env.be.consumeFn = func(meta.Topic, ConsumeRequest) ([]Message, error) { return nil, err }
+		env.be.consumeFn = func(meta.Topic, service.ConsumeRequest) ([]service.Message, error) { return nil, err }
 		expectStatus(t, env.do("GET", "/v1/topics/orders/consume?partition=0&offset=0", "alice", nil), want)
 	}
 }
@@ -144,7 +145,7 @@ func TestPayloadEncodingRules(t *testing.T) {
 				t.Errorf("appendPayload(%q) = %q b64=%v, want %q b64=%v", c.stored, got, b64, c.payload, c.b64)
 			}
 			// The consumer rule recovers the stored bytes (or their JSON value for strings).
-			msg := appendMessage(nil, &Message{Topic: "t", Payload: c.stored})
+			msg := appendMessage(nil, &service.Message{Topic: "t", Payload: c.stored})
 			var m struct {
 				Payload         json.RawMessage `json:"payload"`
 				PayloadEncoding string          `json:"payload_encoding"`
@@ -165,13 +166,13 @@ func TestPayloadEncodingRules(t *testing.T) {
 }
 
 func TestMessageFieldsInDocumentedOrder(t *testing.T) {
-	m := Message{Topic: "orders", Partition: 2, Offset: 41, Key: []byte("k"), Payload: []byte{0xff},
+	m := service.Message{Topic: "orders", Partition: 2, Offset: 41, Key: []byte("k"), Payload: []byte{0xff},
 		CommittedAtMs: 1700000000999, ReceiptHandle: "2:41:7"}
 	want := `{"topic":"orders","partition":2,"offset":41,"key":"k","payload":"/w==","payload_encoding":"base64","timestamp":1700000000,"receipt_handle":"2:41:7"}`
 	if got := string(appendMessage(nil, &m)); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
-	replay := Message{Topic: "orders", Offset: 1, Payload: []byte("{}"), CommittedAtMs: 5000}
+	replay := service.Message{Topic: "orders", Offset: 1, Payload: []byte("{}"), CommittedAtMs: 5000}
 	want = `{"topic":"orders","partition":0,"offset":1,"payload":{},"timestamp":5}`
 	if got := string(appendMessage(nil, &replay)); got != want {
 		t.Errorf("keyless replay: got %s, want %s", got, want)
@@ -180,7 +181,7 @@ func TestMessageFieldsInDocumentedOrder(t *testing.T) {
 
 // Spec §6.1: max_messages absent or 1 → one Message object; ≥ 2 → {"messages":[...]}.
 func TestConsumeResponseShapeFollowsMaxMessages(t *testing.T) {
-	msgs := []Message{
+	msgs := []service.Message{
 		{Topic: "orders", Partition: 0, Offset: 1, Payload: []byte(`{"a":1}`), ReceiptHandle: "0:1:1"},
 		{Topic: "orders", Partition: 1, Offset: 9, Payload: []byte(`x`), ReceiptHandle: "1:9:2"},
 	}
@@ -195,7 +196,7 @@ func TestConsumeResponseShapeFollowsMaxMessages(t *testing.T) {
 	for _, c := range cases {
 		env := newEnv(t)
 		env.be.addTopic(meta.Topic{Name: "orders"})
-		env.be.consumeFn = func(_ meta.Topic, req ConsumeRequest) ([]Message, error) {
+		env.be.consumeFn = func(_ meta.Topic, req service.ConsumeRequest) ([]service.Message, error) {
 			return msgs[:min(req.Max, len(msgs))], nil
 		}
 		rec := env.do("GET", "/v1/topics/orders/consume"+c.query, "alice", nil)

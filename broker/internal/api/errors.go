@@ -1,29 +1,28 @@
 package api
 
-import (
-	"errors"
+import "narad.dev/broker/internal/errcode"
 
-	"narad.dev/broker/internal/meta"
-)
-
-// Sentinel errors a Backend returns (wrapped with %w). statusOf maps them to HTTP statuses;
-// it is the only place that does.
+// The sentinels a Backend returns (wrapped with %w), under the names the handlers of this
+// package use. They are errcode's own values, not copies: errcode.HTTPStatus (statusOf) maps
+// them, and the sentinels of auth, schema and consume, which are errcode kinds, with them.
 var (
-	ErrNotFound        = meta.ErrNotFound                                      // 404
-	ErrExists          = meta.ErrExists                                        // 409
-	ErrConflict        = meta.ErrConflict                                      // 409
-	ErrInvalid         = meta.ErrInvalid                                       // 400
-	ErrNoLeader        = meta.ErrNoLeader                                      // 503
-	ErrSchema          = errors.New("schema violation")                        // 400
-	ErrDelayedChild    = errors.New("topic is a delay child")                  // 409
-	ErrDraining        = errors.New("node is draining")                        // 503
-	ErrUnavailable     = errors.New("unavailable")                             // 503
-	ErrOwnerDown       = errors.New("partition owner is down")                 // 503
-	ErrStale           = errors.New("no live reservation")                     // 410
-	ErrAckedAheadFull  = errors.New("acked-ahead window full")                 // 503
-	ErrGone            = errors.New("offset aged out or unreadable")           // 410
-	ErrUnauthenticated = errors.New("authentication required")                 // 401
-	ErrThrottled       = errors.New("too many failed authentication attempts") // 429
-	ErrForbidden       = errors.New("forbidden")                               // 403
-	ErrTooLarge        = errors.New("request body too large")                  // 413
+	ErrNotFound        = errcode.ErrNotFound        // 404
+	ErrExists          = errcode.ErrExists          // 409
+	ErrConflict        = errcode.ErrConflict        // 409
+	ErrInvalid         = errcode.ErrInvalid         // 400
+	ErrNoLeader        = errcode.ErrNoLeader        // 503
+	ErrSchema          = errcode.ErrSchema          // 400
+	ErrDelayedChild    = errcode.ErrDelayedChild    // 409
+	ErrDraining        = errcode.ErrDraining        // 503
+	ErrUnavailable     = errcode.ErrUnavailable     // 503
+	ErrOwnerDown       = errcode.ErrOwnerDown       // 503
+	ErrStale           = errcode.ErrStale           // 410
+	ErrAckedAheadFull  = errcode.ErrAckedAheadFull  // 503
+	ErrGone            = errcode.ErrGone            // 410
+	ErrUnauthenticated = errcode.ErrUnauthenticated // 401
+	ErrThrottled       = errcode.ErrThrottled       // 429
+	ErrForbidden       = errcode.ErrForbidden       // 403
+	ErrTooLarge        = errcode.ErrTooLarge        // 413
+	ErrBusy            = errcode.ErrBusy            // 503 with Retry-After
+	ErrTargetCheck     = errcode.ErrTargetCheck     // 422 with a reason
 )

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // fakeBackend is an in-memory Backend. Hooks, when set, replace the default behaviour;
@@ -19,11 +20,11 @@ type fakeBackend struct {
 	schemas  map[string]json.RawMessage
 	users    map[string]meta.User
 	calls    []string
-	produced [][]ProduceRecord
-	created  []CreateTopicRequest
-	altered  []AlterTopicRequest
-	consumed []ConsumeRequest
-	acked    [][]AckEntry
+	produced [][]service.ProduceRecord
+	created  []service.CreateTopicRequest
+	altered  []service.AlterTopicRequest
+	consumed []service.ConsumeRequest
+	acked    [][]service.AckEntry
 	ready    error
 	shutting bool
 
@@ -32,8 +33,8 @@ type fakeBackend struct {
 	produceErr  error
 	produceGate func() // when set, Produce calls it first (outside the lock): a test holds a request in flight
 	validate    func(t meta.Topic, payload []byte) error
-	consumeFn   func(t meta.Topic, req ConsumeRequest) ([]Message, error)
-	ackFn       func(entries []AckEntry) []error
+	consumeFn   func(t meta.Topic, req service.ConsumeRequest) ([]service.Message, error)
+	ackFn       func(entries []service.AckEntry) []error
 	panicOnRead bool
 }
 
@@ -74,7 +75,7 @@ func (f *fakeBackend) addTopic(t meta.Topic) {
 	f.mu.Unlock()
 }
 
-func (f *fakeBackend) CreateTopic(_ context.Context, req CreateTopicRequest) (meta.Topic, error) {
+func (f *fakeBackend) CreateTopic(_ context.Context, req service.CreateTopicRequest) (meta.Topic, error) {
 	f.record("CreateTopic")
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -131,19 +132,19 @@ func (f *fakeBackend) Topic(name string) (meta.Topic, bool) {
 	return t, ok
 }
 
-func (f *fakeBackend) PartitionStats(_ context.Context, t meta.Topic, partition int) []PartitionStats {
+func (f *fakeBackend) PartitionStats(_ context.Context, t meta.Topic, partition int) []service.PartitionStats {
 	f.record("PartitionStats")
-	var out []PartitionStats
+	var out []service.PartitionStats
 	for p := t.Partitions - 1; p >= 0; p-- { // reverse, so the handler's sort is exercised
 		if partition >= 0 && p != partition {
 			continue
 		}
-		out = append(out, PartitionStats{Index: p, OwnerNode: "n1", Available: true})
+		out = append(out, service.PartitionStats{Index: p, OwnerNode: "n1", Available: true})
 	}
 	return out
 }
 
-func (f *fakeBackend) AlterTopic(_ context.Context, name string, req AlterTopicRequest) (meta.Topic, error) {
+func (f *fakeBackend) AlterTopic(_ context.Context, name string, req service.AlterTopicRequest) (meta.Topic, error) {
 	f.record("AlterTopic")
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -185,7 +186,7 @@ func (f *fakeBackend) Schema(topic string) (json.RawMessage, bool) {
 	return d, ok
 }
 
-func (f *fakeBackend) Produce(_ context.Context, _ meta.Topic, recs []ProduceRecord) error {
+func (f *fakeBackend) Produce(_ context.Context, _ meta.Topic, recs []service.ProduceRecord) error {
 	f.record("Produce")
 	if f.produceGate != nil {
 		f.produceGate()
@@ -199,7 +200,7 @@ func (f *fakeBackend) Produce(_ context.Context, _ meta.Topic, recs []ProduceRec
 	return nil
 }
 
-func (f *fakeBackend) Consume(_ context.Context, t meta.Topic, req ConsumeRequest) ([]Message, error) {
+func (f *fakeBackend) Consume(_ context.Context, t meta.Topic, req service.ConsumeRequest) ([]service.Message, error) {
 	f.record("Consume")
 	f.mu.Lock()
 	f.consumed = append(f.consumed, req)
@@ -211,7 +212,7 @@ func (f *fakeBackend) Consume(_ context.Context, t meta.Topic, req ConsumeReques
 	return nil, nil
 }
 
-func (f *fakeBackend) Ack(_ context.Context, _ meta.Topic, entries []AckEntry) []error {
+func (f *fakeBackend) Ack(_ context.Context, _ meta.Topic, entries []service.AckEntry) []error {
 	f.record("Ack")
 	f.mu.Lock()
 	f.acked = append(f.acked, entries)

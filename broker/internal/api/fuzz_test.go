@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"narad.dev/broker/internal/service"
 )
 
 // FuzzParseConsumeQuery: any query string either yields a 400 or a result within bounds.
@@ -103,7 +105,7 @@ func FuzzAckBatchBody(f *testing.F) {
 				continue
 			}
 			e := p.Entry
-			if e.Partition < 0 || e.Offset < 0 || e.Nonce == 0 || e.Op < OpAck || e.Op > OpNack {
+			if e.Partition < 0 || e.Offset < 0 || e.Nonce == 0 || e.Op < service.OpAck || e.Op > service.OpNack {
 				t.Fatalf("entry %d malformed: %+v", i, e)
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"narad.dev/broker/internal/service"
 )
 
 // appendPayload appends the "payload" value for stored bytes p per spec §2.10 and reports
@@ -157,7 +159,7 @@ func appendJSONString(dst []byte, s string) []byte {
 // appendMessage appends the Message object of spec §2.9 with its fields in the documented
 // order: topic, partition, offset, key (omitted when empty), payload, payload_encoding
 // (only "base64"), timestamp (Unix seconds), receipt_handle (omitted on replay).
-func appendMessage(dst []byte, m *Message) []byte {
+func appendMessage(dst []byte, m *service.Message) []byte {
 	dst = append(dst, `{"topic":`...)
 	dst = appendJSONString(dst, m.Topic)
 	dst = append(dst, `,"partition":`...)
@@ -184,7 +186,7 @@ func appendMessage(dst []byte, m *Message) []byte {
 
 // encodeMessages encodes a consume answer: one Message object, or {"messages":[...]} when
 // multi, followed by "\n".
-func encodeMessages(msgs []Message, multi bool) []byte {
+func encodeMessages(msgs []service.Message, multi bool) []byte {
 	size := 16
 	for i := range msgs {
 		// Worst case of the base64 form (4/3) plus the fixed fields; JSON text needs less.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"narad.dev/broker/internal/service"
 )
 
 // refAppendPayload is appendPayload without its fast paths (§2.10 as written).
@@ -69,9 +71,9 @@ func TestPlainPrefixLenEveryByteEveryPosition(t *testing.T) {
 func BenchmarkEncodeMessagesBatch(b *testing.B) {
 	body := bytes.Repeat([]byte("abcdefghijklmnopqrstuvwxyz0123456789"), 30)[:1024]
 	copy(body, "nb0123456789-")
-	msgs := make([]Message, 100)
+	msgs := make([]service.Message, 100)
 	for i := range msgs {
-		msgs[i] = Message{Topic: "bench-batch", Partition: 1, Offset: int64(1000 + i), Payload: body,
+		msgs[i] = service.Message{Topic: "bench-batch", Partition: 1, Offset: int64(1000 + i), Payload: body,
 			CommittedAtMs: 1700000000000, ReceiptHandle: "1:1000:1234567"}
 	}
 	b.SetBytes(int64(len(body) * len(msgs)))

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // produce is POST /v1/topics/{topic}/produce (spec §2.7). Check order: produce grant (403)
@@ -46,8 +47,8 @@ func (s *server) produce(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, invalidf("partition %d out of range [0, %d)", pq.Partition, t.Partitions))
 		return
 	}
-	rec := ProduceRecord{Key: pq.Key, Partition: pq.Partition, Payload: body}
-	if err := s.be.Produce(r.Context(), t, []ProduceRecord{rec}); err != nil {
+	rec := service.ProduceRecord{Key: pq.Key, Partition: pq.Partition, Payload: body}
+	if err := s.be.Produce(r.Context(), t, []service.ProduceRecord{rec}); err != nil {
 		s.produceFailed(w, r, op, name, err)
 		return
 	}

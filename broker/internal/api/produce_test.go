@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // schemaRejectsNonObjects is a ValidatePayload stand-in: payloads not starting with '{'
@@ -73,7 +74,7 @@ func TestProducePassesKeyPartitionAndBytesVerbatim(t *testing.T) {
 	expectStatus(t, env.do("POST", "/v1/topics/orders/produce?key=k%201", "alice", body), 202)
 	expectStatus(t, env.do("POST", "/v1/topics/orders/produce?key=k&partition=2", "alice", body), 202)
 	expectStatus(t, env.do("POST", "/v1/topics/orders/produce?key=", "alice", body), 202)
-	want := []ProduceRecord{
+	want := []service.ProduceRecord{
 		{Key: "k 1", Partition: -1, Payload: body},
 		{Key: "k", Partition: 2, Payload: body},
 		{Key: "", Partition: -1, Payload: body},
@@ -123,7 +124,7 @@ func TestBatchProduceBytesRule(t *testing.T) {
 	if got := strings.TrimSpace(rec.Body.String()); got != `{"accepted":8}` {
 		t.Errorf("body %s", got)
 	}
-	want := []ProduceRecord{
+	want := []service.ProduceRecord{
 		{Key: "customer-42", Partition: -1, Payload: []byte(`{"order_id": "ord_1",  "n":[1, 2]}`)},
 		{Partition: -1, Payload: []byte("plain text")},
 		{Partition: -1, Payload: []byte(`"hi"`)},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/consume"
+	"narad.dev/broker/internal/service"
 )
 
 // Query limits (spec/api.md §1.7, §2.3, §6.1).
@@ -187,21 +188,21 @@ func parseDescribeQuery(q url.Values) (partition int, given bool, err error) {
 
 // parseExtend maps an extend value to an operation (spec §2.11): "" or "false" → ack,
 // "true" or "1" → extend, "0" → nack, anything else → 400.
-func parseExtend(s string) (AckOp, error) {
+func parseExtend(s string) (service.AckOp, error) {
 	switch s {
 	case "", "false":
-		return OpAck, nil
+		return service.OpAck, nil
 	case "true", "1":
-		return OpExtend, nil
+		return service.OpExtend, nil
 	case "0":
-		return OpNack, nil
+		return service.OpNack, nil
 	}
 	return 0, invalidf("extend must be absent, \"false\", \"true\", \"1\" or \"0\", not %q", s)
 }
 
 // parseAckQuery applies spec §2.11: receipt_handle required and well-formed, extend valid;
 // for both, a repeated parameter's first value wins.
-func parseAckQuery(q url.Values) (consume.Handle, AckOp, error) {
+func parseAckQuery(q url.Values) (consume.Handle, service.AckOp, error) {
 	hs := q.Get("receipt_handle")
 	if hs == "" {
 		return consume.Handle{}, 0, invalidf("query parameter \"receipt_handle\" is required")

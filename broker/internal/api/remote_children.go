@@ -9,65 +9,15 @@ import (
 	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
-
-// ErrTargetCheck is a remote attach whose target check failed (422, with a reason).
-var ErrTargetCheck = errors.New("remote target check failed")
-
-// targetReasons is the fixed set of reasons a failed remote target check answers, each with
-// its fixed message: nothing of the target's answer (body, headers, certificate names) is
-// ever echoed, so the check cannot be used to read an internal service.
-var targetReasons = map[string]string{
-	"target_unreachable":    "no target url answered",
-	"tls_error":             "the TLS handshake with the target failed",
-	"unauthorized":          "the target refused the credentials or the produce grant",
-	"target_topic_missing":  "the target topic does not exist",
-	"target_is_delay_child": "the target topic is a delay child",
-	"redirect_refused":      "the target answered with a redirect; redirects are not followed",
-	"bad_answer":            "the target did not answer as a Narad topic description",
-	"not_allowed_host":      "a target host is not in --remote-allowed-hosts",
-}
-
-// TargetError is a failed attach-time check of a remote target. Reason is one of
-// targetReasons; the message is that reason's fixed text.
-type TargetError struct {
-	Reason string
-}
-
-// NewTargetError returns the TargetError of reason; a reason outside the fixed set becomes
-// bad_answer.
-func NewTargetError(reason string) *TargetError {
-	if _, ok := targetReasons[reason]; !ok {
-		reason = "bad_answer"
-	}
-	return &TargetError{Reason: reason}
-}
-
-func (e *TargetError) Error() string {
-	return "remote target check failed: " + e.Reason + ": " + targetReasons[e.Reason]
-}
-func (e *TargetError) Unwrap() error { return ErrTargetCheck }
-
-// ErrorFields adds "reason" to the error body.
-func (e *TargetError) ErrorFields() map[string]any { return map[string]any{"reason": e.Reason} }
-
-// RemoteAttach is a validated remote attach request.
-type RemoteAttach struct {
-	Parent   string
-	URLs     []string // scheme://host:port each, tried in order
-	Topic    string
-	User     string
-	Password string
-	DelayMs  int64
-	Start    string // meta.Start*; "" = attach
-}
 
 // RemoteBackend is the remote-children half of the service layer (spec/fanout.md §13).
 type RemoteBackend interface {
 	// AttachRemote checks the target (TargetError), reads the start point (ErrUnavailable) and
 	// proposes the link (ErrConflict over the children limit or for a duplicate id). It returns
 	// the parent after the attach and the new link's listing entry.
-	AttachRemote(ctx context.Context, req RemoteAttach) (meta.Topic, ChildStatus, error)
+	AttachRemote(ctx context.Context, req service.RemoteAttach) (meta.Topic, service.ChildStatus, error)
 	// DetachRemote deletes parent's remote link id; ErrNotFound when there is none.
 	DetachRemote(ctx context.Context, parent, id string) error
 	// ResolveRemote maps a listing name or id of parent's remote link to its id.
@@ -82,23 +32,23 @@ type remoteBody struct {
 }
 
 // validRemote checks a remote attach body (400 on any bad field).
-func validRemote(parent string, b *remoteBody, delay int64, start string) (RemoteAttach, error) {
+func validRemote(parent string, b *remoteBody, delay int64, start string) (service.RemoteAttach, error) {
 	urls, err := meta.ParseRemoteURLs(b.URL)
 	switch {
 	case err != nil:
-		return RemoteAttach{}, invalidf("remote.url: %v", err)
+		return service.RemoteAttach{}, invalidf("remote.url: %v", err)
 	case b.Topic == "" || !validTopicName(b.Topic):
-		return RemoteAttach{}, invalidf("remote.topic: invalid topic name %q", b.Topic)
+		return service.RemoteAttach{}, invalidf("remote.topic: invalid topic name %q", b.Topic)
 	case b.User != "" && !meta.ValidUsername(b.User):
-		return RemoteAttach{}, invalidf("remote.user: invalid username")
+		return service.RemoteAttach{}, invalidf("remote.user: invalid username")
 	case len(b.Password) > 72 || (b.User != "" && b.Password == ""):
-		return RemoteAttach{}, invalidf("remote.password: 1 … 72 bytes with a user")
+		return service.RemoteAttach{}, invalidf("remote.password: 1 … 72 bytes with a user")
 	case delay < 0 || delay > meta.MaxDelayMs:
-		return RemoteAttach{}, invalidf("delay_ms must be 0 … %d", meta.MaxDelayMs)
+		return service.RemoteAttach{}, invalidf("delay_ms must be 0 … %d", meta.MaxDelayMs)
 	case !meta.ValidStart(start):
-		return RemoteAttach{}, invalidf("start must be attach, consumer_frontier or oldest")
+		return service.RemoteAttach{}, invalidf("start must be attach, consumer_frontier or oldest")
 	}
-	return RemoteAttach{Parent: parent, URLs: urls, Topic: b.Topic, User: b.User, Password: b.Password,
+	return service.RemoteAttach{Parent: parent, URLs: urls, Topic: b.Topic, User: b.User, Password: b.Password,
 		DelayMs: delay, Start: start}, nil
 }
 

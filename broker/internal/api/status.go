@@ -1,58 +1,21 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 
-	"narad.dev/broker/internal/auth"
-	"narad.dev/broker/internal/consume"
-	"narad.dev/broker/internal/meta"
-	"narad.dev/broker/internal/schema"
+	"narad.dev/broker/internal/errcode"
 )
 
 // errAuthUnavailable is returned when security is on but no Authenticator is configured.
 var errAuthUnavailable = errors.New("authentication unavailable")
 
-// statusOf maps an error to its HTTP status. It is the only place that does (STYLE: map
-// errors to HTTP status in one place); anything it does not know is a 500.
-func statusOf(err error) int {
-	switch {
-	case err == nil:
-		return http.StatusOK
-	case errors.Is(err, ErrTooLarge):
-		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, ErrInvalid), errors.Is(err, ErrSchema),
-		errors.Is(err, consume.ErrBadHandle), errors.Is(err, auth.ErrInvalid),
-		errors.Is(err, schema.ErrInvalidSchema), errors.Is(err, schema.ErrViolation),
-		errors.Is(err, schema.ErrIncompatible):
-		return http.StatusBadRequest
-	case errors.Is(err, ErrUnauthenticated), errors.Is(err, auth.ErrUnauthenticated):
-		return http.StatusUnauthorized
-	case errors.Is(err, ErrForbidden), errors.Is(err, auth.ErrForbidden):
-		return http.StatusForbidden
-	case errors.Is(err, ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, ErrExists), errors.Is(err, ErrConflict), errors.Is(err, ErrDelayedChild):
-		return http.StatusConflict
-	case errors.Is(err, ErrTargetCheck):
-		return http.StatusUnprocessableEntity
-	case errors.Is(err, ErrStale), errors.Is(err, ErrGone):
-		return http.StatusGone
-	case errors.Is(err, ErrThrottled), errors.Is(err, auth.ErrThrottled):
-		return http.StatusTooManyRequests
-	case errors.Is(err, ErrNoLeader), errors.Is(err, meta.ErrTimeout), errors.Is(err, meta.ErrClosed),
-		errors.Is(err, ErrDraining), errors.Is(err, ErrUnavailable), errors.Is(err, ErrOwnerDown),
-		errors.Is(err, ErrAckedAheadFull), errors.Is(err, ErrBusy),
-		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		// Retryable; for a proposal the outcome is unknown (spec §1.6).
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
+// statusOf maps an error to its HTTP status: errcode's table (errcode.HTTPStatus) is the only
+// place that does; anything it does not know is a 500.
+func statusOf(err error) int { return errcode.HTTPStatus(err) }
 
 // reqError is a client error found by the HTTP layer itself: its message is the whole
 // text shown to the client, and it unwraps to the sentinel that fixes its status.

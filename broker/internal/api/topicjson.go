@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // TopicObject is the Topic object of spec/api.md §2.1 as it goes on the wire (create, list,
@@ -57,8 +58,8 @@ func TopicObjectOf(t meta.Topic) TopicObject {
 // spec/api.md §6).
 type describeObject struct {
 	TopicObject
-	Incarnation    string           `json:"incarnation"`
-	PartitionStats []PartitionStats `json:"partition_stats"`
+	Incarnation    string                   `json:"incarnation"`
+	PartitionStats []service.PartitionStats `json:"partition_stats"`
 }
 
 // topicList is the answer of GET /v1/topics; Topics is never null.

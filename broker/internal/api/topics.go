@@ -9,6 +9,7 @@ import (
 
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/schema"
+	"narad.dev/broker/internal/service"
 )
 
 // createTopic is POST /v1/topics (spec §2.2). Check order: body size/JSON (413/400) →
@@ -93,7 +94,7 @@ func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	stats := s.be.PartitionStats(r.Context(), t, p)
 	if stats == nil {
-		stats = []PartitionStats{}
+		stats = []service.PartitionStats{}
 	}
 	sort.Slice(stats, func(i, j int) bool { return stats[i].Index < stats[j].Index })
 	writeJSON(w, http.StatusOK, describeObject{TopicObject: TopicObjectOf(t), Incarnation: t.Incarnation, PartitionStats: stats})

@@ -6,6 +6,7 @@ import (
 
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/schema"
+	"narad.dev/broker/internal/service"
 )
 
 // validTopicName applies the name rule of spec §1.7: ^[A-Za-z0-9._-]{1,255}$, not "." or "..".
@@ -73,47 +74,47 @@ func checkSchemaDoc(doc json.RawMessage) error {
 
 // validateCreate is the field-validation step of spec §2.2 (every failure is a 400). It
 // does not look at any stored state; owner is filled in by the caller.
-func validateCreate(b *createTopicBody, maxPartitions int) (CreateTopicRequest, error) {
+func validateCreate(b *createTopicBody, maxPartitions int) (service.CreateTopicRequest, error) {
 	if b.Name == "" {
-		return CreateTopicRequest{}, invalidf("name is required")
+		return service.CreateTopicRequest{}, invalidf("name is required")
 	}
 	if !validTopicName(b.Name) {
-		return CreateTopicRequest{}, invalidf("invalid topic name %q: want 1…255 of [A-Za-z0-9._-], not \".\" or \"..\"", b.Name)
+		return service.CreateTopicRequest{}, invalidf("invalid topic name %q: want 1…255 of [A-Za-z0-9._-], not \".\" or \"..\"", b.Name)
 	}
 	if b.Partitions != 0 && (b.Partitions < meta.MinPartitions || b.Partitions > maxPartitions) {
-		return CreateTopicRequest{}, invalidf("partitions must be %d…%d (0 = default)", meta.MinPartitions, maxPartitions)
+		return service.CreateTopicRequest{}, invalidf("partitions must be %d…%d (0 = default)", meta.MinPartitions, maxPartitions)
 	}
 	if b.RetentionMs != nil {
 		if err := checkRetention(*b.RetentionMs); err != nil {
-			return CreateTopicRequest{}, err
+			return service.CreateTopicRequest{}, err
 		}
 	}
 	for i, v := range []int64{b.VisibilityTimeoutMs, b.MaxInFlightPerPartition, b.MaxAckedAheadPerPartition} {
 		if err := checkLimit(limitFields[i].name, v, limitFields[i].max); err != nil {
-			return CreateTopicRequest{}, err
+			return service.CreateTopicRequest{}, err
 		}
 	}
 	var doc json.RawMessage
 	if !isAbsentJSON(b.Schema) {
 		if err := checkSchemaDoc(b.Schema); err != nil {
-			return CreateTopicRequest{}, err
+			return service.CreateTopicRequest{}, err
 		}
 		doc = b.Schema
 	}
 	if b.Parent != "" {
 		if !validTopicName(b.Parent) {
-			return CreateTopicRequest{}, invalidf("invalid parent topic name %q", b.Parent)
+			return service.CreateTopicRequest{}, invalidf("invalid parent topic name %q", b.Parent)
 		}
 		if b.Parent == b.Name {
-			return CreateTopicRequest{}, invalidf("a topic cannot be its own parent")
+			return service.CreateTopicRequest{}, invalidf("a topic cannot be its own parent")
 		}
 	} else if b.FanoutDelayMs != 0 {
-		return CreateTopicRequest{}, invalidf("fanout_delay_ms requires parent")
+		return service.CreateTopicRequest{}, invalidf("fanout_delay_ms requires parent")
 	}
 	if b.FanoutDelayMs < 0 || b.FanoutDelayMs > meta.MaxDelayMs {
-		return CreateTopicRequest{}, invalidf("fanout_delay_ms must be 0…%d", meta.MaxDelayMs)
+		return service.CreateTopicRequest{}, invalidf("fanout_delay_ms must be 0…%d", meta.MaxDelayMs)
 	}
-	return CreateTopicRequest{
+	return service.CreateTopicRequest{
 		Name:                      b.Name,
 		Partitions:                b.Partitions,
 		RetentionMs:               b.RetentionMs,
@@ -129,8 +130,8 @@ func validateCreate(b *createTopicBody, maxPartitions int) (CreateTopicRequest, 
 // validateAlter is the first step of spec §2.5 (JSON syntax and field validation, all
 // 400): at least one field supplied, each within its stateless bounds. The comparison with
 // the current partition count and schema happens after the 404.
-func validateAlter(b *alterTopicBody, maxPartitions int) (AlterTopicRequest, error) {
-	var req AlterTopicRequest
+func validateAlter(b *alterTopicBody, maxPartitions int) (service.AlterTopicRequest, error) {
+	var req service.AlterTopicRequest
 	supplied := 0
 	if b.Partitions != nil && *b.Partitions != 0 { // 0 = not supplied
 		if *b.Partitions < 0 || *b.Partitions > maxPartitions {

@@ -10,22 +10,22 @@ package auth
 import (
 	"errors"
 
-	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/errcode"
 )
 
 // Sentinel errors. Every error this package returns wraps exactly one of them.
 var (
 	// ErrUnauthenticated: no or malformed credentials, unknown user, wrong password (401). Unknown
 	// user and wrong password are deliberately the same error.
-	ErrUnauthenticated = errors.New("authentication required")
+	ErrUnauthenticated = errcode.ErrUnauthenticated
 	// ErrThrottled: the failed-login bucket of the client address, or of the client address and
 	// username, is empty (429).
-	ErrThrottled = errors.New("too many failed authentication attempts")
+	ErrThrottled = errcode.ErrThrottled
 	// ErrUnavailable: the credential store cannot be used, e.g. a stored hash is corrupt (500).
 	ErrUnavailable = errors.New("authentication unavailable")
 	// ErrForbidden: authenticated but not allowed (403).
-	ErrForbidden = errors.New("forbidden")
+	ErrForbidden = errcode.ErrForbidden
 	// ErrInvalid: a username, password, pattern or grant breaks the input rules (400). It is
-	// meta.ErrInvalid, so one mapping covers both packages.
-	ErrInvalid = meta.ErrInvalid
+	// errcode.ErrInvalid (as meta.ErrInvalid is), so one mapping covers every package.
+	ErrInvalid = errcode.ErrInvalid
 )

@@ -4,13 +4,14 @@
 package consume
 
 import (
-	"errors"
 	"strconv"
 	"strings"
+
+	"narad.dev/broker/internal/errcode"
 )
 
 // ErrBadHandle is returned for a receipt handle that is not partition:offset:nonce.
-var ErrBadHandle = errors.New("malformed receipt handle")
+var ErrBadHandle = errcode.Sub("malformed receipt handle", errcode.ErrInvalid)
 
 // Handle identifies one reservation: partition:offset:nonce, three base-10 integers, nonce > 0
 // (spec/api.md §2.11). Nonces increase per shard, so a re-reservation never reuses a handle.

@@ -2,11 +2,11 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
 
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/placement"
 )
@@ -15,10 +15,10 @@ import (
 var (
 	// ErrRefused: the decommission could never complete; the Verdict carries the reasons
 	// (409). Nothing changed.
-	ErrRefused = errors.New("decommission refused")
+	ErrRefused = errcode.Sub("decommission refused", errcode.ErrRefused)
 	// ErrRemoved: the member is already out of the Raft configuration, so its decommission
 	// cannot be cancelled (409).
-	ErrRemoved = errors.New("member already removed from the raft configuration")
+	ErrRemoved = errcode.Sub("member already removed from the raft configuration", errcode.ErrRefused)
 )
 
 // clearDrainingTargets is C6's first step (spec/moves.md §12.2): clear (AbortMove CAS) every

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/clock"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
 
@@ -31,15 +31,15 @@ const (
 type Peers interface {
 	// Consume runs op 2 on the owner: a replay (offset ≥ 0), a pinned long-poll, or with
 	// localOnly a non-blocking queue probe of the owner's partitions.
-	Consume(ctx context.Context, addr, topic string, req api.ConsumeRequest, localOnly bool) ([]api.Message, error)
+	Consume(ctx context.Context, addr, topic string, req service.ConsumeRequest, localOnly bool) ([]service.Message, error)
 	// Ack runs op 31 on the owner; one result per entry, in order.
-	Ack(ctx context.Context, addr, topic string, entries []api.AckEntry) ([]error, error)
+	Ack(ctx context.Context, addr, topic string, entries []service.AckEntry) ([]error, error)
 	// PartitionStats runs op 8 (peek) on the owner.
-	PartitionStats(ctx context.Context, addr, topic string, partition int) (api.PartitionStats, error)
+	PartitionStats(ctx context.Context, addr, topic string, partition int) (service.PartitionStats, error)
 	// CreateTopic, AlterTopic and DeleteTopic run ops 4–6 on the leader; the returned index is
 	// the Raft index of the applied entry.
-	CreateTopic(ctx context.Context, addr string, req api.CreateTopicRequest) (meta.Topic, uint64, error)
-	AlterTopic(ctx context.Context, addr, name string, req api.AlterTopicRequest) (meta.Topic, uint64, error)
+	CreateTopic(ctx context.Context, addr string, req service.CreateTopicRequest) (meta.Topic, uint64, error)
+	AlterTopic(ctx context.Context, addr, name string, req service.AlterTopicRequest) (meta.Topic, uint64, error)
 	DeleteTopic(ctx context.Context, addr, name string) (uint64, error)
 	// TopicKnown asks the node at addr whether its replica has the topic (op 20, a plain
 	// local read there, no barrier).

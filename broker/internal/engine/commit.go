@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/faults"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
@@ -21,37 +21,37 @@ import (
 // Invariant: commit times never decrease along a partition within this process.
 func (e *Engine) CommitLocal(ctx context.Context, topic, incarnation string, p int, recs []wal.Record) (int64, error) {
 	if len(recs) == 0 {
-		return 0, fmt.Errorf("empty batch: %w", api.ErrInvalid)
+		return 0, fmt.Errorf("empty batch: %w", errcode.ErrInvalid)
 	}
 	t, ok := e.view.Topic(topic)
 	if !ok || (incarnation != "" && t.Incarnation != incarnation) {
-		return 0, fmt.Errorf("%s: %w", topic, ErrTopicGone)
+		return 0, fmt.Errorf("%s: %w", topic, errcode.ErrTopicGone)
 	}
 	if p < 0 || p >= t.Partitions {
-		return 0, fmt.Errorf("partition %d of %s: %w", p, topic, api.ErrInvalid)
+		return 0, fmt.Errorf("partition %d of %s: %w", p, topic, errcode.ErrInvalid)
 	}
 	if !e.owns(topic, p) {
-		return 0, fmt.Errorf("%s/%d: %w", topic, p, ErrNotOwner)
+		return 0, fmt.Errorf("%s/%d: %w", topic, p, errcode.ErrNotOwner)
 	}
 	pt, err := e.parts.get(t, p)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+		return 0, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
 	if pt.frozen() { // fast gate (spec/moves.md §3.2): a handoff freeze refuses commits
 		return 0, frozenErr(topic, p)
 	}
 	if err := faults.Check(FaultCommitAfterGate); err != nil {
-		return 0, fmt.Errorf("commit %s/%d: %w: %v", topic, p, api.ErrUnavailable, err)
+		return 0, fmt.Errorf("commit %s/%d: %w: %v", topic, p, errcode.ErrUnavailable, err)
 	}
 	t0 := e.now().UnixMilli() // seed: stamped before the produce lock
 
 	pt.commitMu.Lock()
 	defer pt.commitMu.Unlock()
 	if !e.owns(topic, p) { // seed: gate re-checked under the lock, nothing appended on a hit
-		return 0, fmt.Errorf("%s/%d: %w", topic, p, ErrNotOwner)
+		return 0, fmt.Errorf("%s/%d: %w", topic, p, errcode.ErrNotOwner)
 	}
 	if e.parts.peek(topic, p) != pt {
-		return 0, fmt.Errorf("%s/%d closed during commit: %w", topic, p, api.ErrUnavailable)
+		return 0, fmt.Errorf("%s/%d closed during commit: %w", topic, p, errcode.ErrUnavailable)
 	}
 	if pt.frozen() { // seed: a freeze armed since the fast gate refuses with nothing appended
 		return 0, frozenErr(topic, p)
@@ -72,7 +72,7 @@ func (e *Engine) CommitLocal(ctx context.Context, topic, incarnation string, p i
 			// The log needs a reopen so recovery decides the tail; the next Get does it.
 			go e.parts.closePartition(pt)
 		}
-		return 0, fmt.Errorf("commit %s/%d: %w: %v", topic, p, api.ErrUnavailable, err)
+		return 0, fmt.Errorf("commit %s/%d: %w: %v", topic, p, errcode.ErrUnavailable, err)
 	}
 	e.notifyPeers(topic, p, taken)
 	e.m.MessagesProduced.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(len(recs)))
@@ -82,7 +82,7 @@ func (e *Engine) CommitLocal(ctx context.Context, topic, incarnation string, p i
 
 // frozenErr is the 503 of a commit refused by a handoff freeze.
 func frozenErr(topic string, p int) error {
-	return fmt.Errorf("%s/%d: %w: %w", topic, p, ErrFrozen, api.ErrUnavailable)
+	return fmt.Errorf("%s/%d: %w: %w", topic, p, ErrFrozen, errcode.ErrUnavailable)
 }
 
 // raiseFloor returns max(t0, newest commit time of k) and records it (§5.2 step 7).

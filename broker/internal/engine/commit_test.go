@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 func TestCommitTimeNeverDecreasesWhenTheClockStepsBack(t *testing.T) {
@@ -20,7 +21,7 @@ func TestCommitTimeNeverDecreasesWhenTheClockStepsBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := startNode(t, t.TempDir(), nil)
-			top := n.createTopic(api.CreateTopicRequest{Name: "clock", Partitions: 3})
+			top := n.createTopic(service.CreateTopicRequest{Name: "clock", Partitions: 3})
 			n.mustCommit(top, 1, "first")
 			if tc.closeBetween {
 				n.e.parts.closePartition(n.e.parts.peek(top.Name, 1))
@@ -52,13 +53,13 @@ func TestCommitRefusedWhenAnotherNodeOwnsThePartition(t *testing.T) {
 		Status: meta.MemberAlive, LastHeartbeat: time.Now().Unix()}); err != nil {
 		t.Fatal(err)
 	}
-	top := n.createTopic(api.CreateTopicRequest{Name: "split", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "split", Partitions: 3})
 	if a, _ := n.store.Assignment(top.Name, 1); a.Owner != "n2" {
 		t.Fatalf("partition 1 placed on %q, want n2", a.Owner)
 	}
 	_, err := n.commit(top, 1, "x")
-	if !errors.Is(err, ErrNotOwner) {
-		t.Fatalf("commit on n2's partition: %v, want ErrNotOwner", err)
+	if !errors.Is(err, errcode.ErrNotOwner) {
+		t.Fatalf("commit on n2's partition: %v, want errcode.ErrNotOwner", err)
 	}
 	if n.e.parts.peek(top.Name, 1) != nil || !isGone(n.partDir(top.Name, 1)) {
 		t.Fatal("a refused commit opened or created the partition log of another node's partition")
@@ -79,7 +80,7 @@ func TestCommitRechecksOwnershipUnderTheProduceLock(t *testing.T) {
 		Status: meta.MemberAlive}); err != nil {
 		t.Fatal(err)
 	}
-	top := n.createTopic(api.CreateTopicRequest{Name: "flip", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "flip", Partitions: 3})
 	n.mustCommit(top, 0, "before")
 	pt := n.e.parts.peek(top.Name, 0)
 	next := pt.log.NextOffset()
@@ -103,8 +104,8 @@ func TestCommitRechecksOwnershipUnderTheProduceLock(t *testing.T) {
 	}
 	pt.commitMu.Unlock()
 
-	if err := <-done; !errors.Is(err, ErrNotOwner) {
-		t.Fatalf("commit after the flip: %v, want ErrNotOwner", err)
+	if err := <-done; !errors.Is(err, errcode.ErrNotOwner) {
+		t.Fatalf("commit after the flip: %v, want errcode.ErrNotOwner", err)
 	}
 	if got := pt.log.NextOffset(); got != next {
 		t.Fatalf("next_offset %d → %d: the refused commit appended", next, got)
@@ -113,17 +114,17 @@ func TestCommitRechecksOwnershipUnderTheProduceLock(t *testing.T) {
 
 func TestCommitRejectsAnotherIncarnation(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "inc", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "inc", Partitions: 3})
 	stale := top
 	stale.Incarnation = "ffffffffffffffff"
 	_, err := n.e.CommitLocal(context.Background(), top.Name, stale.Incarnation, 0, nil)
-	if !errors.Is(err, api.ErrInvalid) {
+	if !errors.Is(err, errcode.ErrInvalid) {
 		t.Fatalf("empty batch: %v, want ErrInvalid", err)
 	}
-	if _, err := n.commit(stale, 0, "x"); !errors.Is(err, ErrTopicGone) {
-		t.Fatalf("commit for another incarnation: %v, want ErrTopicGone", err)
+	if _, err := n.commit(stale, 0, "x"); !errors.Is(err, errcode.ErrTopicGone) {
+		t.Fatalf("commit for another incarnation: %v, want errcode.ErrTopicGone", err)
 	}
-	if _, err := n.commit(top, 3, "x"); !errors.Is(err, api.ErrInvalid) {
+	if _, err := n.commit(top, 3, "x"); !errors.Is(err, errcode.ErrInvalid) {
 		t.Fatalf("commit past the partition count: %v, want ErrInvalid", err)
 	}
 	if !isGone(n.topicDir(top.Name)) {

@@ -9,10 +9,11 @@ import (
 	"slices"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/consume"
+	"narad.dev/broker/internal/errcode"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // reprobeInterval bounds one park of a long-poll before the partitions are scanned again
@@ -41,7 +42,7 @@ func limitsOf(t meta.Topic) consume.Limits {
 // Consume implements api.Backend: replay, pinned queue and queue consumes, routed to the
 // partition owners (spec/produce-consume.md §6.7). With req.LocalOnly (the node-to-node plane)
 // only this node's partitions are served and nothing is forwarded.
-func (e *Engine) Consume(ctx context.Context, t meta.Topic, req api.ConsumeRequest) ([]api.Message, error) {
+func (e *Engine) Consume(ctx context.Context, t meta.Topic, req service.ConsumeRequest) ([]service.Message, error) {
 	if req.Max < 1 {
 		req.Max = 1
 	}
@@ -53,18 +54,18 @@ func (e *Engine) Consume(ctx context.Context, t meta.Topic, req api.ConsumeReque
 		case o.local:
 			return e.reserve(ctx, t, []int{req.Partition}, nil, req.Max, req.Wait)
 		case req.LocalOnly:
-			return nil, fmt.Errorf("%s/%d: %w", t.Name, req.Partition, ErrNotOwner)
+			return nil, fmt.Errorf("%s/%d: %w", t.Name, req.Partition, errcode.ErrNotOwner)
 		case !o.known || o.dead || e.peers == nil:
-			return nil, fmt.Errorf("partition %d: %w", req.Partition, api.ErrOwnerDown)
+			return nil, fmt.Errorf("partition %d: %w", req.Partition, errcode.ErrOwnerDown)
 		}
 		cctx, cancel := context.WithTimeout(ctx, req.Wait+pinnedRPCSlack)
 		defer cancel()
 		msgs, err := e.peers.Consume(cctx, o.addr, t.Name, req, false)
 		if err != nil {
-			if errors.Is(err, api.ErrGone) || errors.Is(err, api.ErrNotFound) {
+			if errors.Is(err, errcode.ErrGone) || errors.Is(err, errcode.ErrNotFound) {
 				return nil, err
 			}
-			return nil, fmt.Errorf("partition %d on %s: %w: %v", req.Partition, o.id, api.ErrOwnerDown, err)
+			return nil, fmt.Errorf("partition %d on %s: %w: %v", req.Partition, o.id, errcode.ErrOwnerDown, err)
 		}
 		return msgs, nil // the owner counted the deliveries
 	}
@@ -75,13 +76,13 @@ func (e *Engine) Consume(ctx context.Context, t meta.Topic, req api.ConsumeReque
 }
 
 // replay reads up to max records from offset without touching queue state.
-func (e *Engine) replay(t meta.Topic, p int, offset int64, max int) ([]api.Message, error) {
+func (e *Engine) replay(t meta.Topic, p int, offset int64, max int) ([]service.Message, error) {
 	if !e.owns(t.Name, p) {
-		return nil, fmt.Errorf("partition %d: %w", p, api.ErrOwnerDown)
+		return nil, fmt.Errorf("partition %d: %w", p, errcode.ErrOwnerDown)
 	}
 	pt, err := e.parts.get(t, p)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
 	if offset >= pt.log.HighWatermark() {
 		return nil, nil
@@ -89,17 +90,17 @@ func (e *Engine) replay(t meta.Topic, p int, offset int64, max int) ([]api.Messa
 	recs, err := pt.log.ReadRange(offset, max, replayMaxBytes)
 	if len(recs) == 0 && err != nil {
 		if errors.Is(err, plog.ErrOffsetOutOfRange) || errors.Is(err, plog.ErrCorruptRecord) {
-			return nil, fmt.Errorf("offset %d: %w", offset, api.ErrGone)
+			return nil, fmt.Errorf("offset %d: %w", offset, errcode.ErrGone)
 		}
 		if errors.Is(err, plog.ErrNotVisible) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
-	out := make([]api.Message, len(recs))
+	out := make([]service.Message, len(recs))
 	var bytes int
 	for i, r := range recs {
-		out[i] = api.Message{Topic: t.Name, Partition: p, Offset: r.Offset, Key: r.Key, Payload: r.Payload, CommittedAtMs: r.CommittedAt}
+		out[i] = service.Message{Topic: t.Name, Partition: p, Offset: r.Offset, Key: r.Key, Payload: r.Payload, CommittedAtMs: r.CommittedAt}
 		bytes += len(r.Payload)
 	}
 	e.m.MessagesConsumed.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(len(out)))
@@ -119,7 +120,7 @@ func (e *Engine) replay(t meta.Topic, p int, offset int64, max int) ([]api.Messa
 // wakes every local waiter, and all but one of them would otherwise go on to ask every other
 // node for nothing. A peer's notice wakes one waiter; a waiter that filled its batch from a
 // remote owner passes the token on, so a burst drains without waiting for the interval.
-func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes func(meta.Topic) []owner, max int, wait time.Duration) ([]api.Message, error) {
+func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes func(meta.Topic) []owner, max int, wait time.Duration) ([]service.Message, error) {
 	lim := limitsOf(t)
 	deadline := time.Now().Add(wait)
 	start := int(e.roundRobin("\x00consume/" + t.Name).Add(1))
@@ -198,8 +199,8 @@ func (e *Engine) refreshLocal(t meta.Topic, parts []int, routed bool) []int {
 
 // reserveLocal is one non-blocking pass over local partitions; it appends each probed
 // partition's notify channel to chans (snapshotted before the probe).
-func (e *Engine) reserveLocal(t meta.Topic, parts []int, start int, lim consume.Limits, max int, chans *[]<-chan struct{}) []api.Message {
-	var out []api.Message
+func (e *Engine) reserveLocal(t meta.Topic, parts []int, start int, lim consume.Limits, max int, chans *[]<-chan struct{}) []service.Message {
+	var out []service.Message
 	for i := range parts {
 		p := parts[(start+i)%len(parts)]
 		pt, err := e.parts.get(t, p)
@@ -218,7 +219,7 @@ func (e *Engine) reserveLocal(t meta.Topic, parts []int, start int, lim consume.
 		}
 		var bytes int
 		for _, d := range ds {
-			out = append(out, api.Message{
+			out = append(out, service.Message{
 				Topic: t.Name, Partition: p, Offset: d.Message.Offset, Key: d.Message.Key,
 				Payload: d.Message.Payload, CommittedAtMs: d.Message.CommittedAt,
 				ReceiptHandle: d.Handle.String(),
@@ -274,7 +275,7 @@ func park(ctx context.Context, chans []<-chan struct{}, d time.Duration) int {
 
 // AckLocal applies entries on this node's shards (the owner side of op 31); an entry for a
 // partition this node does not own answers ErrNotOwner (421 on the node plane).
-func (e *Engine) AckLocal(t meta.Topic, entries []api.AckEntry) []error {
+func (e *Engine) AckLocal(t meta.Topic, entries []service.AckEntry) []error {
 	lim := limitsOf(t)
 	out := make([]error, len(entries))
 	// Apply in ascending (partition, offset) order: an ack of the frontier hole then collapses
@@ -296,39 +297,39 @@ func (e *Engine) AckLocal(t meta.Topic, entries []api.AckEntry) []error {
 	return out
 }
 
-func (e *Engine) ackOne(t meta.Topic, en api.AckEntry, lim consume.Limits) error {
+func (e *Engine) ackOne(t meta.Topic, en service.AckEntry, lim consume.Limits) error {
 	if !e.owns(t.Name, en.Partition) {
-		return fmt.Errorf("partition %d: %w: %w", en.Partition, api.ErrUnavailable, ErrNotOwner)
+		return fmt.Errorf("partition %d: %w: %w", en.Partition, errcode.ErrUnavailable, errcode.ErrNotOwner)
 	}
 	pt := e.parts.peek(t.Name, en.Partition)
 	if pt == nil || pt.incarnation != t.Incarnation {
 		e.m.AckRejected.WithLabelValues("stale").Inc()
-		return api.ErrStale // no shard: no live reservation can exist
+		return errcode.ErrStale // no shard: no live reservation can exist
 	}
 	pt.shardMu.Lock()
 	s := pt.shard
 	pt.shardMu.Unlock()
 	if s == nil {
 		e.m.AckRejected.WithLabelValues("stale").Inc()
-		return api.ErrStale
+		return errcode.ErrStale
 	}
 	var err error
 	switch en.Op {
-	case api.OpAck:
+	case service.OpAck:
 		err = s.Ack(en.Offset, en.Nonce, lim)
-	case api.OpExtend:
+	case service.OpExtend:
 		err = s.Extend(en.Offset, en.Nonce, lim)
-	case api.OpNack:
+	case service.OpNack:
 		err = s.Nack(en.Offset, en.Nonce)
 	}
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, consume.ErrStale):
-		return api.ErrStale
+		return errcode.ErrStale
 	case errors.Is(err, consume.ErrAckedAheadFull):
-		return api.ErrAckedAheadFull
+		return errcode.ErrAckedAheadFull
 	default:
-		return fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+		return fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
 }

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/consume"
+	"narad.dev/broker/internal/errcode"
+	"narad.dev/broker/internal/service"
 )
 
-func ackEntry(t *testing.T, m api.Message, op api.AckOp) api.AckEntry {
+func ackEntry(t *testing.T, m service.Message, op service.AckOp) service.AckEntry {
 	t.Helper()
 	h, err := consume.ParseHandle(m.ReceiptHandle)
 	if err != nil {
@@ -21,18 +22,18 @@ func ackEntry(t *testing.T, m api.Message, op api.AckOp) api.AckEntry {
 	if h.Partition != m.Partition || h.Offset != m.Offset {
 		t.Fatalf("handle %q does not name %d@%d", m.ReceiptHandle, m.Partition, m.Offset)
 	}
-	return api.AckEntry{Partition: h.Partition, Offset: h.Offset, Nonce: h.Nonce, Op: op}
+	return service.AckEntry{Partition: h.Partition, Offset: h.Offset, Nonce: h.Nonce, Op: op}
 }
 
 func TestProduceDispatchCommitConsumeAckRoundTrip(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "orders", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "orders", Partitions: 3})
 	want := map[string]string{"a": "k1", "b": "", "c": "k3", "d": "", "e": ""}
 	for pl, key := range want {
-		n.produce(top, api.ProduceRecord{Key: key, Partition: -1, Payload: []byte(pl)})
+		n.produce(top, service.ProduceRecord{Key: key, Partition: -1, Payload: []byte(pl)})
 	}
 
-	got := map[string]api.Message{}
+	got := map[string]service.Message{}
 	deadline := time.Now().Add(15 * time.Second)
 	for len(got) < len(want) && time.Now().Before(deadline) {
 		msgs, err := n.e.Consume(n.ctx(), top, queueReq(2*time.Second, 10))
@@ -49,7 +50,7 @@ func TestProduceDispatchCommitConsumeAckRoundTrip(t *testing.T) {
 	if len(got) != len(want) {
 		t.Fatalf("consumed %d of %d messages", len(got), len(want))
 	}
-	var entries []api.AckEntry
+	var entries []service.AckEntry
 	for pl, m := range got {
 		if string(m.Key) != want[pl] {
 			t.Errorf("payload %q: key %q, want %q", pl, m.Key, want[pl])
@@ -57,7 +58,7 @@ func TestProduceDispatchCommitConsumeAckRoundTrip(t *testing.T) {
 		if m.Topic != "orders" || m.ReceiptHandle == "" || m.CommittedAtMs == 0 {
 			t.Errorf("message %+v lacks topic, handle or commit time", m)
 		}
-		entries = append(entries, ackEntry(t, m, api.OpAck))
+		entries = append(entries, ackEntry(t, m, service.OpAck))
 	}
 	for i, err := range n.e.Ack(n.ctx(), top, entries) {
 		if err != nil {
@@ -80,7 +81,7 @@ func TestProduceDispatchCommitConsumeAckRoundTrip(t *testing.T) {
 	}
 	// Acking the same handles again: no live reservation → stale.
 	for i, err := range n.e.Ack(n.ctx(), top, entries) {
-		if !errors.Is(err, api.ErrStale) {
+		if !errors.Is(err, errcode.ErrStale) {
 			t.Errorf("second ack %d: %v, want ErrStale", i, err)
 		}
 	}
@@ -88,14 +89,14 @@ func TestProduceDispatchCommitConsumeAckRoundTrip(t *testing.T) {
 
 func TestReplayReturnsExactBytesAndReservesNothing(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "bin", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "bin", Partitions: 3})
 	payload := make([]byte, 256)
 	for i := range payload {
 		payload[i] = byte(i)
 	}
-	n.produce(top, api.ProduceRecord{Key: "k\x00\xff", Partition: 1, Payload: payload})
+	n.produce(top, service.ProduceRecord{Key: "k\x00\xff", Partition: 1, Payload: payload})
 
-	var msgs []api.Message
+	var msgs []service.Message
 	eventually(t, 15*time.Second, func() bool { msgs = n.replay(top, 1); return len(msgs) == 1 }, "record committed")
 	m := msgs[0]
 	if !bytes.Equal(m.Payload, payload) || string(m.Key) != "k\x00\xff" || m.Offset != 0 || m.Partition != 1 {
@@ -105,14 +106,14 @@ func TestReplayReturnsExactBytesAndReservesNothing(t *testing.T) {
 		t.Fatalf("replay returned a receipt handle %q", m.ReceiptHandle)
 	}
 	// Replaying past the high watermark is empty, not an error.
-	if got, err := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: 1, Offset: 1, Max: 10}); err != nil || len(got) != 0 {
+	if got, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 1, Offset: 1, Max: 10}); err != nil || len(got) != 0 {
 		t.Fatalf("replay at hwm: %d messages, err %v", len(got), err)
 	}
 	if pt := n.e.parts.peek(top.Name, 1); pt != nil && pt.shard != nil && pt.shard.State().InFlight != 0 {
 		t.Fatalf("replay left %d reservations", pt.shard.State().InFlight)
 	}
 	// A queue consume still gets offset 0: the replay neither reserved nor acked it.
-	got, err := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: 1, Offset: -1, Max: 1})
+	got, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 1, Offset: -1, Max: 1})
 	if err != nil || len(got) != 1 || got[0].Offset != 0 || !bytes.Equal(got[0].Payload, payload) {
 		t.Fatalf("queue consume after replay: %+v, err %v", got, err)
 	}
@@ -120,13 +121,13 @@ func TestReplayReturnsExactBytesAndReservesNothing(t *testing.T) {
 
 func TestLongPollWakesOnCommit(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "poll", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "poll", Partitions: 3})
 	// Open the partitions so the waiter parks on their notify channels.
 	for p := 0; p < top.Partitions; p++ {
 		n.replay(top, p)
 	}
 	type result struct {
-		msgs []api.Message
+		msgs []service.Message
 		err  error
 		took time.Duration
 	}
@@ -137,7 +138,7 @@ func TestLongPollWakesOnCommit(t *testing.T) {
 		done <- result{msgs, err, time.Since(start)}
 	}()
 	waitGoroutine(t, "select", "narad.dev/broker/internal/engine.park")
-	n.produce(top, api.ProduceRecord{Partition: -1, Payload: []byte("wake")})
+	n.produce(top, service.ProduceRecord{Partition: -1, Payload: []byte("wake")})
 	r := <-done
 	if r.err != nil || len(r.msgs) != 1 || string(r.msgs[0].Payload) != "wake" {
 		t.Fatalf("long-poll returned %+v, err %v", r.msgs, r.err)
@@ -149,24 +150,24 @@ func TestLongPollWakesOnCommit(t *testing.T) {
 
 func TestAckWithoutLiveShardIsStale(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "acks", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "acks", Partitions: 3})
 
 	// Unknown shard: partition 2 was never opened here.
-	errs := n.e.Ack(n.ctx(), top, []api.AckEntry{{Partition: 2, Offset: 0, Nonce: 1, Op: api.OpAck}})
-	if !errors.Is(errs[0], api.ErrStale) {
+	errs := n.e.Ack(n.ctx(), top, []service.AckEntry{{Partition: 2, Offset: 0, Nonce: 1, Op: service.OpAck}})
+	if !errors.Is(errs[0], errcode.ErrStale) {
 		t.Fatalf("ack on a never-opened shard: %v, want ErrStale", errs[0])
 	}
 
 	// Closed shard: a live handle stops validating once its partition log is closed.
 	n.mustCommit(top, 0, "x")
-	msgs, err := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: 0, Offset: -1, Max: 1})
+	msgs, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 0, Offset: -1, Max: 1})
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("consume: %v %v", msgs, err)
 	}
 	n.e.parts.closePartition(n.e.parts.peek(top.Name, 0))
-	for _, op := range []api.AckOp{api.OpAck, api.OpExtend, api.OpNack} {
-		errs = n.e.Ack(n.ctx(), top, []api.AckEntry{ackEntry(t, msgs[0], op)})
-		if !errors.Is(errs[0], api.ErrStale) {
+	for _, op := range []service.AckOp{service.OpAck, service.OpExtend, service.OpNack} {
+		errs = n.e.Ack(n.ctx(), top, []service.AckEntry{ackEntry(t, msgs[0], op)})
+		if !errors.Is(errs[0], errcode.ErrStale) {
 			t.Errorf("op %d on a closed shard: %v, want ErrStale", op, errs[0])
 		}
 	}
@@ -177,9 +178,9 @@ func TestAckWithoutLiveShardIsStale(t *testing.T) {
 
 func TestExpiredLeaseIsRedeliveredByBackgroundPurger(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "vis", Partitions: 3, VisibilityTimeoutMs: 60_000})
+	top := n.createTopic(service.CreateTopicRequest{Name: "vis", Partitions: 3, VisibilityTimeoutMs: 60_000})
 	n.mustCommit(top, 0, "m")
-	first, err := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: 0, Offset: -1, Max: 1})
+	first, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 0, Offset: -1, Max: 1})
 	if err != nil || len(first) != 1 {
 		t.Fatalf("consume: %v %v", first, err)
 	}
@@ -192,15 +193,15 @@ func TestExpiredLeaseIsRedeliveredByBackgroundPurger(t *testing.T) {
 	n.clock.Step(61 * time.Second)
 	eventually(t, 5*time.Second, func() bool { return shard.State().InFlight == 0 }, "purger releases the expired lease")
 
-	again, err := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: 0, Offset: -1, Max: 1})
+	again, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 0, Offset: -1, Max: 1})
 	if err != nil || len(again) != 1 || again[0].Offset != first[0].Offset {
 		t.Fatalf("redelivery: %+v, err %v", again, err)
 	}
 	if again[0].ReceiptHandle == first[0].ReceiptHandle {
 		t.Fatalf("redelivery reused handle %q", again[0].ReceiptHandle)
 	}
-	errs := n.e.Ack(n.ctx(), top, []api.AckEntry{ackEntry(t, first[0], api.OpAck), ackEntry(t, again[0], api.OpAck)})
-	if !errors.Is(errs[0], api.ErrStale) || errs[1] != nil {
+	errs := n.e.Ack(n.ctx(), top, []service.AckEntry{ackEntry(t, first[0], service.OpAck), ackEntry(t, again[0], service.OpAck)})
+	if !errors.Is(errs[0], errcode.ErrStale) || errs[1] != nil {
 		t.Fatalf("acks (old, new handle) = %v, want [ErrStale nil]", errs)
 	}
 }

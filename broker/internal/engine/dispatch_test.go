@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/dispatch"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
 
@@ -18,7 +18,7 @@ func TestTopologyResolvesLocalRemoteAndDeadOwnersFromTheCurrentReplica(t *testin
 		Status: meta.MemberAlive, LastHeartbeat: time.Now().Unix()}); err != nil {
 		t.Fatal(err)
 	}
-	top := n.createTopic(api.CreateTopicRequest{Name: "routes", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "routes", Partitions: 3})
 	topo := n.e.Topology()
 
 	if got, ok := topo.Partitions(top.Name, ""); !ok || got != 3 {
@@ -61,7 +61,7 @@ func TestTopologyResolvesLocalRemoteAndDeadOwnersFromTheCurrentReplica(t *testin
 
 func TestConfirmAbsentOnlyForGoneTopicsOrIncarnations(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "present", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "present", Partitions: 3})
 	topo := n.e.Topology()
 	for _, tc := range []struct {
 		topic, inc string
@@ -81,7 +81,7 @@ func TestConfirmAbsentOnlyForGoneTopicsOrIncarnations(t *testing.T) {
 
 func TestCommitterRoutesByDestinationKind(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "route", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "route", Partitions: 3})
 	recs := []wal.Record{{Topic: top.Name, Incarnation: top.Incarnation, Partition: 0, Payload: []byte("x")}}
 	c := n.e.Committer(nil)
 	if err := c.Commit(n.ctx(), dispatch.Destination{Kind: dispatch.DestLocal, Node: "n1"}, top.Name, 0, recs); err != nil {

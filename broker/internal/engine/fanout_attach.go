@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 )
 
@@ -38,10 +38,10 @@ func (e *Engine) AttachChild(ctx context.Context, parent, child string, delayMs 
 func (e *Engine) AttachChildAsLeader(ctx context.Context, parent, child string, delayMs int64) (meta.Topic, error) {
 	pt, ok := e.view.Topic(parent)
 	if !ok {
-		return meta.Topic{}, fmt.Errorf("topic %q: %w", parent, api.ErrNotFound)
+		return meta.Topic{}, fmt.Errorf("topic %q: %w", parent, errcode.ErrNotFound)
 	}
 	if _, ok := e.view.Topic(child); !ok {
-		return meta.Topic{}, fmt.Errorf("topic %q: %w", child, api.ErrNotFound)
+		return meta.Topic{}, fmt.Errorf("topic %q: %w", child, errcode.ErrNotFound)
 	}
 	offsets, err := e.attachPoint(ctx, pt)
 	if err != nil {
@@ -68,7 +68,7 @@ func (e *Engine) attachPoint(ctx context.Context, parent meta.Topic) ([]int64, e
 	errs := make([]error, parent.Partitions)
 	fanIn(parent.Partitions, func(p int) { out[p], errs[p] = e.partitionHWM(ctx, parent, p) })
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w: the attach point of %q could not be read on every partition: %v", api.ErrUnavailable, parent.Name, err)
+		return nil, fmt.Errorf("%w: the attach point of %q could not be read on every partition: %v", errcode.ErrUnavailable, parent.Name, err)
 	}
 	return out, nil
 }
@@ -91,11 +91,11 @@ func (e *Engine) partitionHWM(ctx context.Context, t meta.Topic, p int) (int64, 
 // it is closed (op 8 in exact mode).
 func (e *Engine) ExactHighWatermark(t meta.Topic, p int) (int64, error) {
 	if !e.owns(t.Name, p) {
-		return 0, fmt.Errorf("%s/%d: %w", t.Name, p, ErrNotOwner)
+		return 0, fmt.Errorf("%s/%d: %w", t.Name, p, errcode.ErrNotOwner)
 	}
 	pt, err := e.parts.get(t, p)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+		return 0, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
 	return pt.log.HighWatermark(), nil
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/fanout"
+	"narad.dev/broker/internal/service"
 )
 
 // spec/fanout.md R-ATTACH 5: records committed after the attach point was read but before the
@@ -14,8 +14,8 @@ import (
 // committed before the reads are not copied.
 func TestRecordsCommittedWhileTheAttachIsInFlightAreDelivered(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	parent := n.createTopic(api.CreateTopicRequest{Name: "inflight", Partitions: 3})
-	child := n.createTopic(api.CreateTopicRequest{Name: "inflight-child", Partitions: 3})
+	parent := n.createTopic(service.CreateTopicRequest{Name: "inflight", Partitions: 3})
+	child := n.createTopic(service.CreateTopicRequest{Name: "inflight-child", Partitions: 3})
 	n.mustCommit(parent, 0, "before-1", "before-2")
 	afterAttachPoint = func() { n.mustCommit(parent, 0, "during-1", "during-2") }
 	t.Cleanup(func() { afterAttachPoint = nil })
@@ -59,8 +59,8 @@ func TestRecordsCommittedWhileTheAttachIsInFlightAreDelivered(t *testing.T) {
 // described from its directory (exact after a clean close).
 func TestChildrenListingNeverOpensAClosedParentLog(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	parent := n.createTopic(api.CreateTopicRequest{Name: "quiet", Partitions: 3})
-	n.createTopic(api.CreateTopicRequest{Name: "quiet-child", Partitions: 3})
+	parent := n.createTopic(service.CreateTopicRequest{Name: "quiet", Partitions: 3})
+	n.createTopic(service.CreateTopicRequest{Name: "quiet-child", Partitions: 3})
 	if _, err := n.e.AttachChild(n.ctx(), parent.Name, "quiet-child", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestChildrenListingNeverOpensAClosedParentLog(t *testing.T) {
 		t.Fatalf("listing = %+v", ls)
 	}
 	// No cursor has run yet: every partition reports, but none has a position: incomplete.
-	if ls[0].State != api.ChildIncomplete || ls[0].LagComplete {
+	if ls[0].State != service.ChildIncomplete || ls[0].LagComplete {
 		t.Fatalf("listing before any cursor ran = %+v, want incomplete", ls[0])
 	}
 	r := n.e.LocalFanoutCursors(parent, 1)

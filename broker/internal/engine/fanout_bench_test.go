@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
 
@@ -40,9 +40,9 @@ func fillPartition(b *testing.B, n *testNode, t meta.Topic, count int) float64 {
 // the node's single-partition produce commit rate.
 func produceRate(b *testing.B, n *testNode, t meta.Topic, count int) float64 {
 	payload := bytes.Repeat([]byte("p"), 1024)
-	recs := make([]api.ProduceRecord, 100)
+	recs := make([]service.ProduceRecord, 100)
 	for i := range recs {
-		recs[i] = api.ProduceRecord{Partition: 0, Payload: payload}
+		recs[i] = service.ProduceRecord{Partition: 0, Payload: payload}
 	}
 	hwm0 := n.e.LocalPartitionStats(t, 0)[0].HighWatermark
 	start := time.Now()
@@ -74,13 +74,13 @@ func benchFanout(b *testing.B, children int) {
 	for range b.N {
 		n := startNode(b, b.TempDir(), nil)
 		ctx := context.Background()
-		if _, err := n.e.CreateTopic(ctx, api.CreateTopicRequest{Name: "bp", Partitions: 3}); err != nil {
+		if _, err := n.e.CreateTopic(ctx, service.CreateTopicRequest{Name: "bp", Partitions: 3}); err != nil {
 			b.Fatal(err)
 		}
 		names := make([]string, children)
 		for i := range names {
 			names[i] = fmt.Sprintf("bc%d", i)
-			if _, err := n.e.CreateTopic(ctx, api.CreateTopicRequest{Name: names[i], Partitions: 3}); err != nil {
+			if _, err := n.e.CreateTopic(ctx, service.CreateTopicRequest{Name: names[i], Partitions: 3}); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := n.e.AttachChild(ctx, "bp", names[i], 0); err != nil {
@@ -88,7 +88,7 @@ func benchFanout(b *testing.B, children int) {
 			}
 		}
 		parent, _ := n.e.Topic("bp")
-		sink := n.createTopic(api.CreateTopicRequest{Name: "bsink", Partitions: 3})
+		sink := n.createTopic(service.CreateTopicRequest{Name: "bsink", Partitions: 3})
 		produced := produceRate(b, n, sink, benchRecords)
 		commitRate := fillPartition(b, n, parent, benchRecords)
 

@@ -3,10 +3,10 @@ package engine
 import (
 	"context"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/fanout/cursorfile"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // CursorStatus reports the live state of a running cursor (stalled on a child partition whose
@@ -31,7 +31,7 @@ func (e *Engine) BindFanout(r FanoutStatus) {
 // Children implements api.FanoutBackend (spec §2.13): every parent partition reports its high
 // watermark and cursor positions, locally or from its owner (op 17, 16 in flight); a partition
 // that cannot report makes its children's listing incomplete. Nothing opens a partition log.
-func (e *Engine) Children(ctx context.Context, parent meta.Topic) []api.ChildStatus {
+func (e *Engine) Children(ctx context.Context, parent meta.Topic) []service.ChildStatus {
 	n := parent.Partitions
 	reports := make([]*PartitionCursors, n)
 	owners := make([]string, n)
@@ -51,14 +51,14 @@ func (e *Engine) Children(ctx context.Context, parent meta.Topic) []api.ChildSta
 		}
 	})
 
-	out := make([]api.ChildStatus, 0, len(parent.Children))
+	out := make([]service.ChildStatus, 0, len(parent.Children))
 	for _, name := range parent.Children {
 		ct, ok := e.view.Topic(name)
 		if !ok || ct.Parent != parent.Name {
 			continue
 		}
-		cs := api.ChildStatus{Name: name, Link: "local", DelayMs: ct.FanoutDelayMs, AttachEpoch: ct.AttachEpoch,
-			Cursors: []api.ChildCursor{}}
+		cs := service.ChildStatus{Name: name, Link: "local", DelayMs: ct.FanoutDelayMs, AttachEpoch: ct.AttachEpoch,
+			Cursors: []service.ChildCursor{}}
 		complete, stalled := true, false
 		var dueLag float64
 		for p := range n {
@@ -72,7 +72,7 @@ func (e *Engine) Children(ctx context.Context, parent meta.Topic) []api.ChildSta
 				complete = false // not yet positioned
 				continue
 			}
-			cs.Cursors = append(cs.Cursors, api.ChildCursor{ParentPartition: p, OwnerNode: owners[p],
+			cs.Cursors = append(cs.Cursors, service.ChildCursor{ParentPartition: p, OwnerNode: owners[p],
 				NextOffset: c.NextOffset, HighWatermark: r.HighWatermark})
 			cs.LagMessages += max(0, r.HighWatermark-c.NextOffset)
 			stalled = stalled || c.Stalled
@@ -81,11 +81,11 @@ func (e *Engine) Children(ctx context.Context, parent meta.Topic) []api.ChildSta
 		cs.LagComplete = complete
 		switch {
 		case !complete:
-			cs.State = api.ChildIncomplete
+			cs.State = service.ChildIncomplete
 		case stalled:
-			cs.State = api.ChildStalled
+			cs.State = service.ChildStalled
 		default:
-			cs.State = api.ChildActive
+			cs.State = service.ChildActive
 		}
 		if ct.FanoutDelayMs > 0 {
 			cs.DueLagSeconds = &dueLag

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/fanout"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
@@ -69,10 +70,10 @@ func (h FanoutHost) CaughtUp() bool { return h.e.meta.AppliedCaughtUp() }
 func (h FanoutHost) ParentLog(parent string, p int) (fanout.ParentLog, error) {
 	t, ok := h.e.view.Topic(parent)
 	if !ok {
-		return nil, fmt.Errorf("%s: %w", parent, ErrTopicGone)
+		return nil, fmt.Errorf("%s: %w", parent, errcode.ErrTopicGone)
 	}
 	if !h.e.owns(parent, p) {
-		return nil, fmt.Errorf("%s/%d: %w", parent, p, ErrNotOwner)
+		return nil, fmt.Errorf("%s/%d: %w", parent, p, errcode.ErrNotOwner)
 	}
 	pt, err := h.e.parts.get(t, p)
 	if err != nil {
@@ -136,7 +137,7 @@ func (h FanoutHost) CommitChild(ctx context.Context, child string, p int, entrie
 	e := h.e
 	t, ok := e.view.Topic(child)
 	if !ok {
-		return fmt.Errorf("%s: %w", child, ErrTopicGone)
+		return fmt.Errorf("%s: %w", child, errcode.ErrTopicGone)
 	}
 	now := e.now().UnixMilli()
 	recs := make([]wal.Record, len(entries))

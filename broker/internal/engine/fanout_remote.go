@@ -7,9 +7,10 @@ import (
 	"slices"
 	"strconv"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // Remote children (spec/fanout.md §13): a link stored under r/<parent>\x00<id> whose cursors
@@ -36,35 +37,35 @@ type RemoteStatus func(parent string, partition int, id string) (state, lastErr 
 
 // AttachRemote implements api.RemoteBackend: checks the target, reads the start point on
 // every parent partition and proposes the link. Nothing is proposed when a check fails
-// (api.TargetError, 422) or an owner cannot be asked (503).
-func (e *Engine) AttachRemote(ctx context.Context, req api.RemoteAttach) (meta.Topic, api.ChildStatus, error) {
+// (service.TargetError, 422) or an owner cannot be asked (503).
+func (e *Engine) AttachRemote(ctx context.Context, req service.RemoteAttach) (meta.Topic, service.ChildStatus, error) {
 	pt, ok := e.view.Topic(req.Parent)
 	if !ok {
-		return meta.Topic{}, api.ChildStatus{}, fmt.Errorf("topic %q: %w", req.Parent, api.ErrNotFound)
+		return meta.Topic{}, service.ChildStatus{}, fmt.Errorf("topic %q: %w", req.Parent, errcode.ErrNotFound)
 	}
 	id, err := meta.RemoteID(req.URLs[0], req.Topic)
 	if err != nil {
-		return meta.Topic{}, api.ChildStatus{}, fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		return meta.Topic{}, service.ChildStatus{}, fmt.Errorf("%w: %v", errcode.ErrInvalid, err)
 	}
 	if slices.ContainsFunc(pt.RemoteLinks, func(r meta.RemoteRef) bool { return r.ID == id }) {
-		return meta.Topic{}, api.ChildStatus{}, fmt.Errorf("%w: %q already has the remote child %s", api.ErrConflict, pt.Name, id)
+		return meta.Topic{}, service.ChildStatus{}, fmt.Errorf("%w: %q already has the remote child %s", errcode.ErrConflict, pt.Name, id)
 	}
 	if len(pt.Children)+len(pt.RemoteLinks) >= meta.MaxChildren {
-		return meta.Topic{}, api.ChildStatus{}, fmt.Errorf("%w: %q already has %d children", api.ErrConflict, pt.Name, meta.MaxChildren)
+		return meta.Topic{}, service.ChildStatus{}, fmt.Errorf("%w: %q already has %d children", errcode.ErrConflict, pt.Name, meta.MaxChildren)
 	}
 	target := fanout.RemoteTarget{URLs: req.URLs, Topic: req.Topic, User: req.User, Password: req.Password,
 		Allowed: e.cfg.RemoteAllowedHosts}
 	var sealed string
 	if req.Password != "" {
 		if e.cfg.LinkKey == nil {
-			return meta.Topic{}, api.ChildStatus{}, fmt.Errorf("%w: remote-link passwords are stored encrypted with a key derived from the cluster secret, and this node has none configured (set NARAD_CLUSTER_SECRET or --cluster-secret-file)", api.ErrConflict)
+			return meta.Topic{}, service.ChildStatus{}, fmt.Errorf("%w: remote-link passwords are stored encrypted with a key derived from the cluster secret, and this node has none configured (set NARAD_CLUSTER_SECRET or --cluster-secret-file)", errcode.ErrConflict)
 		}
 		if sealed, err = e.cfg.LinkKey.Seal(req.Password, meta.SealAAD(pt.Name, id)); err != nil {
-			return meta.Topic{}, api.ChildStatus{}, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+			return meta.Topic{}, service.ChildStatus{}, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 		}
 	}
 	if err := fanout.CheckTarget(ctx, target, e.remoteHTTP); err != nil {
-		return meta.Topic{}, api.ChildStatus{}, api.NewTargetError(fanout.CheckReason(err))
+		return meta.Topic{}, service.ChildStatus{}, service.NewTargetError(fanout.CheckReason(err))
 	}
 	start := req.Start
 	if start == "" {
@@ -72,7 +73,7 @@ func (e *Engine) AttachRemote(ctx context.Context, req api.RemoteAttach) (meta.T
 	}
 	offsets, err := e.remoteStart(ctx, pt, start)
 	if err != nil {
-		return meta.Topic{}, api.ChildStatus{}, err
+		return meta.Topic{}, service.ChildStatus{}, err
 	}
 	// The password leaves this node only sealed: the proposal (forwarded to the leader), the
 	// Raft log, snapshots and the FSM hold PasswordSealed, never the clear text.
@@ -81,7 +82,7 @@ func (e *Engine) AttachRemote(ctx context.Context, req api.RemoteAttach) (meta.T
 		CreatedAt: e.now().Unix()}
 	t, err := e.meta.AttachRemote(ctx, l)
 	if err != nil {
-		return meta.Topic{}, api.ChildStatus{}, err
+		return meta.Topic{}, service.ChildStatus{}, err
 	}
 	e.log.Info("remote child attached", "parent", pt.Name, "link", l, "start", start)
 	return t, remoteListing(l), nil
@@ -105,7 +106,7 @@ func (e *Engine) remoteStart(ctx context.Context, parent meta.Topic, mode string
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w: the start point of %q could not be read on every partition: %v", api.ErrUnavailable, parent.Name, err)
+		return nil, fmt.Errorf("%w: the start point of %q could not be read on every partition: %v", errcode.ErrUnavailable, parent.Name, err)
 	}
 	return out, nil
 }
@@ -132,11 +133,11 @@ func (e *Engine) partitionStart(ctx context.Context, t meta.Topic, p int) (Start
 // closed (op 8 exact mode, consumer_frontier field).
 func (e *Engine) ExactStartPoint(t meta.Topic, p int) (StartPoint, error) {
 	if !e.owns(t.Name, p) {
-		return StartPoint{}, fmt.Errorf("%s/%d: %w", t.Name, p, ErrNotOwner)
+		return StartPoint{}, fmt.Errorf("%s/%d: %w", t.Name, p, errcode.ErrNotOwner)
 	}
 	pt, err := e.parts.get(t, p)
 	if err != nil {
-		return StartPoint{}, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+		return StartPoint{}, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
 	sp := StartPoint{HighWatermark: pt.log.HighWatermark(), Oldest: pt.log.OldestOffset()}
 	frontier := int64(-1)
@@ -146,7 +147,7 @@ func (e *Engine) ExactStartPoint(t meta.Topic, p int) (StartPoint, error) {
 	if sh != nil {
 		frontier = sh.Frontier().Frontier
 	} else if c, has, err := readConsumerFiles(pt.dir); err != nil {
-		return StartPoint{}, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+		return StartPoint{}, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	} else if has {
 		frontier = c.Frontier
 	}
@@ -159,10 +160,10 @@ func (e *Engine) ExactStartPoint(t meta.Topic, p int) (StartPoint, error) {
 func (e *Engine) DetachRemote(ctx context.Context, parent, id string) error {
 	pt, ok := e.view.Topic(parent)
 	if !ok {
-		return fmt.Errorf("topic %q: %w", parent, api.ErrNotFound)
+		return fmt.Errorf("topic %q: %w", parent, errcode.ErrNotFound)
 	}
 	if !slices.ContainsFunc(pt.RemoteLinks, func(r meta.RemoteRef) bool { return r.ID == id }) {
-		return fmt.Errorf("%w: %q has no remote child %s", api.ErrNotFound, parent, id)
+		return fmt.Errorf("%w: %q has no remote child %s", errcode.ErrNotFound, parent, id)
 	}
 	if err := e.meta.DetachRemote(ctx, parent, id); err != nil {
 		return err
@@ -184,17 +185,17 @@ func (e *Engine) ResolveRemote(parent, ref string) (string, bool) {
 
 // remoteListing is the static part of a remote link's children-listing entry (never the
 // credentials).
-func remoteListing(l meta.RemoteLink) api.ChildStatus {
-	return api.ChildStatus{Name: l.Name(), ID: l.ID, Link: "remote", Kind: "remote", DelayMs: l.DelayMs,
+func remoteListing(l meta.RemoteLink) service.ChildStatus {
+	return service.ChildStatus{Name: l.Name(), ID: l.ID, Link: "remote", Kind: "remote", DelayMs: l.DelayMs,
 		AttachEpoch: l.AttachEpoch, Epoch: l.AttachEpoch, Target: l.Topic, Start: l.Start,
-		Cursors: []api.ChildCursor{}, RecoveryPoint: map[string]int64{}}
+		Cursors: []service.ChildCursor{}, RecoveryPoint: map[string]int64{}}
 }
 
 // remoteChildren lists parent's remote links with the reports of its partitions (spec §2.13):
 // state = the worst state any running cursor reports (incomplete when a partition did not
 // report), recovery_point = each reporting partition's cursor position.
-func (e *Engine) remoteChildren(parent meta.Topic, reports []*PartitionCursors, owners []string) []api.ChildStatus {
-	var out []api.ChildStatus
+func (e *Engine) remoteChildren(parent meta.Topic, reports []*PartitionCursors, owners []string) []service.ChildStatus {
+	var out []service.ChildStatus
 	links := e.meta.RemoteLinks(parent.Name)
 	for _, ref := range parent.RemoteLinks {
 		i := slices.IndexFunc(links, func(l meta.RemoteLink) bool { return l.ID == ref.ID })
@@ -216,7 +217,7 @@ func (e *Engine) remoteChildren(parent meta.Topic, reports []*PartitionCursors, 
 				complete = false
 				continue
 			}
-			cs.Cursors = append(cs.Cursors, api.ChildCursor{ParentPartition: p, OwnerNode: owners[p],
+			cs.Cursors = append(cs.Cursors, service.ChildCursor{ParentPartition: p, OwnerNode: owners[p],
 				NextOffset: c.NextOffset, HighWatermark: r.HighWatermark})
 			cs.RecoveryPoint[strconv.Itoa(p)] = c.NextOffset
 			cs.LagMessages += max(0, r.HighWatermark-c.NextOffset)
@@ -229,7 +230,7 @@ func (e *Engine) remoteChildren(parent meta.Topic, reports []*PartitionCursors, 
 		}
 		cs.LagComplete = complete
 		if !complete && state == fanout.RemoteActive {
-			state = api.ChildIncomplete
+			state = service.ChildIncomplete
 		}
 		cs.State, cs.LastError = state, lastErr
 		cs.DueLagSeconds = &dueLag

@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/credseal"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/hostlist"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // filesHolding lists the files under root whose bytes contain s.
@@ -49,7 +50,7 @@ func TestRemoteAttachStoresThePasswordOnlySealed(t *testing.T) {
 	dir := t.TempDir()
 	n := startNode(t, dir, nil)
 	rt := newRemoteTarget(t)
-	parent := n.createTopic(api.CreateTopicRequest{Name: "orders", Partitions: 3})
+	parent := n.createTopic(service.CreateTopicRequest{Name: "orders", Partitions: 3})
 	n.mustCommit(parent, 0, payloads("s", 3)...)
 	l := n.attachRemote(parent, rt, "mirror", meta.StartOldest)
 	if l.Password != "" || !credseal.IsSealed(l.PasswordSealed) || strings.Contains(l.PasswordSealed, remotePassword) {
@@ -69,16 +70,16 @@ func TestRemoteAttachStoresThePasswordOnlySealed(t *testing.T) {
 func TestRemoteAttachWithoutClusterSecretRefusesAPassword(t *testing.T) {
 	n := startNode(t, t.TempDir(), func(c *Config) { c.LinkKey = nil })
 	rt := newRemoteTarget(t)
-	parent := n.createTopic(api.CreateTopicRequest{Name: "orders", Partitions: 3})
-	_, _, err := n.e.AttachRemote(n.ctx(), api.RemoteAttach{Parent: parent.Name, URLs: []string{rt.srv.URL},
+	parent := n.createTopic(service.CreateTopicRequest{Name: "orders", Partitions: 3})
+	_, _, err := n.e.AttachRemote(n.ctx(), service.RemoteAttach{Parent: parent.Name, URLs: []string{rt.srv.URL},
 		Topic: "mirror", User: "u", Password: remotePassword})
-	if !errors.Is(err, api.ErrConflict) {
+	if !errors.Is(err, errcode.ErrConflict) {
 		t.Fatalf("attach with a password and no key: %v, want ErrConflict", err)
 	}
 	if links := n.store.RemoteLinks(parent.Name); len(links) != 0 {
 		t.Fatalf("a refused attach stored %d links", len(links))
 	}
-	if _, _, err := n.e.AttachRemote(n.ctx(), api.RemoteAttach{Parent: parent.Name, URLs: []string{rt.srv.URL},
+	if _, _, err := n.e.AttachRemote(n.ctx(), service.RemoteAttach{Parent: parent.Name, URLs: []string{rt.srv.URL},
 		Topic: "mirror"}); err != nil {
 		t.Fatalf("attach without credentials: %v", err)
 	}
@@ -90,7 +91,7 @@ func TestRemotePlaintextLinkStillSendsAndIsSealedAtStart(t *testing.T) {
 	dir := t.TempDir()
 	n := startNode(t, dir, func(c *Config) { c.LinkKey = nil }) // as an older version: no sealing
 	rt := newRemoteTarget(t)
-	parent := n.createTopic(api.CreateTopicRequest{Name: "orders", Partitions: 3})
+	parent := n.createTopic(service.CreateTopicRequest{Name: "orders", Partitions: 3})
 	n.mustCommit(parent, 0, payloads("old", 2)...)
 	id, err := meta.RemoteID(rt.srv.URL, "mirror")
 	if err != nil {

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/fanout/cursorfile"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -99,7 +99,7 @@ func (rt *remoteTarget) received() []string {
 // attachRemote attaches a remote child of parent into topic at rt and returns the stored link.
 func (n *testNode) attachRemote(parent meta.Topic, rt *remoteTarget, topic, start string) meta.RemoteLink {
 	n.t.Helper()
-	_, cs, err := n.e.AttachRemote(n.ctx(), api.RemoteAttach{Parent: parent.Name, URLs: []string{rt.srv.URL},
+	_, cs, err := n.e.AttachRemote(n.ctx(), service.RemoteAttach{Parent: parent.Name, URLs: []string{rt.srv.URL},
 		Topic: topic, User: "u", Password: remotePassword, Start: start})
 	if err != nil {
 		n.t.Fatalf("attach remote %s: %v", topic, err)
@@ -132,7 +132,7 @@ func (n *testNode) runFanout() (stop func()) {
 }
 
 // remoteEntry is parent's listing entry of link id.
-func (n *testNode) remoteEntry(parent, id string) api.ChildStatus {
+func (n *testNode) remoteEntry(parent, id string) service.ChildStatus {
 	n.t.Helper()
 	for _, cs := range n.e.Children(n.ctx(), n.topic(parent)) {
 		if cs.ID == id {
@@ -140,7 +140,7 @@ func (n *testNode) remoteEntry(parent, id string) api.ChildStatus {
 		}
 	}
 	n.t.Fatalf("%s lists no remote child %s", parent, id)
-	return api.ChildStatus{}
+	return service.ChildStatus{}
 }
 
 func payloads(prefix string, n int) []string {
@@ -157,12 +157,12 @@ func payloads(prefix string, n int) []string {
 func TestRemoteAttachOffsetsFollowTheStartMode(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
 	rt := newRemoteTarget(t)
-	parent := n.createTopic(api.CreateTopicRequest{Name: "src", Partitions: 3})
+	parent := n.createTopic(service.CreateTopicRequest{Name: "src", Partitions: 3})
 	n.mustCommit(parent, 0, payloads("a", 5)...)
 	n.mustCommit(parent, 1, payloads("b", 2)...)
 
 	// Resolve offsets 0..2 of partition 0; partition 1's records stay leased.
-	var acks []api.AckEntry
+	var acks []service.AckEntry
 	leased := 0
 	eventually(t, 10*time.Second, func() bool {
 		msgs, err := n.e.Consume(n.ctx(), parent, queueReq(100*time.Millisecond, 10))
@@ -172,7 +172,7 @@ func TestRemoteAttachOffsetsFollowTheStartMode(t *testing.T) {
 		for _, m := range msgs {
 			leased++
 			if m.Partition == 0 && m.Offset < 3 {
-				acks = append(acks, ackEntry(t, m, api.OpAck))
+				acks = append(acks, ackEntry(t, m, service.OpAck))
 			}
 		}
 		return leased == 7
@@ -208,7 +208,7 @@ func TestRemoteAttachOffsetsFollowTheStartMode(t *testing.T) {
 func TestRemoteListingAggregatesStateRecoveryPointAndLastError(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
 	rt := newRemoteTarget(t)
-	parent := n.createTopic(api.CreateTopicRequest{Name: "orders", Partitions: 3})
+	parent := n.createTopic(service.CreateTopicRequest{Name: "orders", Partitions: 3})
 	n.mustCommit(parent, 0, payloads("p0-", 4)...)
 	n.mustCommit(parent, 1, "p1-0", "p1-bad", "p1-2")
 	has := func(ps []string, prefix string) bool {
@@ -226,14 +226,14 @@ func TestRemoteListingAggregatesStateRecoveryPointAndLastError(t *testing.T) {
 	})
 	l := n.attachRemote(parent, rt, "mirror", meta.StartOldest)
 
-	if cs := n.remoteEntry(parent.Name, l.ID); cs.State != api.ChildIncomplete || cs.LagComplete {
+	if cs := n.remoteEntry(parent.Name, l.ID); cs.State != service.ChildIncomplete || cs.LagComplete {
 		t.Fatalf("listing before any cursor ran: %+v, want incomplete", cs)
 	}
 	n.runFanout()
 
 	check := func(phase, state, errHas string, rp map[string]int64, lag int64) {
 		t.Helper()
-		var cs api.ChildStatus
+		var cs service.ChildStatus
 		eventually(t, 10*time.Second, func() bool {
 			cs = n.remoteEntry(parent.Name, l.ID)
 			return cs.State == state && cs.LagComplete && len(cs.RecoveryPoint) == 3 &&
@@ -285,7 +285,7 @@ func TestRemoteListingAggregatesStateRecoveryPointAndLastError(t *testing.T) {
 func TestRemoteCursorFileTravelsWithTheMoveAndTheNewOwnerResumesFromIt(t *testing.T) {
 	src := startNode(t, t.TempDir(), nil)
 	rtA := newRemoteTarget(t)
-	parent := src.createTopic(api.CreateTopicRequest{Name: "mv", Partitions: 3})
+	parent := src.createTopic(service.CreateTopicRequest{Name: "mv", Partitions: 3})
 	src.mustCommit(parent, 0, payloads("m", 10)...)
 	l := src.attachRemote(parent, rtA, "mirror", meta.StartOldest)
 	stop := src.runFanout()
@@ -312,7 +312,7 @@ func TestRemoteCursorFileTravelsWithTheMoveAndTheNewOwnerResumesFromIt(t *testin
 	// The new owner: the same parent partition (copied records plus newer ones), the same link,
 	// and the listed cursor file installed as the move's finish step does.
 	dst := startNode(t, t.TempDir(), nil)
-	dparent := dst.createTopic(api.CreateTopicRequest{Name: "mv", Partitions: 3})
+	dparent := dst.createTopic(service.CreateTopicRequest{Name: "mv", Partitions: 3})
 	dst.mustCommit(dparent, 0, payloads("m", 15)...)
 	if _, err := dst.store.AttachRemote(dst.ctx(), l); err != nil {
 		t.Fatal(err)

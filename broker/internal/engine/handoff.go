@@ -14,7 +14,7 @@ import (
 )
 
 // ErrFrozen: the partition is frozen for a move's handoff (spec/moves.md §3). A commit refused
-// with it appended nothing; it also wraps api.ErrUnavailable (503), which the dispatcher and
+// with it appended nothing; it also wraps errcode.ErrUnavailable (503), which the dispatcher and
 // the fan-out cursors retry like any 503.
 var ErrFrozen = errors.New("partition frozen for a move handoff")
 
@@ -73,10 +73,9 @@ func (pt *partition) frozen() bool {
 //   - Fence (token + Fence): a re-arm that also requires the HWM to equal req.ExpectHWM
 //     (transfer.ErrHWMMismatch otherwise, with the TTL not renewed).
 //
-// A token never creates a freeze. Errors: ErrNotOwner (with transfer.ErrNotOwner) when this
-// node does not own the partition; ErrTopicGone (with api.ErrNotFound and
-// transfer.ErrNotFound) for an unknown topic or partition; the transfer fence sentinels for
-// the 409s; anything else wraps api.ErrUnavailable and transfer.ErrUnavailable.
+// A token never creates a freeze. Errors (errcode's, which transfer's names alias): ErrNotOwner
+// when this node does not own the partition; ErrTopicGone with ErrNotFound for an unknown
+// topic or partition; the fence sentinels for the 409s; anything else wraps ErrUnavailable.
 func (e *Engine) PrepareHandoff(ctx context.Context, topic string, p int, req transfer.PrepareRequest) (transfer.Listing, error) {
 	t, err := e.transferTopic(topic, p)
 	if err != nil {

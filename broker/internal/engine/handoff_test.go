@@ -5,19 +5,20 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/consume"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/faults"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/transfer"
 )
 
 // pinned is a pinned queue consume of partition p.
-func pinned(p int, wait time.Duration, max int) api.ConsumeRequest {
-	return api.ConsumeRequest{Partition: p, Offset: -1, Wait: wait, Max: max}
+func pinned(p int, wait time.Duration, max int) service.ConsumeRequest {
+	return service.ConsumeRequest{Partition: p, Offset: -1, Wait: wait, Max: max}
 }
 
-func (n *testNode) consume(t meta.Topic, req api.ConsumeRequest) []api.Message {
+func (n *testNode) consume(t meta.Topic, req service.ConsumeRequest) []service.Message {
 	n.t.Helper()
 	msgs, err := n.e.Consume(n.ctx(), t, req)
 	if err != nil {
@@ -57,7 +58,7 @@ func (n *testNode) shardFrozen(t meta.Topic, p int) bool {
 // leases already out work; the frozen partition reserves nothing; others serve.
 func TestFrozenPartitionRefusesCommitsAndNewLeasesButSettlesOldOnes(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "frz", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "frz", Partitions: 3})
 	n.mustCommit(top, 0, "a", "b", "c")
 	n.mustCommit(top, 1, "x")
 	leases := n.consume(top, pinned(0, 0, 2))
@@ -70,20 +71,20 @@ func TestFrozenPartitionRefusesCommitsAndNewLeasesButSettlesOldOnes(t *testing.T
 	}
 	next := n.e.parts.peek(top.Name, 0).log.NextOffset()
 	_, err := n.commit(top, 0, "refused")
-	if !errors.Is(err, ErrFrozen) || !errors.Is(err, api.ErrUnavailable) {
-		t.Fatalf("commit to a frozen partition: %v, want ErrFrozen wrapping api.ErrUnavailable", err)
+	if !errors.Is(err, ErrFrozen) || !errors.Is(err, errcode.ErrUnavailable) {
+		t.Fatalf("commit to a frozen partition: %v, want ErrFrozen wrapping errcode.ErrUnavailable", err)
 	}
 	if got := n.e.parts.peek(top.Name, 0).log.NextOffset(); got != next {
 		t.Fatalf("refused commit appended: next_offset %d → %d", next, got)
 	}
-	errs := n.e.AckLocal(top, []api.AckEntry{ackEntry(t, leases[0], api.OpExtend), ackEntry(t, leases[1], api.OpNack)})
+	errs := n.e.AckLocal(top, []service.AckEntry{ackEntry(t, leases[0], service.OpExtend), ackEntry(t, leases[1], service.OpNack)})
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatalf("extend/nack while frozen: %v", errs)
 	}
 	if got := n.consume(top, pinned(0, 0, 3)); len(got) != 0 {
 		t.Fatalf("frozen partition handed out %d messages (c and the nacked b were reservable)", len(got))
 	}
-	if errs := n.e.AckLocal(top, []api.AckEntry{ackEntry(t, leases[0], api.OpAck)}); errs[0] != nil {
+	if errs := n.e.AckLocal(top, []service.AckEntry{ackEntry(t, leases[0], service.OpAck)}); errs[0] != nil {
 		t.Fatalf("ack while frozen: %v", errs[0])
 	}
 	if got := n.consume(top, pinned(1, 0, 1)); len(got) != 1 || string(got[0].Payload) != "x" {
@@ -98,7 +99,7 @@ func TestFrozenPartitionRefusesCommitsAndNewLeasesButSettlesOldOnes(t *testing.T
 // the produce lock; the listing's HWM excludes it.
 func TestCommitPastTheFastGateIsRefusedUnderTheLockOnceFrozen(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "gate", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "gate", Partitions: 3})
 	n.mustCommit(top, 0, "before")
 	pt := n.e.parts.peek(top.Name, 0)
 
@@ -126,7 +127,7 @@ func TestCommitPastTheFastGateIsRefusedUnderTheLockOnceFrozen(t *testing.T) {
 // listing.
 func TestHandoffListingIncludesACommitInFlightUnderTheLock(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "inflight", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "inflight", Partitions: 3})
 	n.mustCommit(top, 0, "before")
 
 	n.e.floorMu.Lock() // parks the next commit inside the produce lock, past its gates
@@ -159,13 +160,13 @@ func TestHandoffListingIncludesACommitInFlightUnderTheLock(t *testing.T) {
 func TestArmDrainsLeasesBeforeReadingTheFrontier(t *testing.T) {
 	t.Run("ack during the drain is in the frontier", func(t *testing.T) {
 		n := startNode(t, t.TempDir(), nil)
-		top := n.createTopic(api.CreateTopicRequest{Name: "drain", Partitions: 3})
+		top := n.createTopic(service.CreateTopicRequest{Name: "drain", Partitions: 3})
 		n.mustCommit(top, 0, "a", "b")
 		lease := n.consume(top, pinned(0, 0, 1))
 		armed := make(chan transfer.Listing, 1)
 		go func() { armed <- n.arm(top, 0, 0) }()
 		eventually(t, 5*time.Second, func() bool { return n.shardFrozen(top, 0) }, "freeze armed")
-		if errs := n.e.AckLocal(top, []api.AckEntry{ackEntry(t, lease[0], api.OpAck)}); errs[0] != nil {
+		if errs := n.e.AckLocal(top, []service.AckEntry{ackEntry(t, lease[0], service.OpAck)}); errs[0] != nil {
 			t.Fatalf("ack during the drain: %v", errs[0])
 		}
 		if l := <-armed; l.CommittedOffset != 0 || !l.HasCommitted {
@@ -174,7 +175,7 @@ func TestArmDrainsLeasesBeforeReadingTheFrontier(t *testing.T) {
 	})
 	t.Run("a lease never acked is left out after the bound", func(t *testing.T) {
 		n := startNode(t, t.TempDir(), nil)
-		top := n.createTopic(api.CreateTopicRequest{Name: "drain", Partitions: 3})
+		top := n.createTopic(service.CreateTopicRequest{Name: "drain", Partitions: 3})
 		n.mustCommit(top, 0, "a", "b")
 		n.consume(top, pinned(0, 0, 1))
 		start := time.Now()
@@ -196,7 +197,7 @@ func TestArmDrainsLeasesBeforeReadingTheFrontier(t *testing.T) {
 // token names only its own freeze and never creates one.
 func TestFenceAndReArmAcceptOnlyTheActiveToken(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "fence", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "fence", Partitions: 3})
 	n.mustCommit(top, 0, "a")
 	prepare := func(req transfer.PrepareRequest) (transfer.Listing, error) {
 		return n.e.PrepareHandoff(n.ctx(), top.Name, 0, req)
@@ -243,12 +244,12 @@ func TestFenceAndReArmAcceptOnlyTheActiveToken(t *testing.T) {
 // period is observed.
 func TestFreezeLapsesAfterItsTTLAndReservationsResume(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "lapse", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "lapse", Partitions: 3})
 	n.mustCommit(top, 0, "a")
 	const ttl = 600 * time.Millisecond
 	l := n.arm(top, 0, ttl) // no shard yet: the long-poll below creates it frozen
 	armedAt := time.Now()
-	got := make(chan []api.Message, 1)
+	got := make(chan []service.Message, 1)
 	go func() { got <- n.consume(top, pinned(0, 10*time.Second, 1)) }()
 	eventually(t, 5*time.Second, func() bool { return n.shardFrozen(top, 0) }, "shard created frozen")
 
@@ -276,7 +277,7 @@ func TestFreezeLapsesAfterItsTTLAndReservationsResume(t *testing.T) {
 // Re-arming every quarter of the TTL keeps the freeze from lapsing (MV-9 at unit scale).
 func TestReArmKeepsTheFreezePastItsTTL(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "rearm", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "rearm", Partitions: 3})
 	const ttl = 400 * time.Millisecond
 	l := n.arm(top, 0, ttl)
 	pace := time.NewTicker(ttl / 4) // the destination's re-arm cadence
@@ -304,7 +305,7 @@ func TestOwnershipLossEndsTheFreezeAndClosesThePartition(t *testing.T) {
 		Status: meta.MemberAlive, LastHeartbeat: time.Now().Unix()}); err != nil {
 		t.Fatal(err)
 	}
-	top := n.createTopic(api.CreateTopicRequest{Name: "flip", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "flip", Partitions: 3})
 	if a, _ := n.store.Assignment(top.Name, 0); a.Owner != "n1" {
 		t.Fatalf("partition 0 placed on %q, want n1", a.Owner)
 	}
@@ -334,7 +335,7 @@ func TestOwnershipLossEndsTheFreezeAndClosesThePartition(t *testing.T) {
 	if err := shard.Ack(h.Offset, h.Nonce, limitsOf(top)); !errors.Is(err, consume.ErrStale) {
 		t.Fatalf("ack on the old shard: %v, want stale", err)
 	}
-	if _, err := n.e.PrepareHandoff(n.ctx(), top.Name, 0, transfer.PrepareRequest{Token: l.Token}); !errors.Is(err, ErrNotOwner) || !errors.Is(err, transfer.ErrNotOwner) {
+	if _, err := n.e.PrepareHandoff(n.ctx(), top.Name, 0, transfer.PrepareRequest{Token: l.Token}); !errors.Is(err, errcode.ErrNotOwner) || !errors.Is(err, transfer.ErrNotOwner) {
 		t.Fatalf("re-arm after the flip: %v, want not owner", err)
 	}
 	if c := histCount(t, n, "narad_moves_freeze_seconds"); c != 1 {
@@ -346,11 +347,11 @@ func TestOwnershipLossEndsTheFreezeAndClosesThePartition(t *testing.T) {
 func TestFailedArmLiftsItsFreeze(t *testing.T) {
 	resetFaults(t)
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "armfail", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "armfail", Partitions: 3})
 	n.mustCommit(top, 0, "a")
 	setFault(t, FaultHandoffBeforeLock)
 	_, err := n.e.PrepareHandoff(n.ctx(), top.Name, 0, transfer.PrepareRequest{})
-	if !errors.Is(err, api.ErrUnavailable) || !errors.Is(err, transfer.ErrUnavailable) {
+	if !errors.Is(err, errcode.ErrUnavailable) || !errors.Is(err, transfer.ErrUnavailable) {
 		t.Fatalf("arm with a fault before the lock: %v, want 503", err)
 	}
 	if n.frozen(top, 0) {
@@ -360,7 +361,7 @@ func TestFailedArmLiftsItsFreeze(t *testing.T) {
 		t.Fatalf("commit after a failed arm: %v", err)
 	}
 	setFault(t, FaultCommitAfterGate)
-	if _, err := n.commit(top, 0, "c"); !errors.Is(err, api.ErrUnavailable) {
+	if _, err := n.commit(top, 0, "c"); !errors.Is(err, errcode.ErrUnavailable) {
 		t.Fatalf("commit with a fault after the gate: %v, want 503", err)
 	}
 }

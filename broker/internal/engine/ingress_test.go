@@ -6,44 +6,45 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/faults"
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/service"
 )
 
 func TestFailedIngressWALRecoversWhenTheDiskDoes(t *testing.T) {
 	resetFaults(t)
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "disk", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "disk", Partitions: 3})
 
 	// Hold commits back so the acknowledged records exist only in the ingress WAL when it fails.
 	faults.Set(plog.FaultVerify, nil)
 	var acked []string
 	for i := 0; i < 5; i++ {
 		pl := fmt.Sprintf("before-%d", i)
-		n.produce(top, api.ProduceRecord{Partition: -1, Payload: []byte(pl)})
+		n.produce(top, service.ProduceRecord{Partition: -1, Payload: []byte(pl)})
 		acked = append(acked, pl)
 	}
 
 	// The disk fills: the WAL fsync fails and the WAL fails closed.
 	faults.Set("wal.fsync", errors.New("no space left on device"))
-	err := n.e.Produce(n.ctx(), top, []api.ProduceRecord{{Partition: -1, Payload: []byte("refused")}})
-	if !errors.Is(err, api.ErrUnavailable) {
+	err := n.e.Produce(n.ctx(), top, []service.ProduceRecord{{Partition: -1, Payload: []byte("refused")}})
+	if !errors.Is(err, errcode.ErrUnavailable) {
 		t.Fatalf("produce on a failing WAL: %v, want ErrUnavailable", err)
 	}
-	if err := n.e.Produce(n.ctx(), top, []api.ProduceRecord{{Partition: -1, Payload: []byte("refused-2")}}); !errors.Is(err, api.ErrUnavailable) {
+	if err := n.e.Produce(n.ctx(), top, []service.ProduceRecord{{Partition: -1, Payload: []byte("refused-2")}}); !errors.Is(err, errcode.ErrUnavailable) {
 		t.Fatalf("produce while the WAL is failed: %v, want ErrUnavailable", err)
 	}
 
 	// Space returns: within a few seconds produce works again without a restart.
 	faults.Clear("wal.fsync")
 	eventually(t, 10*time.Second, func() bool {
-		return n.e.Produce(n.ctx(), top, []api.ProduceRecord{{Partition: -1, Payload: []byte("after-0")}}) == nil
+		return n.e.Produce(n.ctx(), top, []service.ProduceRecord{{Partition: -1, Payload: []byte("after-0")}}) == nil
 	}, "produce succeeds after the WAL reopened")
 	acked = append(acked, "after-0")
 	for i := 1; i < 3; i++ {
 		pl := fmt.Sprintf("after-%d", i)
-		n.produce(top, api.ProduceRecord{Partition: -1, Payload: []byte(pl)})
+		n.produce(top, service.ProduceRecord{Partition: -1, Payload: []byte(pl)})
 		acked = append(acked, pl)
 	}
 
@@ -75,7 +76,7 @@ func TestFailedLogCommitIsRetriedUntilTheRecordLands(t *testing.T) {
 		t.Run(tc.point, func(t *testing.T) {
 			resetFaults(t)
 			n := startNode(t, t.TempDir(), nil)
-			top := n.createTopic(api.CreateTopicRequest{Name: "verify", Partitions: 3})
+			top := n.createTopic(service.CreateTopicRequest{Name: "verify", Partitions: 3})
 			failures := func() float64 {
 				return counterValue(t, n.m, "narad_errors_total", map[string]string{"component": "messaging", "kind": "append"})
 			}
@@ -85,7 +86,7 @@ func TestFailedLogCommitIsRetriedUntilTheRecordLands(t *testing.T) {
 			} else {
 				faults.SetNth(tc.point, 1, nil)
 			}
-			n.produce(top, api.ProduceRecord{Key: "k", Partition: -1, Payload: []byte("precious")})
+			n.produce(top, service.ProduceRecord{Key: "k", Partition: -1, Payload: []byte("precious")})
 			if tc.every {
 				eventually(t, 10*time.Second, func() bool { return failures() >= 2 }, "the dispatcher retries the failing commit")
 				if msgs := n.replayAll(top); len(msgs) != 0 {

@@ -11,9 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/datadir"
+	"narad.dev/broker/internal/errcode"
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -71,13 +72,13 @@ func readIncarnationT(t *testing.T, topicDir string) string {
 // neither set aside nor re-stamped with the deleted id.
 func TestPrepareTopicDirRefusesWhenTheRecordChangedUnderTheGuard(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	old := n.createTopic(api.CreateTopicRequest{Name: "t"})
+	old := n.createTopic(service.CreateTopicRequest{Name: "t"})
 	n.mustCommit(old, 0, "old")
 	if err := n.e.DeleteTopic(n.ctx(), "t"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, func() bool { return isGone(n.topicDir("t")) }, "old incarnation purged")
-	succ := n.createTopic(api.CreateTopicRequest{Name: "t"})
+	succ := n.createTopic(service.CreateTopicRequest{Name: "t"})
 	n.mustCommit(succ, 0, "successor")
 
 	err := n.e.PrepareTopicDir("t", old.Incarnation)
@@ -102,7 +103,7 @@ func TestPrepareTopicDirRefusesWhenTheRecordChangedUnderTheGuard(t *testing.T) {
 // incarnation goes to .stale/<topic>@<old> whole, and the dir is re-stamped for the new one.
 func TestPrepareTopicDirSetsAsideADeletedIncarnationsDir(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	tp := n.createTopic(api.CreateTopicRequest{Name: "t"})
+	tp := n.createTopic(service.CreateTopicRequest{Name: "t"})
 	writeDir(t, n.topicDir("t"), "fedcba9876543210")
 	if err := n.e.PrepareTopicDir("t", tp.Incarnation); err != nil {
 		t.Fatal(err)
@@ -124,7 +125,7 @@ func TestPrepareTopicDirSetsAsideADeletedIncarnationsDir(t *testing.T) {
 // logged at error level with path, reason and records; the staged copy takes the path.
 func TestInstallQuarantinesAnOldCopyWithUnexpiredRecords(t *testing.T) {
 	n, sink := startCapturingNode(t)
-	tp := n.createTopic(api.CreateTopicRequest{Name: "t"})
+	tp := n.createTopic(service.CreateTopicRequest{Name: "t"})
 	n.mustCommit(tp, 0, "old-0", "old-1", "old-2") // the log is open here
 	staging := n.e.StagingDir("t", 0)
 	if want := filepath.Join(n.dir, ".moves", "t-0"); staging != want {
@@ -180,7 +181,7 @@ func TestInstallQuarantinesAnOldCopyWithUnexpiredRecords(t *testing.T) {
 // quarantined.
 func TestInstallReplacesAnEmptyOldCopy(t *testing.T) {
 	n, sink := startCapturingNode(t)
-	tp := n.createTopic(api.CreateTopicRequest{Name: "t"})
+	tp := n.createTopic(service.CreateTopicRequest{Name: "t"})
 	if msgs := n.replay(tp, 0); len(msgs) != 0 { // opens the log: an empty copy at the path
 		t.Fatalf("unexpected records %v", msgs)
 	}
@@ -207,7 +208,7 @@ func TestInstallReplacesAnEmptyOldCopy(t *testing.T) {
 // marker still names the prepared incarnation; a refused install moves nothing.
 func TestInstallRefusesWhenTheTopicDirNamesAnotherIncarnation(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	tp := n.createTopic(api.CreateTopicRequest{Name: "t"})
+	tp := n.createTopic(service.CreateTopicRequest{Name: "t"})
 	n.mustCommit(tp, 0, "live")
 	staging := n.e.StagingDir("t", 0)
 	stageCopy(t, staging, 2, nil)
@@ -228,7 +229,7 @@ func TestInstallRefusesWhenTheTopicDirNamesAnotherIncarnation(t *testing.T) {
 // right marker it takes the path back to staging, replacing a leftover staging dir.
 func TestRenameBackMovesOnlyThisInstall(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	tp := n.createTopic(api.CreateTopicRequest{Name: "t"})
+	tp := n.createTopic(service.CreateTopicRequest{Name: "t"})
 	if err := n.e.PrepareTopicDir("t", tp.Incarnation); err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func TestRenameBackMovesOnlyThisInstall(t *testing.T) {
 // are closed, so nothing of the old state survives into a new copy.
 func TestDropConsumerStateClosesTheOpenLog(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	tp := n.createTopic(api.CreateTopicRequest{Name: "t"})
+	tp := n.createTopic(service.CreateTopicRequest{Name: "t"})
 	n.mustCommit(tp, 0, "a")
 	msgs, err := n.e.Consume(n.ctx(), tp, queueReq(0, 1))
 	if err != nil || len(msgs) != 1 {
@@ -307,8 +308,8 @@ func TestDropConsumerStateClosesTheOpenLog(t *testing.T) {
 	}
 	n.e.DropConsumerState("t", 0) // nothing open: a no-op
 	// MV-19: a lease of the dropped state never reaches the reopened copy: its ack is 410.
-	errs := n.e.AckLocal(tp, []api.AckEntry{ackEntry(t, msgs[0], api.OpAck)})
-	if len(errs) != 1 || !errors.Is(errs[0], api.ErrStale) {
+	errs := n.e.AckLocal(tp, []service.AckEntry{ackEntry(t, msgs[0], service.OpAck)})
+	if len(errs) != 1 || !errors.Is(errs[0], errcode.ErrStale) {
 		t.Fatalf("ack of a lease from before the drop = %v, want ErrStale (410)", errs)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"narad.dev/broker/internal/credseal"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,11 +15,12 @@ import (
 	"github.com/hashicorp/raft"
 	dto "github.com/prometheus/client_model/go"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/credseal"
 	"narad.dev/broker/internal/dispatch"
 	"narad.dev/broker/internal/faults"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
 
@@ -136,7 +136,7 @@ func (n *testNode) ctx() context.Context {
 	return ctx
 }
 
-func (n *testNode) createTopic(req api.CreateTopicRequest) meta.Topic {
+func (n *testNode) createTopic(req service.CreateTopicRequest) meta.Topic {
 	n.t.Helper()
 	t, err := n.e.CreateTopic(n.ctx(), req)
 	if err != nil {
@@ -154,7 +154,7 @@ func (n *testNode) topic(name string) meta.Topic {
 	return t
 }
 
-func (n *testNode) produce(t meta.Topic, recs ...api.ProduceRecord) {
+func (n *testNode) produce(t meta.Topic, recs ...service.ProduceRecord) {
 	n.t.Helper()
 	if err := n.e.Produce(n.ctx(), t, recs); err != nil {
 		n.t.Fatalf("produce: %v", err)
@@ -162,9 +162,9 @@ func (n *testNode) produce(t meta.Topic, recs ...api.ProduceRecord) {
 }
 
 // replay reads every visible record of (t, p) without touching queue state.
-func (n *testNode) replay(t meta.Topic, p int) []api.Message {
+func (n *testNode) replay(t meta.Topic, p int) []service.Message {
 	n.t.Helper()
-	msgs, err := n.e.Consume(n.ctx(), t, api.ConsumeRequest{Partition: p, Offset: 0, Max: 1000})
+	msgs, err := n.e.Consume(n.ctx(), t, service.ConsumeRequest{Partition: p, Offset: 0, Max: 1000})
 	if err != nil {
 		n.t.Fatalf("replay %s/%d: %v", t.Name, p, err)
 	}
@@ -172,9 +172,9 @@ func (n *testNode) replay(t meta.Topic, p int) []api.Message {
 }
 
 // replayAll reads every visible record of every partition of t.
-func (n *testNode) replayAll(t meta.Topic) []api.Message {
+func (n *testNode) replayAll(t meta.Topic) []service.Message {
 	n.t.Helper()
-	var out []api.Message
+	var out []service.Message
 	for p := 0; p < t.Partitions; p++ {
 		out = append(out, n.replay(t, p)...)
 	}
@@ -340,8 +340,8 @@ func isGone(path string) bool {
 }
 
 // queueReq is a queue consume (no partition, no offset).
-func queueReq(wait time.Duration, max int) api.ConsumeRequest {
-	return api.ConsumeRequest{Partition: -1, Offset: -1, Wait: wait, Max: max}
+func queueReq(wait time.Duration, max int) service.ConsumeRequest {
+	return service.ConsumeRequest{Partition: -1, Offset: -1, Wait: wait, Max: max}
 }
 
 // testLinkKey is the remote-link key of a test node's cluster secret.

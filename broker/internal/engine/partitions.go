@@ -12,6 +12,7 @@ import (
 	"narad.dev/broker/internal/consume"
 	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/durable"
+	"narad.dev/broker/internal/errcode"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
@@ -135,10 +136,10 @@ func (r *registry) openPartition(t meta.Topic, pt *partition) error {
 	// Re-check under the guard: a caller holding an old topic record (a long-poll that spans a
 	// delete) must never recreate a purged directory (spec/storage.md §1 rule 2).
 	if cur, ok := r.e.view.Topic(t.Name); !ok || cur.Incarnation != t.Incarnation {
-		return fmt.Errorf("%s: %w", t.Name, ErrTopicGone)
+		return fmt.Errorf("%s: %w", t.Name, errcode.ErrTopicGone)
 	}
 	if !r.e.owns(t.Name, pt.key.p) {
-		return fmt.Errorf("%s/%d: %w", t.Name, pt.key.p, ErrNotOwner)
+		return fmt.Errorf("%s/%d: %w", t.Name, pt.key.p, errcode.ErrNotOwner)
 	}
 	if err := r.prepareTopicDir(t); err != nil {
 		return err

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/service"
 )
 
 // TestOldestUnconsumedAgeIsTheHeadRecordsAgeAndNeverDropsOnProduce: the gauge is now minus the
@@ -13,7 +13,7 @@ import (
 // everything is acked.
 func TestOldestUnconsumedAgeIsTheHeadRecordsAgeAndNeverDropsOnProduce(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "aging", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "aging", Partitions: 3})
 	labels := map[string]string{"topic": top.Name, "partition": "0"}
 	age := func() float64 {
 		n.e.pollGauges()
@@ -38,13 +38,13 @@ func TestOldestUnconsumedAgeIsTheHeadRecordsAgeAndNeverDropsOnProduce(t *testing
 		t.Fatalf("age dropped from %.1f to %.1f s after a produce while older records are unconsumed", before, after)
 	}
 
-	if errs := n.e.Ack(n.ctx(), top, []api.AckEntry{ackEntry(t, msgs[0], api.OpAck)}); errs[0] != nil {
+	if errs := n.e.Ack(n.ctx(), top, []service.AckEntry{ackEntry(t, msgs[0], service.OpAck)}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
 	if got := age(); got < 3600 {
 		t.Fatalf("after acking the head the age is %.1f s, want about 3600 (\"b\" is an hour old)", got)
 	}
-	var all []api.AckEntry
+	var all []service.AckEntry
 	for {
 		ms, err := n.e.Consume(n.ctx(), top, queueReq(0, 10))
 		if err != nil {
@@ -54,7 +54,7 @@ func TestOldestUnconsumedAgeIsTheHeadRecordsAgeAndNeverDropsOnProduce(t *testing
 			break
 		}
 		for _, m := range ms {
-			all = append(all, ackEntry(t, m, api.OpAck))
+			all = append(all, ackEntry(t, m, service.OpAck))
 		}
 	}
 	if len(all) != 4 {

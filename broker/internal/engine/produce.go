@@ -6,20 +6,21 @@ import (
 	"hash/fnv"
 	"sync/atomic"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
 
 // Produce is the accept path on any node (spec/produce-consume.md §3): admit, refuse if
 // draining, resolve partitions from the local replica (no liveness check), and append every
 // record to the ingress WAL under one fsync. It returns only after the records are durable.
-func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []api.ProduceRecord) error {
+func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []service.ProduceRecord) error {
 	e.admitted.Add(1) // seed: increment before reading the draining flag
 	defer e.admitted.Add(-1)
 	if e.draining.Load() {
 		e.m.ProduceRejections.WithLabelValues(t.Name, "draining").Inc()
-		return fmt.Errorf("%w", api.ErrDraining)
+		return fmt.Errorf("%w", errcode.ErrDraining)
 	}
 	now := e.now().UnixMilli()
 	out := make([]wal.Record, len(recs))
@@ -37,7 +38,7 @@ func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []api.ProduceRe
 		e.m.Errors.WithLabelValues("ingress", "append").Inc()
 		// The client learns only that it may retry; paths and causes go to the log (the WAL
 		// logs each failure once, when it fails closed).
-		return fmt.Errorf("%w: the node cannot write its ingress log right now (disk full or I/O error); retry", api.ErrUnavailable)
+		return fmt.Errorf("%w: the node cannot write its ingress log right now (disk full or I/O error); retry", errcode.ErrUnavailable)
 	}
 	return nil
 }
@@ -47,7 +48,7 @@ func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []api.ProduceRe
 // shows dead (the next partition p+1, p+2, … mod n with a live owner), so new records do not
 // queue behind a dead owner; the dispatcher still reroutes what was accepted before the owner
 // died. Per-key order across such a skip is lost (spec/api.md §4.3).
-func (e *Engine) pickPartition(t meta.Topic, r api.ProduceRecord) int {
+func (e *Engine) pickPartition(t meta.Topic, r service.ProduceRecord) int {
 	n := t.Partitions
 	var p int
 	switch {

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
 
@@ -76,7 +77,7 @@ func TestKeyedProduceUsesFNV1a32ModPartitions(t *testing.T) {
 		top := meta.Topic{Name: "t", Partitions: n, Incarnation: "0000000000000001"}
 		w.recs = nil
 		for _, k := range keys {
-			if err := e.Produce(context.Background(), top, []api.ProduceRecord{{Key: k, Partition: -1, Payload: []byte("x")}}); err != nil {
+			if err := e.Produce(context.Background(), top, []service.ProduceRecord{{Key: k, Partition: -1, Payload: []byte("x")}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -103,7 +104,7 @@ func TestKeylessProduceRoundRobinsPerTopic(t *testing.T) {
 	// every partition equally; a shared counter would give each topic only every other one.
 	for i := 0; i < 8; i++ {
 		for _, top := range []meta.Topic{a, b} {
-			if err := e.Produce(context.Background(), top, []api.ProduceRecord{{Partition: -1, Payload: []byte("x")}}); err != nil {
+			if err := e.Produce(context.Background(), top, []service.ProduceRecord{{Partition: -1, Payload: []byte("x")}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -123,9 +124,9 @@ func TestKeylessProduceRoundRobinsPerTopic(t *testing.T) {
 	// One batch spreads too.
 	w.recs = nil
 	c := meta.Topic{Name: "c", Partitions: 5}
-	batch := make([]api.ProduceRecord, 10)
+	batch := make([]service.ProduceRecord, 10)
 	for i := range batch {
-		batch[i] = api.ProduceRecord{Partition: -1, Payload: []byte("x")}
+		batch[i] = service.ProduceRecord{Partition: -1, Payload: []byte("x")}
 	}
 	if err := e.Produce(context.Background(), c, batch); err != nil {
 		t.Fatal(err)
@@ -147,7 +148,7 @@ func TestPinnedPartitionOverridesKey(t *testing.T) {
 	top := meta.Topic{Name: "t", Partitions: 7, Incarnation: "00000000000000aa"}
 	key := "order-1"
 	pin := (int(fnv1a32(key)%7) + 3) % 7 // anywhere but where the key hashes
-	if err := e.Produce(context.Background(), top, []api.ProduceRecord{{Key: key, Partition: pin, Payload: []byte("x")}}); err != nil {
+	if err := e.Produce(context.Background(), top, []service.ProduceRecord{{Key: key, Partition: pin, Payload: []byte("x")}}); err != nil {
 		t.Fatal(err)
 	}
 	r := w.recs[0]
@@ -164,7 +165,7 @@ func TestDrainingRefusesProduceAndInflightReachesZeroOnlyAfterAnswers(t *testing
 	// One produce admitted and blocked inside the durable append.
 	inflight := make(chan error, 1)
 	go func() {
-		inflight <- e.Produce(context.Background(), top, []api.ProduceRecord{{Partition: 0, Payload: []byte("x")}})
+		inflight <- e.Produce(context.Background(), top, []service.ProduceRecord{{Partition: 0, Payload: []byte("x")}})
 	}()
 	<-w.entered
 	if got := e.AdmittedInflight(); got != 1 {
@@ -177,8 +178,8 @@ func TestDrainingRefusesProduceAndInflightReachesZeroOnlyAfterAnswers(t *testing
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	err := e.Produce(ctx, top, []api.ProduceRecord{{Partition: 0, Payload: []byte("y")}})
-	if !errors.Is(err, api.ErrDraining) {
+	err := e.Produce(ctx, top, []service.ProduceRecord{{Partition: 0, Payload: []byte("y")}})
+	if !errors.Is(err, errcode.ErrDraining) {
 		t.Fatalf("produce while draining: %v, want ErrDraining", err)
 	}
 	// The refused produce is answered; the admitted one is not yet.
@@ -202,8 +203,8 @@ func TestDrainingRefusesProduceAndInflightReachesZeroOnlyAfterAnswers(t *testing
 
 func TestProduceAnswersUnavailableWhenTheWALRefuses(t *testing.T) {
 	e, _ := newAcceptEngine(failingWAL{})
-	err := e.Produce(context.Background(), meta.Topic{Name: "t", Partitions: 3}, []api.ProduceRecord{{Partition: -1, Payload: []byte("x")}})
-	if !errors.Is(err, api.ErrUnavailable) {
+	err := e.Produce(context.Background(), meta.Topic{Name: "t", Partitions: 3}, []service.ProduceRecord{{Partition: -1, Payload: []byte("x")}})
+	if !errors.Is(err, errcode.ErrUnavailable) {
 		t.Fatalf("produce with a failed WAL: %v, want ErrUnavailable", err)
 	}
 	if e.AdmittedInflight() != 0 {
@@ -222,9 +223,9 @@ func (failingWAL) Append(context.Context, ...wal.Record) (uint64, error) {
 func TestDrainFlagInTheReplicaRefusesProduceAcrossARestart(t *testing.T) {
 	dir := t.TempDir()
 	n := startNode(t, dir, nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "drain"})
+	top := n.createTopic(service.CreateTopicRequest{Name: "drain"})
 	produce := func(n *testNode) error {
-		return n.e.Produce(n.ctx(), top, []api.ProduceRecord{{Partition: 0, Payload: []byte("x")}})
+		return n.e.Produce(n.ctx(), top, []service.ProduceRecord{{Partition: 0, Payload: []byte("x")}})
 	}
 	if err := produce(n); err != nil {
 		t.Fatalf("produce before the decommission: %v", err)
@@ -232,13 +233,13 @@ func TestDrainFlagInTheReplicaRefusesProduceAcrossARestart(t *testing.T) {
 	if err := n.store.SetMemberDraining(n.ctx(), "n1", true); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, func() bool { return errors.Is(produce(n), api.ErrDraining) }, "produce refused while draining")
+	eventually(t, 5*time.Second, func() bool { return errors.Is(produce(n), errcode.ErrDraining) }, "produce refused while draining")
 	if !n.e.RefusingProduce() {
 		t.Fatal("RefusingProduce is false while produce is refused")
 	}
 	n.stop()
 	n = startNode(t, dir, nil)
-	if err := produce(n); !errors.Is(err, api.ErrDraining) {
+	if err := produce(n); !errors.Is(err, errcode.ErrDraining) {
 		t.Fatalf("produce after a restart of a draining node: %v, want ErrDraining", err)
 	}
 	if err := n.store.SetMemberDraining(n.ctx(), "n1", false); err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/testutil/logrec"
 )
 
@@ -95,7 +95,7 @@ func TestQuarantineGaugesCountEveryCopySetAside(t *testing.T) {
 // quarantined copy of a live topic; it only counts it.
 func TestStartupSweepKeepsQuarantinedCopiesOfLiveTopics(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	live := n.createTopic(api.CreateTopicRequest{Name: "live"})
+	live := n.createTopic(service.CreateTopicRequest{Name: "live"})
 	n.mustCommit(live, 0, "keep")
 	q := filepath.Join(n.topicDir("live"), "p00000.quarantine")
 	writeFileOfSize(t, filepath.Join(q, "00000000000000000000.log"), 42)

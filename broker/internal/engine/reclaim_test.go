@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -34,7 +34,7 @@ func (n *testNode) moveAway(topic string, p int, target string) {
 // guard and never touch a partition this node owns or is the move target of.
 func TestReclaimRefusesACopyOwnedOrTargetedHere(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	tp := n.createTopic(api.CreateTopicRequest{Name: "t"})
+	tp := n.createTopic(service.CreateTopicRequest{Name: "t"})
 	n.mustCommit(tp, 0, "owned")
 	n.mustCommit(tp, 1, "targeted")
 	n.moveAway("t", 1, "n1") // owner n2, target n1
@@ -69,7 +69,7 @@ func TestReclaimRefusesACopyOwnedOrTargetedHere(t *testing.T) {
 // incarnation (a successor's), and a missing copy is reported as absent.
 func TestReclaimRefusesASuccessorIncarnationsDir(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	tp := n.createTopic(api.CreateTopicRequest{Name: "t"})
+	tp := n.createTopic(service.CreateTopicRequest{Name: "t"})
 	n.mustCommit(tp, 0, "successor's record")
 	n.moveAway("t", 0, "")
 	n.e.DropConsumerState("t", 0)
@@ -97,7 +97,7 @@ func TestReclaimRefusesASuccessorIncarnationsDir(t *testing.T) {
 // under the guard that the marker is unchanged and no local record names it.
 func TestRemoveDeletedTopicDirKeepsWhatALiveRecordClaims(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	live := n.createTopic(api.CreateTopicRequest{Name: "live"})
+	live := n.createTopic(service.CreateTopicRequest{Name: "live"})
 	n.mustCommit(live, 0, "keep")
 	gone := n.topicDir("gone")
 	writeDir(t, gone, "fedcba9876543210")

@@ -6,8 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 )
 
 // Queue-probe tuning (spec/produce-consume.md §6.7). A probe never waits on the owner; one
@@ -64,10 +65,10 @@ func (e *Engine) remoteOwners(t meta.Topic) []owner {
 
 // probeRemote is one non-blocking queue probe of a remote owner's partitions of t (op 2 with
 // local_only). Every failure, including 421, counts as empty.
-func (e *Engine) probeRemote(ctx context.Context, o owner, t meta.Topic, max int) []api.Message {
+func (e *Engine) probeRemote(ctx context.Context, o owner, t meta.Topic, max int) []service.Message {
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	msgs, err := e.peers.Consume(pctx, o.addr, t.Name, api.ConsumeRequest{Partition: -1, Offset: -1, Max: max}, true)
+	msgs, err := e.peers.Consume(pctx, o.addr, t.Name, service.ConsumeRequest{Partition: -1, Offset: -1, Max: max}, true)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.probeSuspects.set(o.id, time.Now().Add(probeBench))
@@ -81,7 +82,7 @@ func (e *Engine) probeRemote(ctx context.Context, o owner, t meta.Topic, max int
 // Ack implements api.Backend: entries are split by partition owner; local ones are applied
 // here, each remote owner gets one AckBatch (op 31), concurrently; results stay in request
 // order. An entry whose owner is dead or unreachable answers 503.
-func (e *Engine) Ack(ctx context.Context, t meta.Topic, entries []api.AckEntry) []error {
+func (e *Engine) Ack(ctx context.Context, t meta.Topic, entries []service.AckEntry) []error {
 	out := make([]error, len(entries))
 	var local []int
 	remote := map[string][]int{} // cluster addr → entry indexes
@@ -91,7 +92,7 @@ func (e *Engine) Ack(ctx context.Context, t meta.Topic, entries []api.AckEntry) 
 		case o.local:
 			local = append(local, i)
 		case !o.known || o.dead || o.addr == "" || e.peers == nil:
-			out[i] = api.ErrUnavailable
+			out[i] = errcode.ErrUnavailable
 		default:
 			remote[o.addr] = append(remote[o.addr], i)
 		}
@@ -101,7 +102,7 @@ func (e *Engine) Ack(ctx context.Context, t meta.Topic, entries []api.AckEntry) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sub := make([]api.AckEntry, len(idx))
+			sub := make([]service.AckEntry, len(idx))
 			for j, i := range idx {
 				sub[j] = entries[i]
 			}
@@ -111,17 +112,17 @@ func (e *Engine) Ack(ctx context.Context, t meta.Topic, entries []api.AckEntry) 
 			for j, i := range idx {
 				switch {
 				case err != nil:
-					out[i] = api.ErrUnavailable
+					out[i] = errcode.ErrUnavailable
 				case j < len(errs):
 					out[i] = errs[j]
 				default:
-					out[i] = api.ErrUnavailable
+					out[i] = errcode.ErrUnavailable
 				}
 			}
 		}()
 	}
 	if len(local) > 0 {
-		sub := make([]api.AckEntry, len(local))
+		sub := make([]service.AckEntry, len(local))
 		for j, i := range local {
 			sub[j] = entries[i]
 		}

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
 
@@ -17,19 +18,19 @@ import (
 type fakePeers struct {
 	mu        sync.Mutex
 	consumes  []fakeConsume
-	acks      [][]api.AckEntry
-	onConsume func(addr string, req api.ConsumeRequest, localOnly bool) ([]api.Message, error)
-	onAck     func(addr string, entries []api.AckEntry) ([]error, error)
-	onStats   func(addr string, p int) (api.PartitionStats, error)
+	acks      [][]service.AckEntry
+	onConsume func(addr string, req service.ConsumeRequest, localOnly bool) ([]service.Message, error)
+	onAck     func(addr string, entries []service.AckEntry) ([]error, error)
+	onStats   func(addr string, p int) (service.PartitionStats, error)
 }
 
 type fakeConsume struct {
 	addr      string
-	req       api.ConsumeRequest
+	req       service.ConsumeRequest
 	localOnly bool
 }
 
-func (f *fakePeers) Consume(ctx context.Context, addr, topic string, req api.ConsumeRequest, localOnly bool) ([]api.Message, error) {
+func (f *fakePeers) Consume(ctx context.Context, addr, topic string, req service.ConsumeRequest, localOnly bool) ([]service.Message, error) {
 	f.mu.Lock()
 	f.consumes = append(f.consumes, fakeConsume{addr, req, localOnly})
 	on := f.onConsume
@@ -40,7 +41,7 @@ func (f *fakePeers) Consume(ctx context.Context, addr, topic string, req api.Con
 	return on(addr, req, localOnly)
 }
 
-func (f *fakePeers) Ack(ctx context.Context, addr, topic string, entries []api.AckEntry) ([]error, error) {
+func (f *fakePeers) Ack(ctx context.Context, addr, topic string, entries []service.AckEntry) ([]error, error) {
 	f.mu.Lock()
 	f.acks = append(f.acks, entries)
 	on := f.onAck
@@ -51,17 +52,17 @@ func (f *fakePeers) Ack(ctx context.Context, addr, topic string, entries []api.A
 	return on(addr, entries)
 }
 
-func (f *fakePeers) PartitionStats(ctx context.Context, addr, topic string, p int) (api.PartitionStats, error) {
+func (f *fakePeers) PartitionStats(ctx context.Context, addr, topic string, p int) (service.PartitionStats, error) {
 	if f.onStats == nil {
-		return api.PartitionStats{}, errors.New("unreachable")
+		return service.PartitionStats{}, errors.New("unreachable")
 	}
 	return f.onStats(addr, p)
 }
 
-func (f *fakePeers) CreateTopic(context.Context, string, api.CreateTopicRequest) (meta.Topic, uint64, error) {
+func (f *fakePeers) CreateTopic(context.Context, string, service.CreateTopicRequest) (meta.Topic, uint64, error) {
 	return meta.Topic{}, 0, errors.New("not the leader's job in this test")
 }
-func (f *fakePeers) AlterTopic(context.Context, string, string, api.AlterTopicRequest) (meta.Topic, uint64, error) {
+func (f *fakePeers) AlterTopic(context.Context, string, string, service.AlterTopicRequest) (meta.Topic, uint64, error) {
 	return meta.Topic{}, 0, errors.New("unused")
 }
 func (f *fakePeers) DeleteTopic(context.Context, string, string) (uint64, error) {
@@ -105,7 +106,7 @@ func twoNodeTopic(t *testing.T, fp Peers) (*testNode, meta.Topic) {
 		Status: meta.MemberAlive, LastHeartbeat: time.Now().Unix()}); err != nil {
 		t.Fatal(err)
 	}
-	top := n.createTopic(api.CreateTopicRequest{Name: "routed", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "routed", Partitions: 3})
 	if a, _ := n.store.Assignment(top.Name, 1); a.Owner != "n2" {
 		t.Fatalf("partition 1 placed on %q, want n2", a.Owner)
 	}
@@ -114,11 +115,11 @@ func twoNodeTopic(t *testing.T, fp Peers) (*testNode, meta.Topic) {
 
 func TestQueueConsumeProbesRemoteOwnersWhenNothingIsLocal(t *testing.T) {
 	fp := &fakePeers{}
-	fp.onConsume = func(addr string, req api.ConsumeRequest, localOnly bool) ([]api.Message, error) {
-		return []api.Message{{Topic: "routed", Partition: 1, Offset: 7, Payload: []byte("remote"), ReceiptHandle: "1:7:9"}}, nil
+	fp.onConsume = func(addr string, req service.ConsumeRequest, localOnly bool) ([]service.Message, error) {
+		return []service.Message{{Topic: "routed", Partition: 1, Offset: 7, Payload: []byte("remote"), ReceiptHandle: "1:7:9"}}, nil
 	}
 	n, top := twoNodeTopic(t, fp)
-	msgs, err := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: -1, Offset: -1, Max: 5})
+	msgs, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: -1, Offset: -1, Max: 5})
 	if err != nil || len(msgs) != 1 || string(msgs[0].Payload) != "remote" {
 		t.Fatalf("consume = %+v, %v; want the remote owner's message", msgs, err)
 	}
@@ -134,7 +135,7 @@ func TestLocalMessagesAreServedWithoutAskingRemoteOwners(t *testing.T) {
 	if _, err := n.commit(top, 0, "here"); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: -1, Offset: -1, Max: 1})
+	msgs, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: -1, Offset: -1, Max: 1})
 	if err != nil || len(msgs) != 1 || string(msgs[0].Payload) != "here" {
 		t.Fatalf("consume = %+v, %v", msgs, err)
 	}
@@ -153,19 +154,19 @@ func TestParkedConsumeWakesOnARemoteNoticeNotOnATimer(t *testing.T) {
 	var mu sync.Mutex
 	serve := false
 	fp := &fakePeers{}
-	fp.onConsume = func(addr string, req api.ConsumeRequest, localOnly bool) ([]api.Message, error) {
+	fp.onConsume = func(addr string, req service.ConsumeRequest, localOnly bool) ([]service.Message, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !serve {
 			ready.Do(func() { close(armed) })
 			return nil, nil
 		}
-		return []api.Message{{Topic: "routed", Partition: 1, Offset: 0, Payload: []byte("woken"), ReceiptHandle: "1:0:1"}}, nil
+		return []service.Message{{Topic: "routed", Partition: 1, Offset: 0, Payload: []byte("woken"), ReceiptHandle: "1:0:1"}}, nil
 	}
 	n, top := twoNodeTopic(t, fp)
-	done := make(chan []api.Message, 1)
+	done := make(chan []service.Message, 1)
 	go func() {
-		msgs, _ := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: -1, Offset: -1, Max: 1, Wait: 20 * time.Second})
+		msgs, _ := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: -1, Offset: -1, Max: 1, Wait: 20 * time.Second})
 		done <- msgs
 	}()
 	<-armed
@@ -187,7 +188,7 @@ func TestParkedConsumeWakesOnARemoteNoticeNotOnATimer(t *testing.T) {
 func TestPinnedConsumeOfARemotePartitionIsForwardedWithItsWait(t *testing.T) {
 	fp := &fakePeers{}
 	n, top := twoNodeTopic(t, fp)
-	_, err := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: 1, Offset: -1, Max: 2, Wait: 3 * time.Second})
+	_, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 1, Offset: -1, Max: 2, Wait: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,16 +204,16 @@ func TestPinnedAndReplayReadsOfADeadOwnerAnswerOwnerDown(t *testing.T) {
 	if err := n.store.MemberDead(n.ctx(), "n2"); err != nil {
 		t.Fatal(err)
 	}
-	for _, req := range []api.ConsumeRequest{
+	for _, req := range []service.ConsumeRequest{
 		{Partition: 1, Offset: -1, Max: 1},
 		{Partition: 1, Offset: 0, Max: 1},
 	} {
-		if _, err := n.e.Consume(n.ctx(), top, req); !errors.Is(err, api.ErrOwnerDown) {
+		if _, err := n.e.Consume(n.ctx(), top, req); !errors.Is(err, errcode.ErrOwnerDown) {
 			t.Fatalf("consume %+v of a dead owner's partition: %v, want ErrOwnerDown", req, err)
 		}
 	}
 	// An unpinned consume never fails because one owner is down: it serves what is live.
-	if _, err := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: -1, Offset: -1, Max: 1}); err != nil {
+	if _, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: -1, Offset: -1, Max: 1}); err != nil {
 		t.Fatalf("queue consume with a dead owner: %v", err)
 	}
 	if calls := fp.consumeCalls(); len(calls) != 0 {
@@ -222,26 +223,26 @@ func TestPinnedAndReplayReadsOfADeadOwnerAnswerOwnerDown(t *testing.T) {
 
 func TestAckBatchIsSplitByOwnerAndKeepsRequestOrder(t *testing.T) {
 	fp := &fakePeers{}
-	fp.onAck = func(addr string, entries []api.AckEntry) ([]error, error) {
+	fp.onAck = func(addr string, entries []service.AckEntry) ([]error, error) {
 		out := make([]error, len(entries))
-		out[1] = api.ErrStale
+		out[1] = errcode.ErrStale
 		return out, nil
 	}
 	n, top := twoNodeTopic(t, fp)
 	if _, err := n.commit(top, 0, "local"); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: 0, Offset: -1, Max: 1})
+	msgs, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 0, Offset: -1, Max: 1})
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("reserve local: %+v %v", msgs, err)
 	}
-	entries := []api.AckEntry{
+	entries := []service.AckEntry{
 		{Partition: 1, Offset: 3, Nonce: 1},
-		ackEntry(t, msgs[0], api.OpAck),
+		ackEntry(t, msgs[0], service.OpAck),
 		{Partition: 1, Offset: 4, Nonce: 2},
 	}
 	errs := n.e.Ack(n.ctx(), top, entries)
-	if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], api.ErrStale) {
+	if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], errcode.ErrStale) {
 		t.Fatalf("results = %v; want nil, nil (local ack), stale (remote second entry)", errs)
 	}
 	if len(fp.acks) != 1 || len(fp.acks[0]) != 2 || fp.acks[0][0].Offset != 3 || fp.acks[0][1].Offset != 4 {
@@ -255,8 +256,8 @@ func TestAckOfADeadOwnersPartitionAnswersUnavailable(t *testing.T) {
 	if err := n.store.MemberDead(n.ctx(), "n2"); err != nil {
 		t.Fatal(err)
 	}
-	errs := n.e.Ack(n.ctx(), top, []api.AckEntry{{Partition: 1, Offset: 0, Nonce: 1}})
-	if !errors.Is(errs[0], api.ErrUnavailable) || len(fp.acks) != 0 {
+	errs := n.e.Ack(n.ctx(), top, []service.AckEntry{{Partition: 1, Offset: 0, Nonce: 1}})
+	if !errors.Is(errs[0], errcode.ErrUnavailable) || len(fp.acks) != 0 {
 		t.Fatalf("ack of a dead owner's partition: %v (calls %d)", errs[0], len(fp.acks))
 	}
 }
@@ -268,8 +269,8 @@ func TestDescribeMarksUnreachableOwnersUnavailableAndFillsReachableOnes(t *testi
 	if len(st) != 3 || st[1].OwnerNode != "n2" || st[1].Available || !st[0].Available {
 		t.Fatalf("stats with n2 unreachable: %+v", st)
 	}
-	fp.onStats = func(addr string, p int) (api.PartitionStats, error) {
-		return api.PartitionStats{Available: true, HighWatermark: 42, NextOffset: 42}, nil
+	fp.onStats = func(addr string, p int) (service.PartitionStats, error) {
+		return service.PartitionStats{Available: true, HighWatermark: 42, NextOffset: 42}, nil
 	}
 	st = n.e.PartitionStats(n.ctx(), top, -1)
 	if !st[1].Available || st[1].HighWatermark != 42 || st[1].Index != 1 || st[1].OwnerNode != "n2" {
@@ -291,17 +292,17 @@ func TestKeyedProduceSkipsPartitionsWhoseOwnerIsDead(t *testing.T) {
 			break
 		}
 	}
-	if got := n.e.pickPartition(top, api.ProduceRecord{Key: key, Partition: -1}); got != 2 {
+	if got := n.e.pickPartition(top, service.ProduceRecord{Key: key, Partition: -1}); got != 2 {
 		t.Fatalf("key %q hashing to dead n2's partition 1 went to %d, want the next live partition 2", key, got)
 	}
-	if got := n.e.pickPartition(top, api.ProduceRecord{Partition: 1}); got != 1 {
+	if got := n.e.pickPartition(top, service.ProduceRecord{Partition: 1}); got != 1 {
 		t.Fatalf("a pinned produce must keep its partition, got %d", got)
 	}
 }
 
 func TestCommitsAndReleasesNotifySubscribedWatchers(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "watched", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "watched", Partitions: 3})
 	sub := n.e.SubscribeNotices()
 	defer sub.Close()
 	if _, err := n.commit(top, 2, "x"); err != nil {
@@ -314,11 +315,11 @@ func TestCommitsAndReleasesNotifySubscribedWatchers(t *testing.T) {
 		t.Fatalf("notices after a commit = %+v", refs)
 	}
 	// A nack releases the message: watchers hear about it too.
-	msgs, err := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: 2, Offset: -1, Max: 1})
+	msgs, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 2, Offset: -1, Max: 1})
 	if err != nil || len(msgs) != 1 {
 		t.Fatal(msgs, err)
 	}
-	if errs := n.e.Ack(n.ctx(), top, []api.AckEntry{ackEntry(t, msgs[0], api.OpNack)}); errs[0] != nil {
+	if errs := n.e.Ack(n.ctx(), top, []service.AckEntry{ackEntry(t, msgs[0], service.OpNack)}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
 	refs = sub.Next(ctx)
@@ -332,9 +333,9 @@ func TestCommitWithALocalQueueWaiterParkedDoesNotNotifyPeers(t *testing.T) {
 	n, top := twoNodeTopic(t, fp)
 	sub := n.e.SubscribeNotices()
 	defer sub.Close()
-	done := make(chan []api.Message, 1)
+	done := make(chan []service.Message, 1)
 	go func() {
-		msgs, _ := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: -1, Offset: -1, Max: 1, Wait: 10 * time.Second})
+		msgs, _ := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: -1, Offset: -1, Max: 1, Wait: 10 * time.Second})
 		done <- msgs
 	}()
 	waitGoroutine(t, "select", "park")
@@ -364,9 +365,9 @@ func TestCommitWithALocalQueueWaiterParkedDoesNotNotifyPeers(t *testing.T) {
 func TestAttachFailsWith503AndLeavesNoLinkWhenAParentOwnerCannotBeAsked(t *testing.T) {
 	fp := &fakePeers{} // ExactHighWatermark: "unreachable"
 	n, top := twoNodeTopic(t, fp)
-	child := n.createTopic(api.CreateTopicRequest{Name: "routed-child", Partitions: 3})
+	child := n.createTopic(service.CreateTopicRequest{Name: "routed-child", Partitions: 3})
 	_, err := n.e.AttachChild(n.ctx(), top.Name, child.Name, 0)
-	if !errors.Is(err, api.ErrUnavailable) {
+	if !errors.Is(err, errcode.ErrUnavailable) {
 		t.Fatalf("attach with n2 unreachable: %v, want ErrUnavailable (503)", err)
 	}
 	if c, _ := n.e.Topic(child.Name); c.Parent != "" {
@@ -382,7 +383,7 @@ func TestAttachRecordsEveryParentPartitionsCommittedHighWatermark(t *testing.T) 
 	n, top := twoNodeTopic(t, &hwmPeers{fakePeers: &fakePeers{}, hwm: fpHWM})
 	n.mustCommit(top, 0, "a", "b")
 	n.mustCommit(top, 2, "c")
-	child := n.createTopic(api.CreateTopicRequest{Name: "routed-child", Partitions: 3})
+	child := n.createTopic(service.CreateTopicRequest{Name: "routed-child", Partitions: 3})
 	if _, err := n.e.AttachChild(n.ctx(), top.Name, child.Name, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/faults"
+	"narad.dev/broker/internal/service"
 )
 
 func writeDir(t *testing.T, dir, marker string) {
@@ -36,8 +36,8 @@ func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 // incarnation — and never the live topic's data, whether or not its dir has a marker.
 func TestSweepRemovesOnlyDataTheLeaderConfirmsGone(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	live := n.createTopic(api.CreateTopicRequest{Name: "live"})
-	n.produce(live, api.ProduceRecord{Partition: 0, Payload: []byte("keep me")})
+	live := n.createTopic(service.CreateTopicRequest{Name: "live"})
+	n.produce(live, service.ProduceRecord{Partition: 0, Payload: []byte("keep me")})
 	eventually(t, 10*time.Second, func() bool { return len(n.replay(live, 0)) == 1 }, "record committed")
 
 	data := n.e.cfg.DataDir
@@ -125,7 +125,7 @@ func TestRunningSweepRemovesMarkerlessDirsOnceWhenTheStartupSweepWasSkipped(t *t
 // topic is only counted at runtime; a .stale dir of the live incarnation is kept.
 func TestOrphanSweepRemovesDeletedTopicDataOnlyAfterLeaderConfirmation(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	live := n.createTopic(api.CreateTopicRequest{Name: "live"})
+	live := n.createTopic(service.CreateTopicRequest{Name: "live"})
 	n.e.SweepOrphans(n.ctx()) // the startup sweep, on a data dir holding only the live topic
 	data := n.e.cfg.DataDir
 	gone := filepath.Join(data, "topics", "gone")
@@ -170,7 +170,7 @@ func TestOrphanSweepRemovesDeletedTopicDataOnlyAfterLeaderConfirmation(t *testin
 // stale-copy sweep judges it), and a move's staging directory and note (the move worker's).
 func TestOrphanSweepLeavesLiveTopicsCopiesAndStagingToTheirOwners(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	tp := n.createTopic(api.CreateTopicRequest{Name: "t"})
+	tp := n.createTopic(service.CreateTopicRequest{Name: "t"})
 	n.mustCommit(tp, 0, "elsewhere now")
 	n.moveAway("t", 0, "") // owner n2: the copy here is stale
 	dirs := datadir.New(n.e.cfg.DataDir)

@@ -11,11 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/placement"
 	"narad.dev/broker/internal/schema"
+	"narad.dev/broker/internal/service"
 )
 
 // newID returns 8 random bytes as 16 lowercase hex chars (incarnations, attach epochs).
@@ -27,14 +28,14 @@ func newID() string {
 
 // CreateTopic implements api.Backend. Creates wait behind the create gate until the node has
 // caught up at boot (spec/cluster.md §1 step 3).
-func (e *Engine) CreateTopic(ctx context.Context, req api.CreateTopicRequest) (meta.Topic, error) {
+func (e *Engine) CreateTopic(ctx context.Context, req service.CreateTopicRequest) (meta.Topic, error) {
 	select {
 	case <-e.createGate:
 	case <-ctx.Done():
-		return meta.Topic{}, fmt.Errorf("%w: node is starting", api.ErrUnavailable)
+		return meta.Topic{}, fmt.Errorf("%w: node is starting", errcode.ErrUnavailable)
 	}
 	if _, ok := e.view.Topic(req.Name); ok {
-		return meta.Topic{}, fmt.Errorf("topic %q: %w", req.Name, api.ErrExists)
+		return meta.Topic{}, fmt.Errorf("topic %q: %w", req.Name, errcode.ErrExists)
 	}
 	// A follower forwards the create to the leader (op 4), which places the partitions under
 	// its placement lock.
@@ -60,14 +61,14 @@ func (e *Engine) CreateTopic(ctx context.Context, req api.CreateTopicRequest) (m
 
 // CreateTopicAsLeader creates a topic on the Raft leader (the local half of CreateTopic, and
 // node RPC op 4): defaults, placement under the placement lock, one Raft entry.
-func (e *Engine) CreateTopicAsLeader(ctx context.Context, req api.CreateTopicRequest) (meta.Topic, error) {
+func (e *Engine) CreateTopicAsLeader(ctx context.Context, req service.CreateTopicRequest) (meta.Topic, error) {
 	select {
 	case <-e.createGate:
 	case <-ctx.Done():
-		return meta.Topic{}, fmt.Errorf("%w: node is starting", api.ErrUnavailable)
+		return meta.Topic{}, fmt.Errorf("%w: node is starting", errcode.ErrUnavailable)
 	}
 	if _, ok := e.view.Topic(req.Name); ok {
-		return meta.Topic{}, fmt.Errorf("topic %q: %w", req.Name, api.ErrExists)
+		return meta.Topic{}, fmt.Errorf("topic %q: %w", req.Name, errcode.ErrExists)
 	}
 	t := meta.Topic{
 		Name:                      req.Name,
@@ -85,7 +86,7 @@ func (e *Engine) CreateTopicAsLeader(ctx context.Context, req api.CreateTopicReq
 		t.Partitions = e.cfg.DefaultPartitions
 	}
 	if t.Partitions < meta.MinPartitions || t.Partitions > e.cfg.MaxPartitions {
-		return meta.Topic{}, fmt.Errorf("partitions must be %d…%d: %w", meta.MinPartitions, e.cfg.MaxPartitions, api.ErrInvalid)
+		return meta.Topic{}, fmt.Errorf("partitions must be %d…%d: %w", meta.MinPartitions, e.cfg.MaxPartitions, errcode.ErrInvalid)
 	}
 	if req.RetentionMs != nil {
 		t.RetentionMs = *req.RetentionMs
@@ -97,7 +98,7 @@ func (e *Engine) CreateTopicAsLeader(ctx context.Context, req api.CreateTopicReq
 		// link, the topic and placements away from the parent's owners land in one entry.
 		pt, ok := e.view.Topic(req.Parent)
 		if !ok {
-			return meta.Topic{}, fmt.Errorf("parent topic %q: %w", req.Parent, api.ErrNotFound)
+			return meta.Topic{}, fmt.Errorf("parent topic %q: %w", req.Parent, errcode.ErrNotFound)
 		}
 		offsets, err := e.attachPoint(ctx, pt)
 		if err != nil {
@@ -116,7 +117,7 @@ func (e *Engine) CreateTopicAsLeader(ctx context.Context, req api.CreateTopicReq
 	}
 	got, ok := e.view.Topic(t.Name)
 	if !ok {
-		return meta.Topic{}, fmt.Errorf("%w: topic vanished after create", api.ErrUnavailable)
+		return meta.Topic{}, fmt.Errorf("%w: topic vanished after create", errcode.ErrUnavailable)
 	}
 	return got, nil
 }
@@ -175,7 +176,7 @@ func (e *Engine) allTopics() []meta.Topic {
 // PartitionStats implements api.Backend: local partitions here, remote ones from their owners
 // (op 8, 16 in flight); an owner that is dead or does not answer is reported
 // available=false instead of failing the describe.
-func (e *Engine) PartitionStats(ctx context.Context, t meta.Topic, partition int) []api.PartitionStats {
+func (e *Engine) PartitionStats(ctx context.Context, t meta.Topic, partition int) []service.PartitionStats {
 	out := e.LocalPartitionStats(t, partition)
 	if e.peers == nil {
 		return out
@@ -192,7 +193,7 @@ func (e *Engine) PartitionStats(ctx context.Context, t meta.Topic, partition int
 		sctx, cancel := context.WithTimeout(ctx, statsTimeout)
 		defer cancel()
 		got, err := e.peers.PartitionStats(sctx, o.addr, t.Name, st.Index)
-		if errors.Is(err, api.ErrNotFound) {
+		if errors.Is(err, errcode.ErrNotFound) {
 			// The owner's replica has not applied the create yet (milliseconds behind ours):
 			// ask once more before calling the partition unavailable.
 			time.Sleep(statsRetryPause)
@@ -212,13 +213,13 @@ func (e *Engine) PartitionStats(ctx context.Context, t meta.Topic, partition int
 // only; partitions owned elsewhere carry only their owner. It never opens a closed log nor
 // stamps its access time: open logs answer from memory, closed ones from their directory and
 // hwm file.
-func (e *Engine) LocalPartitionStats(t meta.Topic, partition int) []api.PartitionStats {
-	var out []api.PartitionStats
+func (e *Engine) LocalPartitionStats(t meta.Topic, partition int) []service.PartitionStats {
+	var out []service.PartitionStats
 	for p := 0; p < t.Partitions; p++ {
 		if partition >= 0 && p != partition {
 			continue
 		}
-		st := api.PartitionStats{Index: p}
+		st := service.PartitionStats{Index: p}
 		a, ok := e.view.Assignment(t.Name, p)
 		if ok {
 			st.OwnerNode, st.TargetNode = a.Owner, a.Target
@@ -250,9 +251,9 @@ func (e *Engine) LocalPartitionStats(t meta.Topic, partition int) []api.Partitio
 }
 
 // AlterTopic implements api.Backend: a follower forwards it to the leader (op 5).
-func (e *Engine) AlterTopic(ctx context.Context, name string, req api.AlterTopicRequest) (meta.Topic, error) {
+func (e *Engine) AlterTopic(ctx context.Context, name string, req service.AlterTopicRequest) (meta.Topic, error) {
 	if _, ok := e.view.Topic(name); !ok {
-		return meta.Topic{}, fmt.Errorf("topic %q: %w", name, api.ErrNotFound)
+		return meta.Topic{}, fmt.Errorf("topic %q: %w", name, errcode.ErrNotFound)
 	}
 	var fwd meta.Topic
 	forwarded, err := e.forwardWrite(ctx, func(addr string) (uint64, error) {
@@ -276,22 +277,22 @@ func (e *Engine) AlterTopic(ctx context.Context, name string, req api.AlterTopic
 
 // AlterTopicAsLeader validates every change and proposes them in one entry (the leader side of
 // AlterTopic and op 5); new partitions are placed under the placement lock.
-func (e *Engine) AlterTopicAsLeader(ctx context.Context, name string, req api.AlterTopicRequest) (meta.Topic, error) {
+func (e *Engine) AlterTopicAsLeader(ctx context.Context, name string, req service.AlterTopicRequest) (meta.Topic, error) {
 	t, ok := e.view.Topic(name)
 	if !ok {
-		return meta.Topic{}, fmt.Errorf("topic %q: %w", name, api.ErrNotFound)
+		return meta.Topic{}, fmt.Errorf("topic %q: %w", name, errcode.ErrNotFound)
 	}
 	old := t.Partitions
 	if req.Partitions != 0 {
 		if req.Partitions <= t.Partitions || req.Partitions > e.cfg.MaxPartitions {
-			return meta.Topic{}, fmt.Errorf("partitions must grow and be at most %d: %w", e.cfg.MaxPartitions, api.ErrInvalid)
+			return meta.Topic{}, fmt.Errorf("partitions must grow and be at most %d: %w", e.cfg.MaxPartitions, errcode.ErrInvalid)
 		}
 		t.Partitions = req.Partitions
 	}
 	if req.RetentionMs != nil {
 		for _, c := range t.Children {
 			if ct, ok := e.view.Topic(c); ok && ct.FanoutDelayMs > 0 && *req.RetentionMs != 0 && *req.RetentionMs < ct.FanoutDelayMs+meta.MinRetentionMs {
-				return meta.Topic{}, fmt.Errorf("retention below delay child %q's delay + 1h: %w", c, api.ErrConflict)
+				return meta.Topic{}, fmt.Errorf("retention below delay child %q's delay + 1h: %w", c, errcode.ErrConflict)
 			}
 		}
 		t.RetentionMs = *req.RetentionMs
@@ -307,11 +308,11 @@ func (e *Engine) AlterTopicAsLeader(ctx context.Context, name string, req api.Al
 	}
 	if len(req.Schema) > 0 {
 		if t.Parent != "" {
-			return meta.Topic{}, fmt.Errorf("schema of an attached child follows its parent: %w", api.ErrConflict)
+			return meta.Topic{}, fmt.Errorf("schema of an attached child follows its parent: %w", errcode.ErrConflict)
 		}
 		if cur, ok := e.meta.LatestSchema(name); ok {
 			if err := schema.CheckCompatible(cur.Doc, req.Schema); err != nil {
-				return meta.Topic{}, fmt.Errorf("%w: %v", api.ErrInvalid, err)
+				return meta.Topic{}, fmt.Errorf("%w: %v", errcode.ErrInvalid, err)
 			}
 		}
 	}
@@ -357,12 +358,12 @@ func (e *Engine) ValidatePayload(t meta.Topic, payload []byte) error {
 	v, err := e.schemas.Validator(schema.Key{Topic: t.Name, Incarnation: t.Incarnation, Version: s.Version},
 		func() (json.RawMessage, error) { return s.Doc, nil })
 	if err != nil {
-		return fmt.Errorf("%w: stored schema does not compile: %v", api.ErrUnavailable, err)
+		return fmt.Errorf("%w: stored schema does not compile: %v", errcode.ErrUnavailable, err)
 	}
 	if err := v.Validate(payload); err != nil {
 		// The validator's message already starts with "schema violation"; say it once.
 		msg := strings.TrimPrefix(err.Error(), schema.ErrViolation.Error()+": ")
-		return fmt.Errorf("%w: %s", api.ErrSchema, msg)
+		return fmt.Errorf("%w: %s", errcode.ErrSchema, msg)
 	}
 	return nil
 }

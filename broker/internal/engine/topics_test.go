@@ -10,22 +10,23 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/faults"
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/service"
 )
 
 func TestTopicDeletePurgesDataAndMetricSeries(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "doomed", Partitions: 3})
-	keep := n.createTopic(api.CreateTopicRequest{Name: "kept", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "doomed", Partitions: 3})
+	keep := n.createTopic(service.CreateTopicRequest{Name: "kept", Partitions: 3})
 	for _, tp := range []struct {
 		name string
 		p    int
 	}{{top.Name, 0}, {keep.Name, 0}} {
 		tt := n.topic(tp.name)
 		n.mustCommit(tt, tp.p, "x")
-		if _, err := n.e.Consume(n.ctx(), tt, api.ConsumeRequest{Partition: tp.p, Offset: -1, Max: 1}); err != nil {
+		if _, err := n.e.Consume(n.ctx(), tt, service.ConsumeRequest{Partition: tp.p, Offset: -1, Max: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,14 +58,14 @@ func TestTopicDeletePurgesDataAndMetricSeries(t *testing.T) {
 
 func TestRecreatedTopicGetsFreshIncarnationAndNoOldData(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	old := n.createTopic(api.CreateTopicRequest{Name: "again", Partitions: 3})
+	old := n.createTopic(service.CreateTopicRequest{Name: "again", Partitions: 3})
 	n.mustCommit(old, 0, "old-0", "old-1")
 	if err := n.e.DeleteTopic(n.ctx(), old.Name); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, func() bool { return isGone(n.topicDir(old.Name)) }, "old data purged")
 
-	fresh := n.createTopic(api.CreateTopicRequest{Name: "again", Partitions: 3})
+	fresh := n.createTopic(service.CreateTopicRequest{Name: "again", Partitions: 3})
 	if fresh.Incarnation == old.Incarnation || len(fresh.Incarnation) != 16 {
 		t.Fatalf("recreate reused or malformed the incarnation: old %q new %q", old.Incarnation, fresh.Incarnation)
 	}
@@ -86,10 +87,10 @@ func TestRecreatedTopicGetsFreshIncarnationAndNoOldData(t *testing.T) {
 func TestRecordsOfADeletedIncarnationNeverReachTheRecreatedTopic(t *testing.T) {
 	resetFaults(t)
 	n := startNode(t, t.TempDir(), nil)
-	old := n.createTopic(api.CreateTopicRequest{Name: "pc12", Partitions: 3})
+	old := n.createTopic(service.CreateTopicRequest{Name: "pc12", Partitions: 3})
 	// Commits fail: accepted records stay in the ingress WAL.
 	faults.Set(plog.FaultVerify, nil)
-	n.produce(old, api.ProduceRecord{Partition: 0, Payload: []byte("old")}, api.ProduceRecord{Partition: 1, Payload: []byte("old")})
+	n.produce(old, service.ProduceRecord{Partition: 0, Payload: []byte("old")}, service.ProduceRecord{Partition: 1, Payload: []byte("old")})
 	eventually(t, 10*time.Second, func() bool {
 		return counterValue(t, n.m, "narad_errors_total", map[string]string{"component": "messaging", "kind": "append"}) > 0
 	}, "a failed commit attempt")
@@ -97,9 +98,9 @@ func TestRecordsOfADeletedIncarnationNeverReachTheRecreatedTopic(t *testing.T) {
 	if err := n.e.DeleteTopic(n.ctx(), old.Name); err != nil {
 		t.Fatal(err)
 	}
-	fresh := n.createTopic(api.CreateTopicRequest{Name: "pc12", Partitions: 3})
+	fresh := n.createTopic(service.CreateTopicRequest{Name: "pc12", Partitions: 3})
 	faults.Clear(plog.FaultVerify)
-	n.produce(fresh, api.ProduceRecord{Partition: 0, Payload: []byte("new")})
+	n.produce(fresh, service.ProduceRecord{Partition: 0, Payload: []byte("new")})
 	n.waitVisible(fresh, "new")
 	// The old records were ahead of "new" in the WAL, so the dispatcher has settled them.
 	eventually(t, 10*time.Second, func() bool { return n.e.Undispatched() == 0 }, "ingress backlog drained")
@@ -126,7 +127,7 @@ func TestStaleIncarnationDirIsSetAsideNotReused(t *testing.T) {
 	}
 
 	n := startNode(t, dir, nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "reborn", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "reborn", Partitions: 3})
 	n.mustCommit(top, 0, "fresh")
 
 	stale := filepath.Join(dir, ".stale", "reborn@"+oldInc)
@@ -152,7 +153,7 @@ func TestStaleIncarnationDirIsSetAsideNotReused(t *testing.T) {
 
 func TestTopicReadsNeverStaleAfterAlter(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "alter", Partitions: 3, VisibilityTimeoutMs: 30_000})
+	top := n.createTopic(service.CreateTopicRequest{Name: "alter", Partitions: 3, VisibilityTimeoutMs: 30_000})
 	// Warm the cached view.
 	for i := 0; i < 3; i++ {
 		n.topic(top.Name)
@@ -160,14 +161,14 @@ func TestTopicReadsNeverStaleAfterAlter(t *testing.T) {
 	}
 	for _, vt := range []int64{1_000, 45_000, 2_500} {
 		vt := vt
-		if _, err := n.e.AlterTopic(n.ctx(), top.Name, api.AlterTopicRequest{VisibilityTimeoutMs: &vt}); err != nil {
+		if _, err := n.e.AlterTopic(n.ctx(), top.Name, service.AlterTopicRequest{VisibilityTimeoutMs: &vt}); err != nil {
 			t.Fatal(err)
 		}
 		if got := n.topic(top.Name).VisibilityTimeoutMs; got != vt {
 			t.Fatalf("Topic() right after the alter returned visibility %d, want %d", got, vt)
 		}
 	}
-	if _, err := n.e.AlterTopic(n.ctx(), top.Name, api.AlterTopicRequest{Partitions: 5}); err != nil {
+	if _, err := n.e.AlterTopic(n.ctx(), top.Name, service.AlterTopicRequest{Partitions: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if parts, ok := n.e.Topology().Partitions(top.Name, top.Incarnation); !ok || parts != 5 {
@@ -183,7 +184,7 @@ func TestTopicReadsNeverStaleAfterAlter(t *testing.T) {
 
 func TestPartitionStatsNeverOpensAClosedLog(t *testing.T) {
 	n := startNode(t, t.TempDir(), func(c *Config) { c.IdleLogEviction = time.Minute })
-	top := n.createTopic(api.CreateTopicRequest{Name: "idle", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "idle", Partitions: 3})
 	n.mustCommit(top, 0, "a", "b", "c")
 
 	// An open log answers from memory and is not stamped.
@@ -233,7 +234,7 @@ func TestPartitionStatsNeverOpensAClosedLog(t *testing.T) {
 
 func TestTopicDeleteDuringLongPollDoesNotResurrectItsData(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "polled", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "polled", Partitions: 3})
 	for p := 0; p < top.Partitions; p++ {
 		n.replay(top, p) // open the logs so the waiter parks on them
 	}
@@ -275,9 +276,9 @@ func TestTopicDeleteDuringLongPollDoesNotResurrectItsData(t *testing.T) {
 
 func TestIdleEvictionSkipsLogsWithLeasesOut(t *testing.T) {
 	n := startNode(t, t.TempDir(), func(c *Config) { c.IdleLogEviction = time.Minute })
-	top := n.createTopic(api.CreateTopicRequest{Name: "leased", Partitions: 3, VisibilityTimeoutMs: 3_600_000})
+	top := n.createTopic(service.CreateTopicRequest{Name: "leased", Partitions: 3, VisibilityTimeoutMs: 3_600_000})
 	n.mustCommit(top, 0, "m")
-	msgs, err := n.e.Consume(n.ctx(), top, api.ConsumeRequest{Partition: 0, Offset: -1, Max: 1})
+	msgs, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 0, Offset: -1, Max: 1})
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("consume: %v %v", msgs, err)
 	}
@@ -286,7 +287,7 @@ func TestIdleEvictionSkipsLogsWithLeasesOut(t *testing.T) {
 	if n.e.parts.peek(top.Name, 0) == nil {
 		t.Fatal("idle eviction closed a log with a live lease (the lease would turn stale)")
 	}
-	if errs := n.e.Ack(n.ctx(), top, []api.AckEntry{ackEntry(t, msgs[0], api.OpAck)}); errs[0] != nil {
+	if errs := n.e.Ack(n.ctx(), top, []service.AckEntry{ackEntry(t, msgs[0], service.OpAck)}); errs[0] != nil {
 		t.Fatalf("ack after the skipped eviction: %v", errs[0])
 	}
 	n.clock.Step(2 * time.Minute)
@@ -298,7 +299,7 @@ func TestIdleEvictionSkipsLogsWithLeasesOut(t *testing.T) {
 
 func TestOpenPartitionLogsGaugeCountsTheLogsLeftOpenBySweep(t *testing.T) {
 	n := startNode(t, t.TempDir(), func(c *Config) { c.IdleLogEviction = time.Minute })
-	top := n.createTopic(api.CreateTopicRequest{Name: "gauge", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "gauge", Partitions: 3})
 	n.mustCommit(top, 0, "a")
 	n.mustCommit(top, 1, "b")
 	n.e.parts.evictIdle() // nothing idle yet
@@ -323,7 +324,7 @@ func TestCreateTopicWaitsBehindTheCreateGate(t *testing.T) {
 	e := New(Config{NodeID: "n1", DataDir: t.TempDir()}, n.store, n.in)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := e.CreateTopic(ctx, api.CreateTopicRequest{Name: "early", Partitions: 3}); !errors.Is(err, api.ErrUnavailable) {
+	if _, err := e.CreateTopic(ctx, service.CreateTopicRequest{Name: "early", Partitions: 3}); !errors.Is(err, errcode.ErrUnavailable) {
 		t.Fatalf("create before the gate opened: %v, want ErrUnavailable", err)
 	}
 	if _, ok := n.store.Topic("early"); ok {
@@ -331,7 +332,7 @@ func TestCreateTopicWaitsBehindTheCreateGate(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.CreateTopic(n.ctx(), api.CreateTopicRequest{Name: "early", Partitions: 3})
+		_, err := e.CreateTopic(n.ctx(), service.CreateTopicRequest{Name: "early", Partitions: 3})
 		done <- err
 	}()
 	waitGoroutine(t, "select", "narad.dev/broker/internal/engine.(*Engine).CreateTopic")

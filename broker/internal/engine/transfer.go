@@ -10,8 +10,8 @@ import (
 	"slices"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/consume"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/fanout/cursorfile"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
@@ -328,7 +328,7 @@ func (e *Engine) FetchSegmentChunk(ctx context.Context, topic string, p int, bas
 // plog.Log.ReadCommitted; a closed one from its file, clamped to the boundary plog.ListClosed
 // computes (a closed log whose HWM is not exact is opened first). A segment the partition does
 // not hold (retention deleted it since the listing) wraps plog.ErrNoSegment and
-// api.ErrUnavailable: the destination re-lists. Other errors as PrepareHandoff's.
+// errcode.ErrUnavailable: the destination re-lists. Other errors as PrepareHandoff's.
 func (e *Engine) ReadSegmentChunk(ctx context.Context, topic string, p int, base, at int64, buf []byte) (int, error) {
 	t, err := e.transferTopic(topic, p)
 	if err != nil {
@@ -338,7 +338,7 @@ func (e *Engine) ReadSegmentChunk(ctx context.Context, topic string, p int, base
 		return 0, unavailable(err)
 	}
 	if at < 0 {
-		return 0, fmt.Errorf("position %d: %w", at, api.ErrInvalid)
+		return 0, fmt.Errorf("position %d: %w", at, errcode.ErrInvalid)
 	}
 	buf = buf[:min(len(buf), transfer.ChunkBytes)]
 	if len(buf) == 0 {
@@ -429,7 +429,7 @@ func (e *Engine) readClosed(t meta.Topic, p int, base, at int64, buf []byte) (in
 func (e *Engine) transferTopic(topic string, p int) (meta.Topic, error) {
 	t, ok := e.view.Topic(topic)
 	if !ok || p < 0 || p >= t.Partitions {
-		return meta.Topic{}, fmt.Errorf("%s/%d: %w: %w: %w", topic, p, ErrTopicGone, api.ErrNotFound, transfer.ErrNotFound)
+		return meta.Topic{}, fmt.Errorf("%s/%d: %w: %w", topic, p, errcode.ErrTopicGone, errcode.ErrNotFound)
 	}
 	if !e.owns(topic, p) {
 		return meta.Topic{}, notOwner(topic, p)
@@ -438,21 +438,21 @@ func (e *Engine) transferTopic(topic string, p int) (meta.Topic, error) {
 }
 
 func notOwner(topic string, p int) error {
-	return fmt.Errorf("%s/%d: %w: %w", topic, p, ErrNotOwner, transfer.ErrNotOwner)
+	return fmt.Errorf("%s/%d: %w", topic, p, errcode.ErrNotOwner)
 }
 
-// unavailable wraps err as a 503 on both the API and the transfer planes.
+// unavailable wraps err as a 503 (ErrUnavailable, which transfer.ErrUnavailable aliases).
 func unavailable(err error) error {
-	return fmt.Errorf("%w: %w: %w", api.ErrUnavailable, transfer.ErrUnavailable, err)
+	return fmt.Errorf("%w: %w", errcode.ErrUnavailable, err)
 }
 
-// transferErr maps an error of opening a partition to the transfer sentinels.
+// transferErr maps an error of opening a partition to the sentinels the transfer plane reads.
 func transferErr(err error) error {
 	switch {
-	case errors.Is(err, ErrNotOwner):
-		return fmt.Errorf("%w: %w", err, transfer.ErrNotOwner)
-	case errors.Is(err, ErrTopicGone):
-		return fmt.Errorf("%w: %w: %w", err, api.ErrNotFound, transfer.ErrNotFound)
+	case errors.Is(err, errcode.ErrNotOwner):
+		return err
+	case errors.Is(err, errcode.ErrTopicGone):
+		return fmt.Errorf("%w: %w", err, errcode.ErrNotFound)
 	}
 	return unavailable(err)
 }

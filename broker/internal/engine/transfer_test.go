@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/fanout/cursorfile"
 	"narad.dev/broker/internal/faults"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/transfer"
 	"narad.dev/broker/internal/wal"
 )
@@ -99,12 +100,12 @@ func listedCursor(t *testing.T, next int64) []byte {
 // open or closed with a CLEAN hwm; a closed one is listed without being opened.
 func TestTransferListingReportsPositionsSidecarsAndSegments(t *testing.T) {
 	n := startNode(t, t.TempDir(), func(c *Config) { c.SegmentBytes = 512 })
-	top := n.createTopic(api.CreateTopicRequest{Name: "list", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "list", Partitions: 3})
 	for i := 0; i < 8; i++ {
 		n.mustCommit(top, 0, strings.Repeat("r", 100))
 	}
 	msgs := n.consume(top, pinned(0, 0, 3))
-	errs := n.e.AckLocal(top, []api.AckEntry{ackEntry(t, msgs[0], api.OpAck), ackEntry(t, msgs[2], api.OpAck)})
+	errs := n.e.AckLocal(top, []service.AckEntry{ackEntry(t, msgs[0], service.OpAck), ackEntry(t, msgs[2], service.OpAck)})
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
@@ -153,7 +154,7 @@ func TestTransferListingReportsPositionsSidecarsAndSegments(t *testing.T) {
 // A closed partition whose HWM is not exact is opened first: its HWM is the recovered one.
 func TestTransferListingOpensAClosedPartitionWithoutACleanHWM(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "dirty", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "dirty", Partitions: 3})
 	n.mustCommit(top, 0, "a", "b", "c")
 	n.closePart(top, 0)
 	legacy := make([]byte, 8) // a v1 hwm file: never exact
@@ -175,7 +176,7 @@ func TestTransferListingOpensAClosedPartitionWithoutACleanHWM(t *testing.T) {
 func TestTransferNeverPassesTheCommittedBoundary(t *testing.T) {
 	resetFaults(t)
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "hidden", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "hidden", Partitions: 3})
 	n.mustCommit(top, 0, "visible")
 	faults.Set(plog.FaultBeforeHWMPersist, nil)
 	if _, err := n.commit(top, 0, "hidden-1", "hidden-2"); err == nil {
@@ -214,7 +215,7 @@ func TestTransferNeverPassesTheCommittedBoundary(t *testing.T) {
 // A fetch is capped at transfer.ChunkBytes; an unknown segment is a 503 naming ErrNoSegment.
 func TestFetchSegmentChunkIsCappedAndRefusesUnknownSegments(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "big", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "big", Partitions: 3})
 	rec := wal.Record{Topic: top.Name, Incarnation: top.Incarnation, Payload: bytes.Repeat([]byte("z"), transfer.ChunkBytes+(512<<10))}
 	if _, err := n.e.CommitLocal(n.ctx(), top.Name, top.Incarnation, 0, []wal.Record{rec}); err != nil {
 		t.Fatal(err)
@@ -228,7 +229,7 @@ func TestFetchSegmentChunkIsCappedAndRefusesUnknownSegments(t *testing.T) {
 			t.Fatalf("closed=%v: fetched %d bytes (err %v), want the %d-byte cap", closed, len(b), err, transfer.ChunkBytes)
 		}
 		_, err = n.e.FetchSegmentChunk(n.ctx(), top.Name, 0, 999, 0, 10)
-		if !errors.Is(err, plog.ErrNoSegment) || !errors.Is(err, api.ErrUnavailable) || !errors.Is(err, transfer.ErrUnavailable) {
+		if !errors.Is(err, plog.ErrNoSegment) || !errors.Is(err, errcode.ErrUnavailable) || !errors.Is(err, transfer.ErrUnavailable) {
 			t.Fatalf("closed=%v: unknown segment: %v, want ErrNoSegment as a 503", closed, err)
 		}
 	}
@@ -241,7 +242,7 @@ func TestTransferEndpointsRefuseNonOwnersAndUnknownPartitions(t *testing.T) {
 		Status: meta.MemberAlive, LastHeartbeat: time.Now().Unix()}); err != nil {
 		t.Fatal(err)
 	}
-	top := n.createTopic(api.CreateTopicRequest{Name: "owners", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "owners", Partitions: 3})
 	if a, _ := n.store.Assignment(top.Name, 1); a.Owner != "n2" {
 		t.Fatalf("partition 1 placed on %q, want n2", a.Owner)
 	}
@@ -262,7 +263,7 @@ func TestTransferEndpointsRefuseNonOwnersAndUnknownPartitions(t *testing.T) {
 		},
 	}
 	for name, call := range calls {
-		if err := call(top.Name, 1); !errors.Is(err, ErrNotOwner) || !errors.Is(err, transfer.ErrNotOwner) {
+		if err := call(top.Name, 1); !errors.Is(err, errcode.ErrNotOwner) || !errors.Is(err, transfer.ErrNotOwner) {
 			t.Errorf("%s on another node's partition: %v, want not owner", name, err)
 		}
 		for _, c := range []struct {
@@ -270,7 +271,7 @@ func TestTransferEndpointsRefuseNonOwnersAndUnknownPartitions(t *testing.T) {
 			p     int
 		}{{"nope", 0}, {top.Name, 3}, {top.Name, -1}} {
 			err := call(c.topic, c.p)
-			if !errors.Is(err, ErrTopicGone) || !errors.Is(err, api.ErrNotFound) || !errors.Is(err, transfer.ErrNotFound) {
+			if !errors.Is(err, errcode.ErrTopicGone) || !errors.Is(err, errcode.ErrNotFound) || !errors.Is(err, transfer.ErrNotFound) {
 				t.Errorf("%s on %s/%d: %v, want not found", name, c.topic, c.p, err)
 			}
 		}
@@ -284,7 +285,7 @@ func TestTransferEndpointsRefuseNonOwnersAndUnknownPartitions(t *testing.T) {
 // verifies is left out; other files in the directory are not cursors.
 func TestTransferListingShipsOnlyVerifiedCursorFiles(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(api.CreateTopicRequest{Name: "cursors", Partitions: 3})
+	top := n.createTopic(service.CreateTopicRequest{Name: "cursors", Partitions: 3})
 	n.mustCommit(top, 0, "a")
 	dir := n.partDir(top.Name, 0)
 	good := writeCursor(t, dir, "good", 1)

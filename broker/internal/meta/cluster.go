@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"narad.dev/broker/internal/errcode"
 )
 
 // ErrNotLeader is returned by leader-only operations (Barrier, LeaderRead*) on a node that is
 // not the Raft leader; node RPC answers it with 421 and a leader hint.
-var ErrNotLeader = errors.New("not the raft leader")
+var ErrNotLeader = errcode.ErrNotLeader
 
 // caughtUpPoll is how often WaitCaughtUp re-evaluates AppliedCaughtUp.
 const caughtUpPoll = 25 * time.Millisecond

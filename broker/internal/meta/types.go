@@ -7,7 +7,8 @@ package meta
 
 import (
 	"encoding/json"
-	"errors"
+
+	"narad.dev/broker/internal/errcode"
 )
 
 // Limits and defaults of the state model (spec/api.md §1.7). Units are in the names.
@@ -122,11 +123,11 @@ type Schema struct {
 
 // Sentinel errors returned by proposals and reads; the API maps them to status codes in one place.
 var (
-	ErrNotFound = errors.New("not found")         // 404
-	ErrExists   = errors.New("already exists")    // 409
-	ErrConflict = errors.New("conflict")          // 409
-	ErrInvalid  = errors.New("invalid")           // 400
-	ErrNoLeader = errors.New("no raft leader")    // 503, outcome unknown for proposals
-	ErrTimeout  = errors.New("metastore timeout") // 503
-	ErrClosed   = errors.New("metastore closed")  // 503
+	ErrNotFound = errcode.ErrNotFound // 404
+	ErrExists   = errcode.ErrExists   // 409
+	ErrConflict = errcode.ErrConflict // 409
+	ErrInvalid  = errcode.ErrInvalid  // 400
+	ErrNoLeader = errcode.ErrNoLeader // 503, outcome unknown for proposals
+	ErrTimeout  = errcode.ErrTimeout  // 503
+	ErrClosed   = errcode.ErrClosed   // 503
 )

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/rpc/nodepb"
 )
 
@@ -93,8 +94,8 @@ func TestUnimplementedOpMapsTo400OthersTo503(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", errors.New("boom")), 503},
 	}
 	for _, tc := range cases {
-		if got := ErrorStatus(tc.err); got != tc.want {
-			t.Errorf("ErrorStatus(%v) = %d, want %d", tc.err, got, tc.want)
+		if got := errcode.TransportStatus(tc.err); got != tc.want {
+			t.Errorf("TransportStatus(%v) = %d, want %d", tc.err, got, tc.want)
 		}
 	}
 }

@@ -14,16 +14,18 @@ import (
 	"fmt"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"narad.dev/broker/internal/errcode"
 )
 
 // Sentinel errors; every error of this package wraps one of them.
 var (
 	// ErrInvalidSchema: the document is not JSON or not a valid JSON Schema (400).
-	ErrInvalidSchema = errors.New("invalid schema")
+	ErrInvalidSchema = errcode.Sub("invalid schema", errcode.ErrInvalid)
 	// ErrViolation: a payload is not JSON or does not satisfy the schema (400).
-	ErrViolation = errors.New("schema violation")
+	ErrViolation = errcode.Sub("schema violation", errcode.ErrInvalid)
 	// ErrIncompatible: a new schema version is not backward compatible with the old (400).
-	ErrIncompatible = errors.New("schema not backward compatible")
+	ErrIncompatible = errcode.Sub("schema not backward compatible", errcode.ErrInvalid)
 )
 
 // resourceURL is the base location the document is registered under. It only names the root

@@ -10,6 +10,7 @@ import (
 
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/noderpc"
 )
 
 // leaderProbeTimeout bounds the members endpoint's questions to the leader.
@@ -79,20 +80,20 @@ func (c *clusterService) leaderBlocked(ctx context.Context) (reachable bool, blo
 	case leaderID == "":
 		return false, nil
 	case c.store.IsLeader():
-		if c.mv.decom != nil {
-			blocked = c.mv.decom.DecommissionBlocked()
+		if c.mv.Decom != nil {
+			blocked = c.mv.Decom.DecommissionBlocked()
 		}
 		return true, blocked
 	}
 	ctx, cancel := context.WithTimeout(ctx, leaderProbeTimeout)
 	defer cancel()
-	res, err := c.peers.DecommissionMember(ctx, leaderAddr, decomCall{BlockedOnly: true})
+	res, err := c.peers.DecommissionMember(ctx, leaderAddr, noderpc.DecomCall{BlockedOnly: true})
 	switch {
 	case err == nil && res.Status == http.StatusOK:
 		return true, res.Blocked
 	case err == nil && res.Status == http.StatusMisdirectedRequest: // leadership moved
 		return false, nil
-	case err != nil && !errors.Is(err, errPeerTooOld):
+	case err != nil && !errors.Is(err, noderpc.ErrPeerTooOld):
 		return false, nil
 	}
 	_, err = c.peers.NodeStatus(ctx, leaderAddr)
@@ -103,7 +104,7 @@ func (c *clusterService) leaderBlocked(ctx context.Context) (reachable bool, blo
 // on the leader directly or through op 25 elsewhere, and maps the leader's answer: 200/204
 // succeed, 400/404/409 are refusals, anything else (421 leadership moved, 503) is retryable.
 func (c *clusterService) Decommission(ctx context.Context, req api.DecommissionRequest) (api.DecommissionResult, error) {
-	call := decomCall{ID: req.ID, Cancel: req.Cancel, DryRun: req.DryRun}
+	call := noderpc.DecomCall{ID: req.ID, Cancel: req.Cancel, DryRun: req.DryRun}
 	ctx, cancel := context.WithTimeout(ctx, clusterWriteWait)
 	defer cancel()
 	res := c.decommissionOnLeader(ctx, call)
@@ -135,17 +136,17 @@ func (c *clusterService) Decommission(ctx context.Context, req api.DecommissionR
 
 // decommissionOnLeader runs call with the decommissioner when this node leads, else asks
 // the leader with op 25. Failures to reach a leader come back as 503.
-func (c *clusterService) decommissionOnLeader(ctx context.Context, call decomCall) decomResult {
+func (c *clusterService) decommissionOnLeader(ctx context.Context, call noderpc.DecomCall) noderpc.DecomResult {
 	if c.store.IsLeader() {
-		return runDecommission(ctx, c.mv, call)
+		return noderpc.RunDecommission(ctx, c.mv, call)
 	}
 	id, addr := c.store.Leader()
 	if id == "" {
-		return decomResult{Status: http.StatusServiceUnavailable, Error: meta.ErrNoLeader.Error()}
+		return noderpc.DecomResult{Status: http.StatusServiceUnavailable, Error: meta.ErrNoLeader.Error()}
 	}
 	res, err := c.peers.DecommissionMember(ctx, addr, call)
 	if err != nil {
-		return decomResult{Status: http.StatusServiceUnavailable, Error: err.Error()}
+		return noderpc.DecomResult{Status: http.StatusServiceUnavailable, Error: err.Error()}
 	}
 	if res.Error == "" && res.Status >= 400 {
 		res.Error = fmt.Sprintf("leader answered %d", res.Status)

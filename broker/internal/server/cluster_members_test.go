@@ -11,6 +11,7 @@ import (
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/noderpc"
 )
 
 func TestDecommissionOnTheLeaderAnswersEveryDocumentedStatus(t *testing.T) {
@@ -81,16 +82,16 @@ func TestDecommissionOnTheLeaderAnswersEveryDocumentedStatus(t *testing.T) {
 func TestDecommissionOnAFollowerGoesToTheLeader(t *testing.T) {
 	f := newClusterFixture(t)
 	f.store.leading, f.store.leaderID = false, "n2"
-	f.peers.decom = func(c decomCall) (decomResult, error) {
+	f.peers.decom = func(c noderpc.DecomCall) (noderpc.DecomResult, error) {
 		if c.ID == "n3" {
-			return decomResult{Status: 409, Error: "refused", Verdict: controllerVerdict("n3", "dead_owner")}, nil
+			return noderpc.DecomResult{Status: 409, Error: "refused", Verdict: controllerVerdict("n3", "dead_owner")}, nil
 		}
 		if c.DryRun {
 			v := controllerVerdict(c.ID)
 			v.Moves = []controller.PlannedMove{{Topic: "orders", Partition: 2, From: c.ID, To: "n1"}}
-			return decomResult{Status: 200, Verdict: v}, nil
+			return noderpc.DecomResult{Status: 200, Verdict: v}, nil
 		}
-		return decomResult{Status: 204}, nil
+		return noderpc.DecomResult{Status: 204}, nil
 	}
 	status, body := f.do(t, "POST", "/v1/cluster/members/n4/decommission?dry_run=true")
 	if status != 200 || body["allowed"] != true {
@@ -110,8 +111,8 @@ func TestDecommissionOnAFollowerGoesToTheLeader(t *testing.T) {
 		t.Fatalf("op 25 calls %+v", calls)
 	}
 	// Leadership moved (421), the leader unreachable, no leader at all: 503.
-	f.peers.decom = func(decomCall) (decomResult, error) {
-		return decomResult{Status: 421, Error: "not the raft leader"}, nil
+	f.peers.decom = func(noderpc.DecomCall) (noderpc.DecomResult, error) {
+		return noderpc.DecomResult{Status: 421, Error: "not the raft leader"}, nil
 	}
 	if status, _ := f.do(t, "POST", "/v1/cluster/members/n4/decommission"); status != 503 {
 		t.Fatalf("421 from the leader: %d", status)
@@ -145,11 +146,11 @@ func TestMembersShowTheLeadersDecommissionBlockedReasons(t *testing.T) {
 		}, true, []string{"ingress_backlog", "leader_transfer"}},
 		{"on a follower via op 25", func(f *clusterFixture) {
 			f.store.leading, f.store.leaderID = false, "n2"
-			f.peers.decom = func(c decomCall) (decomResult, error) {
+			f.peers.decom = func(c noderpc.DecomCall) (noderpc.DecomResult, error) {
 				if !c.BlockedOnly {
-					return decomResult{}, errors.New("want blocked_only")
+					return noderpc.DecomResult{}, errors.New("want blocked_only")
 				}
-				return decomResult{Status: 200, Blocked: map[string][]string{"n4": {"move_target"}}}, nil
+				return noderpc.DecomResult{Status: 200, Blocked: map[string][]string{"n4": {"move_target"}}}, nil
 			}
 		}, true, []string{"move_target"}},
 		{"leader unreachable", func(f *clusterFixture) {
@@ -160,12 +161,12 @@ func TestMembersShowTheLeadersDecommissionBlockedReasons(t *testing.T) {
 		}, false, nil},
 		{"leadership moved under the question", func(f *clusterFixture) {
 			f.store.leading, f.store.leaderID = false, "n2"
-			f.peers.decom = func(decomCall) (decomResult, error) { return decomResult{Status: 421}, nil }
+			f.peers.decom = func(noderpc.DecomCall) (noderpc.DecomResult, error) { return noderpc.DecomResult{Status: 421}, nil }
 		}, false, nil},
 		{"older leader without op 25", func(f *clusterFixture) {
 			f.store.leading, f.store.leaderID = false, "n2"
-			f.peers.decom = func(decomCall) (decomResult, error) {
-				return decomResult{}, fmt.Errorf("%w: %w", meta.ErrNoLeader, errPeerTooOld)
+			f.peers.decom = func(noderpc.DecomCall) (noderpc.DecomResult, error) {
+				return noderpc.DecomResult{}, fmt.Errorf("%w: %w", meta.ErrNoLeader, noderpc.ErrPeerTooOld)
 			}
 		}, true, []string{}},
 	}

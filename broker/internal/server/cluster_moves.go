@@ -9,6 +9,7 @@ import (
 
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/noderpc"
 	"narad.dev/broker/internal/rpc/nodepb"
 	"narad.dev/broker/internal/transfer"
 )
@@ -38,13 +39,13 @@ type clusterStore interface {
 // clusterPeers is the node RPC the cluster service uses, implemented by peers.
 type clusterPeers interface {
 	NodeStatus(ctx context.Context, addr string) (*nodepb.NodeStatusReply, error)
-	DecommissionMember(ctx context.Context, leaderAddr string, c decomCall) (decomResult, error)
+	DecommissionMember(ctx context.Context, leaderAddr string, c noderpc.DecomCall) (noderpc.DecomResult, error)
 	MoveReport(ctx context.Context, addr, topic string, partition int) (transfer.Report, error)
 }
 
 var (
 	_ clusterStore       = (*meta.Store)(nil)
-	_ clusterPeers       = peers{}
+	_ clusterPeers       = noderpc.Peers{}
 	_ api.ClusterBackend = (*clusterService)(nil)
 )
 
@@ -54,7 +55,7 @@ var (
 type clusterService struct {
 	store clusterStore
 	peers clusterPeers
-	mv    moveDeps
+	mv    noderpc.MoveDeps
 }
 
 // errNoSuchPartition answers a topic or partition that does not exist (404).
@@ -147,11 +148,11 @@ func (c *clusterService) addDetails(ctx context.Context, out []api.Move, members
 
 // localDetail fills the detail of a move this node is the destination of.
 func (c *clusterService) localDetail(mv *api.Move) {
-	if c.mv.reporter == nil {
-		mv.DetailError = errMoveUnwired.Error()
+	if c.mv.Reporter == nil {
+		mv.DetailError = noderpc.ErrMoveUnwired.Error()
 		return
 	}
-	rep, ok := c.mv.reporter.Report(mv.Topic, mv.Partition)
+	rep, ok := c.mv.Reporter.Report(mv.Topic, mv.Partition)
 	if !ok {
 		mv.DetailError = "the destination runs no worker for this move"
 		return

@@ -17,6 +17,7 @@ import (
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/noderpc"
 	"narad.dev/broker/internal/rpc/nodepb"
 	"narad.dev/broker/internal/transfer"
 )
@@ -119,9 +120,9 @@ type fakePeers struct {
 	mu         sync.Mutex
 	reports    map[string]transfer.Report // by addr
 	reportErr  map[string]error           // by addr
-	decom      func(decomCall) (decomResult, error)
+	decom      func(noderpc.DecomCall) (noderpc.DecomResult, error)
 	statusErr  error
-	decomCalls []decomCall
+	decomCalls []noderpc.DecomCall
 }
 
 func (f *fakePeers) NodeStatus(context.Context, string) (*nodepb.NodeStatusReply, error) {
@@ -131,12 +132,12 @@ func (f *fakePeers) NodeStatus(context.Context, string) (*nodepb.NodeStatusReply
 	return &nodepb.NodeStatusReply{Status: 200}, nil
 }
 
-func (f *fakePeers) DecommissionMember(_ context.Context, _ string, c decomCall) (decomResult, error) {
+func (f *fakePeers) DecommissionMember(_ context.Context, _ string, c noderpc.DecomCall) (noderpc.DecomResult, error) {
 	f.mu.Lock()
 	f.decomCalls = append(f.decomCalls, c)
 	f.mu.Unlock()
 	if f.decom == nil {
-		return decomResult{}, fmt.Errorf("%w: unreachable", meta.ErrNoLeader)
+		return noderpc.DecomResult{}, fmt.Errorf("%w: unreachable", meta.ErrNoLeader)
 	}
 	return f.decom(c)
 }

@@ -2,15 +2,13 @@ package server
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
 	"narad.dev/broker/internal/config"
 	"narad.dev/broker/internal/meta"
-	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/noderpc"
 )
 
 // eventJoin is the audit event of a node admitted to the cluster (docs/operating.md, Audit
@@ -20,7 +18,6 @@ const eventJoin = "cluster.join"
 // Join cadence (spec/cluster.md §13).
 const (
 	joinInterval      = 2 * time.Second
-	joinRPCTimeout    = 5 * time.Second
 	bootstrapAfterTry = 3 // rounds with no cluster found before the lowest initial member bootstraps
 )
 
@@ -28,7 +25,7 @@ const (
 // ask the --join peers (following leader hints) to admit it as a non-voter. A node listed first
 // (lowest id) in --initial-members that finds no existing cluster for a few rounds, and has no
 // Raft state, bootstraps a new one instead (issue 3's deterministic bootstrap rule).
-func joinCluster(ctx context.Context, cfg config.Serve, store *meta.Store, p peers, advertise string, logger *slog.Logger) error {
+func joinCluster(ctx context.Context, cfg config.Serve, store *meta.Store, p noderpc.Peers, advertise string, logger *slog.Logger) error {
 	mayBootstrap := isLowestInitialMember(cfg.NodeID, cfg.InitialMembers)
 	quiet := 0 // rounds in which no peer knew of a cluster
 	for round := 0; ; round++ {
@@ -41,7 +38,7 @@ func joinCluster(ctx context.Context, cfg config.Serve, store *meta.Store, p pee
 				if addr == advertise {
 					continue
 				}
-				ok, err := askToJoin(ctx, p, addr, cfg.NodeID, advertise)
+				ok, err := p.AskToJoin(ctx, addr, cfg.NodeID, advertise)
 				if err != nil {
 					logger.Debug("join attempt", "peer", addr, "err", err)
 				}
@@ -72,36 +69,6 @@ func joinCluster(ctx context.Context, cfg config.Serve, store *meta.Store, p pee
 			logger.Warn("still waiting to join the cluster", "node", cfg.NodeID, "peers", cfg.Join)
 		}
 	}
-}
-
-// askToJoin sends JoinCluster (op 21) to addr and, on a 421 with a hint, to the leader. ok means
-// a cluster exists: this node was admitted, or a peer knows a leader.
-func askToJoin(ctx context.Context, p peers, addr, id, advertise string) (ok bool, err error) {
-	for hop := 0; hop < 2 && addr != ""; hop++ {
-		c, err := p.client(addr)
-		if err != nil {
-			return false, err
-		}
-		jctx, cancel := context.WithTimeout(ctx, joinRPCTimeout)
-		rep, err := c.JoinCluster(jctx, &nodepb.JoinClusterRequest{Id: id, ClusterAddr: advertise})
-		cancel()
-		if err != nil {
-			return false, err
-		}
-		switch rep.Status {
-		case 200:
-			return true, nil
-		case 421:
-			if rep.LeaderAddr == "" || rep.LeaderAddr == advertise {
-				return false, errors.New("peer knows no leader")
-			}
-			addr = rep.LeaderAddr
-			ok = true // a leader exists somewhere: never bootstrap a second cluster
-		default:
-			return ok, fmt.Errorf("peer %s answered %d: %s", addr, rep.Status, rep.Error)
-		}
-	}
-	return ok, nil
 }
 
 func isLowestInitialMember(id string, initial []string) bool {

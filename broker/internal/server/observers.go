@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/dispatch"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
 )
@@ -22,9 +22,9 @@ func (a authAdapter) Authenticate(r *http.Request) (*meta.User, error) {
 	case err == nil:
 		return u, nil
 	case errors.Is(err, auth.ErrUnauthenticated):
-		return nil, api.ErrUnauthenticated
+		return nil, errcode.ErrUnauthenticated
 	case errors.Is(err, auth.ErrThrottled):
-		return nil, api.ErrThrottled
+		return nil, errcode.ErrThrottled
 	default:
 		return nil, err
 	}

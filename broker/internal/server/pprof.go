@@ -9,6 +9,7 @@ import (
 
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/auth"
+	"narad.dev/broker/internal/errcode"
 )
 
 // pprofReadHeaderTimeout bounds how long the profiling listener waits for a request's headers.
@@ -34,10 +35,10 @@ func pprofHandler(authn api.Authenticator, security bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, err := authn.Authenticate(r)
 		switch {
-		case errors.Is(err, api.ErrUnauthenticated):
+		case errors.Is(err, errcode.ErrUnauthenticated):
 			w.Header().Set("WWW-Authenticate", `Basic realm="narad"`)
 			writeError(w, http.StatusUnauthorized, "authentication required", nil)
-		case errors.Is(err, api.ErrThrottled):
+		case errors.Is(err, errcode.ErrThrottled):
 			w.Header().Set("Retry-After", "12")
 			writeError(w, http.StatusTooManyRequests, "too many failed authentication attempts", nil)
 		case err != nil || u == nil:

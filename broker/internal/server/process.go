@@ -31,6 +31,7 @@ import (
 	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/move"
 	"narad.dev/broker/internal/move/sweep"
+	"narad.dev/broker/internal/noderpc"
 	"narad.dev/broker/internal/rpc"
 	"narad.dev/broker/internal/wal"
 )
@@ -56,7 +57,7 @@ type process struct {
 	muxCtx    context.Context // the cluster port's accept loop runs until the port closes
 	advertise string          // the cluster port's advertised address
 	transport raft.Transport
-	nodes     peers
+	nodes     noderpc.Peers
 	store     *meta.Store
 	in        *engine.Ingress
 	e         *engine.Engine
@@ -64,7 +65,7 @@ type process struct {
 	ctrl      *controller.Controller
 	fan       *fanout.Runner
 	runner    *move.Runner
-	mv        moveDeps
+	mv        noderpc.MoveDeps
 	grpcSrv   *grpc.Server
 	authn     authAdapter // the client API's credential check, shared with profiling
 	hln       net.Listener
@@ -165,7 +166,7 @@ func (p *process) openClusterPort() error {
 		_ = pool.Close()
 		return nil
 	})
-	p.nodes = peers{pool: pool}
+	p.nodes = noderpc.NewPeers(pool)
 	return nil
 }
 
@@ -219,7 +220,7 @@ func (p *process) newController() error {
 	p.ctrl = controller.New(controller.Config{
 		Store:     store,
 		NodeID:    cfg.NodeID,
-		Prober:    nodeProber{p.nodes},
+		Prober:    noderpc.NewProber(p.nodes),
 		SeedRoot:  func(ctx context.Context) error { return seedRoot(ctx, cfg, store, logger) },
 		Logger:    logger,
 		Audit:     p.audit,
@@ -281,7 +282,7 @@ func (p *process) newEngine() error {
 // stale-copy sweep, and the objects behind the source, report and decommission endpoints.
 func (p *process) newMoves() error {
 	cfg, store, e := p.cfg, p.store, p.e
-	tsrc := newTransferSource(p.nodes)
+	tsrc := noderpc.NewTransferSource(p.nodes)
 	p.runner = move.NewRunner(move.RunnerConfig{
 		NodeID: cfg.NodeID,
 		Store:  store,
@@ -293,13 +294,13 @@ func (p *process) newMoves() error {
 		Logger:            p.logger,
 		ForcePromoteAfter: cfg.ForcePromoteAfter,
 	})
-	p.mv = moveDeps{source: e, reporter: p.runner, decom: p.ctrl}
+	p.mv = noderpc.MoveDeps{Source: e, Reporter: p.runner, Decom: p.ctrl}
 	return nil
 }
 
 // serveCluster serves node RPC and Raft on the cluster port.
 func (p *process) serveCluster() error {
-	p.grpcSrv = rpc.NewServer(p.secret, &nodeService{e: p.e, store: p.store, log: p.logger, mv: p.mv}, p.logger, p.rpcOpts...)
+	p.grpcSrv = rpc.NewServer(p.secret, noderpc.NewService(noderpc.Deps{Engine: p.e, Store: p.store, Log: p.logger, Moves: p.mv}), p.logger, p.rpcOpts...)
 	p.stopGRPC = p.cleanup.push("node rpc", func() error {
 		p.grpcSrv.Stop()
 		return nil
@@ -378,7 +379,7 @@ func (p *process) start(ctx context.Context) error {
 	p.loops.run(func(ctx context.Context) { _ = p.ctrl.Run(ctx) })
 	p.loops.run(func(ctx context.Context) { _ = p.fan.Run(ctx) })
 	p.loops.run(func(ctx context.Context) { _ = p.runner.Run(ctx) })
-	p.loops.run(func(ctx context.Context) { watchPeers(ctx, p.store, e, p.nodes, cfg.NodeID, logger) })
+	p.loops.run(func(ctx context.Context) { noderpc.WatchPeers(ctx, p.store, e, p.nodes, cfg.NodeID, logger) })
 	// The ingress (dispatcher) stops before the engine closes the partition logs.
 	p.ingress.run(func(ctx context.Context) { _ = p.in.Run(ctx) })
 	e.OpenCreateGate()

@@ -19,6 +19,7 @@ import (
 	"narad.dev/broker/internal/engine"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
+	"narad.dev/broker/internal/noderpc"
 )
 
 // Boot and liveness constants (spec/cluster.md §13).
@@ -50,7 +51,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 
 // boot runs the boot-order steps between the listeners and readiness (spec/cluster.md §1):
 // wait until the replica is caught up, seed the root admin once, and register this member.
-func boot(ctx context.Context, cfg config.Serve, store *meta.Store, e *engine.Engine, nodes peers, logger *slog.Logger, clusterAddr, httpAddr string) error {
+func boot(ctx context.Context, cfg config.Serve, store *meta.Store, e *engine.Engine, nodes noderpc.Peers, logger *slog.Logger, clusterAddr, httpAddr string) error {
 	if len(cfg.Join) > 0 {
 		// Boot step 5: a node that is not (yet) part of a cluster asks to be admitted.
 		if err := joinCluster(ctx, cfg, store, nodes, clusterAddr, logger); err != nil {

@@ -3,6 +3,8 @@ package transfer
 import (
 	"errors"
 	"time"
+
+	"narad.dev/broker/internal/errcode"
 )
 
 // Move constants shared by both sides (spec/moves.md §16).
@@ -70,18 +72,19 @@ type PrepareRequest struct {
 	TTL       time.Duration // 0: FreezeTTL
 }
 
-// Errors both sides map to and from node-RPC statuses.
+// Errors both sides map to and from node-RPC statuses: errcode's sentinels under the names
+// the move code uses (errcode.Source is their table).
 var (
 	// ErrFreezeLapsed, ErrUnknownToken and ErrHWMMismatch are the 409s of a re-arm or fence.
-	ErrFreezeLapsed = errors.New("freeze_lapsed")
-	ErrUnknownToken = errors.New("unknown_token")
-	ErrHWMMismatch  = errors.New("hwm_mismatch")
+	ErrFreezeLapsed = errcode.ErrFreezeLapsed
+	ErrUnknownToken = errcode.ErrUnknownToken
+	ErrHWMMismatch  = errcode.ErrHWMMismatch
 	// ErrNotOwner (421): the asked node does not own the partition.
-	ErrNotOwner = errors.New("not the owner")
+	ErrNotOwner = errcode.ErrNotOwner
 	// ErrNotFound (404): no such topic or partition (authoritatively, on the asked node).
-	ErrNotFound = errors.New("no such partition")
+	ErrNotFound = errcode.ErrNotFound
 	// ErrUnavailable (503 or a transport failure): nothing is known about the outcome.
-	ErrUnavailable = errors.New("unavailable")
+	ErrUnavailable = errcode.ErrUnavailable
 )
 
 // FenceRefused reports whether err is one of the 409 refusals of a re-arm or fence.

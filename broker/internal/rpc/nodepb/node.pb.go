@@ -316,9 +316,12 @@ type ConsumeReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 200 with messages, 204 nothing within wait, 410 replay offset aged out, 421 not owner,
 	// 503 unavailable.
-	Status        int32      `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
-	Error         string     `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	Messages      []*Message `protobuf:"bytes,3,rep,name=messages,proto3" json:"messages,omitempty"`
+	Status   int32      `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error    string     `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Messages []*Message `protobuf:"bytes,3,rep,name=messages,proto3" json:"messages,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -372,6 +375,13 @@ func (x *ConsumeReply) GetMessages() []*Message {
 		return x.Messages
 	}
 	return nil
+}
+
+func (x *ConsumeReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type AckEntry struct {
@@ -497,8 +507,11 @@ func (x *AckBatchRequest) GetEntries() []*AckEntry {
 type AckResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 204 done, 400 malformed entry, 410 stale handle, 421 not owner, 503 retry.
-	Status        int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
-	Error         string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -547,13 +560,23 @@ func (x *AckResult) GetError() string {
 	return ""
 }
 
+func (x *AckResult) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type AckBatchReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 200 when results holds one entry per request entry, in request order; otherwise the
 	// whole batch failed with this status.
-	Status        int32        `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
-	Error         string       `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	Results       []*AckResult `protobuf:"bytes,3,rep,name=results,proto3" json:"results,omitempty"`
+	Status  int32        `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error   string       `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Results []*AckResult `protobuf:"bytes,3,rep,name=results,proto3" json:"results,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -607,6 +630,13 @@ func (x *AckBatchReply) GetResults() []*AckResult {
 		return x.Results
 	}
 	return nil
+}
+
+func (x *AckBatchReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type TopicPartitionStatsRequest struct {
@@ -687,8 +717,11 @@ type TopicPartitionStatsReply struct {
 	// Exact mode only: the committed consumer offset (consumer frontier) of the partition, for a
 	// remote link starting at the consumer frontier; oldest_offset is then set too.
 	ConsumerFrontier int64 `protobuf:"varint,11,opt,name=consumer_frontier,json=consumerFrontier,proto3" json:"consumer_frontier,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,12,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TopicPartitionStatsReply) Reset() {
@@ -796,6 +829,13 @@ func (x *TopicPartitionStatsReply) GetConsumerFrontier() int64 {
 		return x.ConsumerFrontier
 	}
 	return 0
+}
+
+func (x *TopicPartitionStatsReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type ProduceEntry struct {
@@ -935,7 +975,10 @@ type CommitProduceBatchReply struct {
 	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
 	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	// Offset of the first entry; the batch occupies [first_offset, first_offset + len).
-	FirstOffset   int64 `protobuf:"varint,3,opt,name=first_offset,json=firstOffset,proto3" json:"first_offset,omitempty"`
+	FirstOffset int64 `protobuf:"varint,3,opt,name=first_offset,json=firstOffset,proto3" json:"first_offset,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -989,6 +1032,13 @@ func (x *CommitProduceBatchReply) GetFirstOffset() int64 {
 		return x.FirstOffset
 	}
 	return 0
+}
+
+func (x *CommitProduceBatchReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type GetTopicRequest struct {
@@ -1058,7 +1108,10 @@ type GetTopicReply struct {
 	// The answering leader's Raft term (with leader_read).
 	Term uint64 `protobuf:"varint,6,opt,name=term,proto3" json:"term,omitempty"`
 	// On 421: the cluster address of the leader this node knows, or empty.
-	LeaderHint    string `protobuf:"bytes,7,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	LeaderHint string `protobuf:"bytes,7,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1142,6 +1195,13 @@ func (x *GetTopicReply) GetLeaderHint() string {
 	return ""
 }
 
+func (x *GetTopicReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type JoinClusterRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1200,7 +1260,10 @@ type JoinClusterReply struct {
 	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
 	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	// The leader's cluster address as this node knows it (the hint on 421).
-	LeaderAddr    string `protobuf:"bytes,3,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
+	LeaderAddr string `protobuf:"bytes,3,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1256,6 +1319,13 @@ func (x *JoinClusterReply) GetLeaderAddr() string {
 	return ""
 }
 
+func (x *JoinClusterReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type NodeStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1306,8 +1376,11 @@ type NodeStatusReply struct {
 	AdmittedInflight int64 `protobuf:"varint,7,opt,name=admitted_inflight,json=admittedInflight,proto3" json:"admitted_inflight,omitempty"`
 	// WAL records not yet dispatched.
 	IngressUndispatched int64 `protobuf:"varint,8,opt,name=ingress_undispatched,json=ingressUndispatched,proto3" json:"ingress_undispatched,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,9,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeStatusReply) Reset() {
@@ -1396,6 +1469,13 @@ func (x *NodeStatusReply) GetIngressUndispatched() int64 {
 	return 0
 }
 
+func (x *NodeStatusReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type TopicWriteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Topic name (alter, delete; also set on create).
@@ -1463,7 +1543,10 @@ type TopicWriteReply struct {
 	LeaderHint string `protobuf:"bytes,4,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
 	// Raft log index of the applied entry: the caller waits until its own replica applied it
 	// before answering, so a read after the write sees it.
-	AppliedIndex  uint64 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	AppliedIndex uint64 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1533,6 +1616,13 @@ func (x *TopicWriteReply) GetAppliedIndex() uint64 {
 	return 0
 }
 
+func (x *TopicWriteReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type GetAssignmentRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -1594,9 +1684,12 @@ type GetAssignmentReply struct {
 	// The meta.Assignment record, JSON.
 	AssignmentJson []byte `protobuf:"bytes,4,opt,name=assignment_json,json=assignmentJson,proto3" json:"assignment_json,omitempty"`
 	// Always true on a 200/404 from the leader behind its barrier.
-	LeaderRead    bool   `protobuf:"varint,5,opt,name=leader_read,json=leaderRead,proto3" json:"leader_read,omitempty"`
-	Term          uint64 `protobuf:"varint,6,opt,name=term,proto3" json:"term,omitempty"`
-	LeaderHint    string `protobuf:"bytes,7,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	LeaderRead bool   `protobuf:"varint,5,opt,name=leader_read,json=leaderRead,proto3" json:"leader_read,omitempty"`
+	Term       uint64 `protobuf:"varint,6,opt,name=term,proto3" json:"term,omitempty"`
+	LeaderHint string `protobuf:"bytes,7,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1680,6 +1773,13 @@ func (x *GetAssignmentReply) GetLeaderHint() string {
 	return ""
 }
 
+func (x *GetAssignmentReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type ForwardCommandRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One encoded metastore command ({"o": op, "d": payload}).
@@ -1734,8 +1834,11 @@ type ForwardCommandReply struct {
 	// The FSM's meta.Result, JSON.
 	ResultJson []byte `protobuf:"bytes,3,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
 	// Raft log index of the applied entry.
-	AppliedIndex  uint64 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	LeaderHint    string `protobuf:"bytes,5,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	AppliedIndex uint64 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	LeaderHint   string `protobuf:"bytes,5,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1801,6 +1904,13 @@ func (x *ForwardCommandReply) GetAppliedIndex() uint64 {
 func (x *ForwardCommandReply) GetLeaderHint() string {
 	if x != nil {
 		return x.LeaderHint
+	}
+	return ""
+}
+
+func (x *ForwardCommandReply) GetReason() string {
+	if x != nil {
+		return x.Reason
 	}
 	return ""
 }
@@ -2104,6 +2214,9 @@ type FanoutCursorsReply struct {
 	HighWatermark int64           `protobuf:"varint,3,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
 	HwmKnown      bool            `protobuf:"varint,4,opt,name=hwm_known,json=hwmKnown,proto3" json:"hwm_known,omitempty"`
 	Cursors       []*FanoutCursor `protobuf:"bytes,5,rep,name=cursors,proto3" json:"cursors,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2173,6 +2286,13 @@ func (x *FanoutCursorsReply) GetCursors() []*FanoutCursor {
 	return nil
 }
 
+func (x *FanoutCursorsReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type ListPartitionSegmentsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -2231,7 +2351,10 @@ type ListPartitionSegmentsReply struct {
 	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
 	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	// The transfer.Listing, JSON (its stable field names).
-	ListingJson   []byte `protobuf:"bytes,3,opt,name=listing_json,json=listingJson,proto3" json:"listing_json,omitempty"`
+	ListingJson []byte `protobuf:"bytes,3,opt,name=listing_json,json=listingJson,proto3" json:"listing_json,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2285,6 +2408,13 @@ func (x *ListPartitionSegmentsReply) GetListingJson() []byte {
 		return x.ListingJson
 	}
 	return nil
+}
+
+func (x *ListPartitionSegmentsReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type FetchSegmentChunkRequest struct {
@@ -2370,9 +2500,12 @@ type FetchSegmentChunkReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 200 (data may be short or empty at the committed end), 400 bad request, 404 no such
 	// topic, partition or segment, 421 not the owner, 503 else.
-	Status        int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
-	Error         string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Data   []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2426,6 +2559,13 @@ func (x *FetchSegmentChunkReply) GetData() []byte {
 		return x.Data
 	}
 	return nil
+}
+
+func (x *FetchSegmentChunkReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type StreamSegmentRequest struct {
@@ -2609,7 +2749,8 @@ type PrepareHandoffReply struct {
 	// 421 not the owner, 503 else.
 	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
 	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	// On 409: freeze_lapsed | unknown_token | hwm_mismatch.
+	// The error's reason code (errcode.Reason); on 409 one of freeze_lapsed | unknown_token |
+	// hwm_mismatch. A peer older than the other replies' reason fields sets it only on 409.
 	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	// The transfer.Listing, JSON: the full listing plus token on an arm; token,
 	// high_watermark and expires_in on a re-arm or fence.
@@ -2758,8 +2899,11 @@ type DecommissionMemberReply struct {
 	// The controller.Verdict, JSON ({"node", "allowed", "reasons"}).
 	VerdictJson []byte `protobuf:"bytes,3,opt,name=verdict_json,json=verdictJson,proto3" json:"verdict_json,omitempty"`
 	// blocked_only: {"<node>": ["<reason>", …]}, JSON.
-	BlockedJson   []byte `protobuf:"bytes,4,opt,name=blocked_json,json=blockedJson,proto3" json:"blocked_json,omitempty"`
-	LeaderHint    string `protobuf:"bytes,5,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	BlockedJson []byte `protobuf:"bytes,4,opt,name=blocked_json,json=blockedJson,proto3" json:"blocked_json,omitempty"`
+	LeaderHint  string `protobuf:"bytes,5,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2829,6 +2973,13 @@ func (x *DecommissionMemberReply) GetLeaderHint() string {
 	return ""
 }
 
+func (x *DecommissionMemberReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type MoveReportRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -2887,7 +3038,10 @@ type MoveReportReply struct {
 	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
 	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	// The transfer.Report, JSON.
-	ReportJson    []byte `protobuf:"bytes,3,opt,name=report_json,json=reportJson,proto3" json:"report_json,omitempty"`
+	ReportJson []byte `protobuf:"bytes,3,opt,name=report_json,json=reportJson,proto3" json:"report_json,omitempty"`
+	// The error's reason code (errcode.Reason), so the caller maps it back to the same
+	// sentinel; empty from a peer that predates it, which is then read by status alone.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2943,6 +3097,13 @@ func (x *MoveReportReply) GetReportJson() []byte {
 	return nil
 }
 
+func (x *MoveReportReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_nodepb_node_proto protoreflect.FileDescriptor
 
 const file_nodepb_node_proto_rawDesc = "" +
@@ -2962,11 +3123,12 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12\x18\n" +
 	"\apayload\x18\x04 \x01(\fR\apayload\x12&\n" +
 	"\x0fcommitted_at_ms\x18\x05 \x01(\x03R\rcommittedAtMs\x12%\n" +
-	"\x0ereceipt_handle\x18\x06 \x01(\tR\rreceiptHandle\"p\n" +
+	"\x0ereceipt_handle\x18\x06 \x01(\tR\rreceiptHandle\"\x88\x01\n" +
 	"\fConsumeReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x122\n" +
-	"\bmessages\x18\x03 \x03(\v2\x16.narad.node.v1.MessageR\bmessages\"\x82\x01\n" +
+	"\bmessages\x18\x03 \x03(\v2\x16.narad.node.v1.MessageR\bmessages\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x82\x01\n" +
 	"\bAckEntry\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x14\n" +
@@ -2974,18 +3136,20 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x04mode\x18\x04 \x01(\x0e2\x16.narad.node.v1.AckModeR\x04mode\"Z\n" +
 	"\x0fAckBatchRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x121\n" +
-	"\aentries\x18\x02 \x03(\v2\x17.narad.node.v1.AckEntryR\aentries\"9\n" +
+	"\aentries\x18\x02 \x03(\v2\x17.narad.node.v1.AckEntryR\aentries\"Q\n" +
 	"\tAckResult\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"q\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x89\x01\n" +
 	"\rAckBatchReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x122\n" +
-	"\aresults\x18\x03 \x03(\v2\x18.narad.node.v1.AckResultR\aresults\"~\n" +
+	"\aresults\x18\x03 \x03(\v2\x18.narad.node.v1.AckResultR\aresults\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"~\n" +
 	"\x1aTopicPartitionStatsRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12,\n" +
-	"\x04mode\x18\x03 \x01(\x0e2\x18.narad.node.v1.StatsModeR\x04mode\"\xf6\x02\n" +
+	"\x04mode\x18\x03 \x01(\x0e2\x18.narad.node.v1.StatsModeR\x04mode\"\x8e\x03\n" +
 	"\x18TopicPartitionStatsReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x10\n" +
@@ -3000,7 +3164,8 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x05exact\x18\t \x01(\bR\x05exact\x12\x1c\n" +
 	"\tavailable\x18\n" +
 	" \x01(\bR\tavailable\x12+\n" +
-	"\x11consumer_frontier\x18\v \x01(\x03R\x10consumerFrontier\"`\n" +
+	"\x11consumer_frontier\x18\v \x01(\x03R\x10consumerFrontier\x12\x16\n" +
+	"\x06reason\x18\f \x01(\tR\x06reason\"`\n" +
 	"\fProduceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12$\n" +
@@ -3009,15 +3174,16 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\tR\vincarnation\x12\x1c\n" +
 	"\tpartition\x18\x03 \x01(\x05R\tpartition\x125\n" +
-	"\aentries\x18\x04 \x03(\v2\x1b.narad.node.v1.ProduceEntryR\aentries\"j\n" +
+	"\aentries\x18\x04 \x03(\v2\x1b.narad.node.v1.ProduceEntryR\aentries\"\x82\x01\n" +
 	"\x17CommitProduceBatchReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12!\n" +
-	"\ffirst_offset\x18\x03 \x01(\x03R\vfirstOffset\"F\n" +
+	"\ffirst_offset\x18\x03 \x01(\x03R\vfirstOffset\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"F\n" +
 	"\x0fGetTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vleader_read\x18\x02 \x01(\bR\n" +
-	"leaderRead\"\xc8\x01\n" +
+	"leaderRead\"\xe0\x01\n" +
 	"\rGetTopicReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x14\n" +
@@ -3028,16 +3194,18 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"leaderRead\x12\x12\n" +
 	"\x04term\x18\x06 \x01(\x04R\x04term\x12\x1f\n" +
 	"\vleader_hint\x18\a \x01(\tR\n" +
-	"leaderHint\"G\n" +
+	"leaderHint\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\"G\n" +
 	"\x12JoinClusterRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
-	"\fcluster_addr\x18\x02 \x01(\tR\vclusterAddr\"a\n" +
+	"\fcluster_addr\x18\x02 \x01(\tR\vclusterAddr\"y\n" +
 	"\x10JoinClusterReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1f\n" +
 	"\vleader_addr\x18\x03 \x01(\tR\n" +
-	"leaderAddr\"\x13\n" +
-	"\x11NodeStatusRequest\"\xb1\x02\n" +
+	"leaderAddr\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x13\n" +
+	"\x11NodeStatusRequest\"\xc9\x02\n" +
 	"\x0fNodeStatusReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12#\n" +
@@ -3046,10 +3214,11 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\rdraining_seen\x18\x05 \x01(\bR\fdrainingSeen\x12)\n" +
 	"\x10refusing_produce\x18\x06 \x01(\bR\x0frefusingProduce\x12+\n" +
 	"\x11admitted_inflight\x18\a \x01(\x03R\x10admittedInflight\x121\n" +
-	"\x14ingress_undispatched\x18\b \x01(\x03R\x13ingressUndispatched\"J\n" +
+	"\x14ingress_undispatched\x18\b \x01(\x03R\x13ingressUndispatched\x12\x16\n" +
+	"\x06reason\x18\t \x01(\tR\x06reason\"J\n" +
 	"\x11TopicWriteRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
-	"\frequest_json\x18\x02 \x01(\fR\vrequestJson\"\xa4\x01\n" +
+	"\frequest_json\x18\x02 \x01(\fR\vrequestJson\"\xbc\x01\n" +
 	"\x0fTopicWriteReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1d\n" +
@@ -3057,10 +3226,11 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"topic_json\x18\x03 \x01(\fR\ttopicJson\x12\x1f\n" +
 	"\vleader_hint\x18\x04 \x01(\tR\n" +
 	"leaderHint\x12#\n" +
-	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\"J\n" +
+	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"J\n" +
 	"\x14GetAssignmentRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
-	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\xd7\x01\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\xef\x01\n" +
 	"\x12GetAssignmentReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x14\n" +
@@ -3070,9 +3240,10 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"leaderRead\x12\x12\n" +
 	"\x04term\x18\x06 \x01(\x04R\x04term\x12\x1f\n" +
 	"\vleader_hint\x18\a \x01(\tR\n" +
-	"leaderHint\"1\n" +
+	"leaderHint\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\"1\n" +
 	"\x15ForwardCommandRequest\x12\x18\n" +
-	"\acommand\x18\x01 \x01(\fR\acommand\"\xaa\x01\n" +
+	"\acommand\x18\x01 \x01(\fR\acommand\"\xc2\x01\n" +
 	"\x13ForwardCommandReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1f\n" +
@@ -3080,7 +3251,8 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"resultJson\x12#\n" +
 	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12\x1f\n" +
 	"\vleader_hint\x18\x05 \x01(\tR\n" +
-	"leaderHint\".\n" +
+	"leaderHint\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\".\n" +
 	"\x13WatchCommitsRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"B\n" +
 	"\fPartitionRef\x12\x14\n" +
@@ -3102,30 +3274,33 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x0fdue_lag_seconds\x18\x05 \x01(\x01R\rdueLagSeconds\x12!\n" +
 	"\fremote_state\x18\x06 \x01(\tR\vremoteState\x12\x1d\n" +
 	"\n" +
-	"last_error\x18\a \x01(\tR\tlastError\"\xbd\x01\n" +
+	"last_error\x18\a \x01(\tR\tlastError\"\xd5\x01\n" +
 	"\x12FanoutCursorsReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12%\n" +
 	"\x0ehigh_watermark\x18\x03 \x01(\x03R\rhighWatermark\x12\x1b\n" +
 	"\thwm_known\x18\x04 \x01(\bR\bhwmKnown\x125\n" +
-	"\acursors\x18\x05 \x03(\v2\x1b.narad.node.v1.FanoutCursorR\acursors\"R\n" +
+	"\acursors\x18\x05 \x03(\v2\x1b.narad.node.v1.FanoutCursorR\acursors\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"R\n" +
 	"\x1cListPartitionSegmentsRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
-	"\tpartition\x18\x02 \x01(\x05R\tpartition\"m\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\x85\x01\n" +
 	"\x1aListPartitionSegmentsReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12!\n" +
-	"\flisting_json\x18\x03 \x01(\fR\vlistingJson\"\x84\x01\n" +
+	"\flisting_json\x18\x03 \x01(\fR\vlistingJson\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x84\x01\n" +
 	"\x18FetchSegmentChunkRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x12\n" +
 	"\x04base\x18\x03 \x01(\x03R\x04base\x12\x0e\n" +
 	"\x02at\x18\x04 \x01(\x03R\x02at\x12\x10\n" +
-	"\x03len\x18\x05 \x01(\x05R\x03len\"Z\n" +
+	"\x03len\x18\x05 \x01(\x05R\x03len\"r\n" +
 	"\x16FetchSegmentChunkReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x12\n" +
-	"\x04data\x18\x03 \x01(\fR\x04data\"\x96\x01\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x96\x01\n" +
 	"\x14StreamSegmentRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x12\n" +
@@ -3150,22 +3325,24 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06cancel\x18\x02 \x01(\bR\x06cancel\x12\x17\n" +
 	"\adry_run\x18\x03 \x01(\bR\x06dryRun\x12!\n" +
-	"\fblocked_only\x18\x04 \x01(\bR\vblockedOnly\"\xae\x01\n" +
+	"\fblocked_only\x18\x04 \x01(\bR\vblockedOnly\"\xc6\x01\n" +
 	"\x17DecommissionMemberReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12!\n" +
 	"\fverdict_json\x18\x03 \x01(\fR\vverdictJson\x12!\n" +
 	"\fblocked_json\x18\x04 \x01(\fR\vblockedJson\x12\x1f\n" +
 	"\vleader_hint\x18\x05 \x01(\tR\n" +
-	"leaderHint\"G\n" +
+	"leaderHint\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"G\n" +
 	"\x11MoveReportRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
-	"\tpartition\x18\x02 \x01(\x05R\tpartition\"`\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"x\n" +
 	"\x0fMoveReportReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1f\n" +
 	"\vreport_json\x18\x03 \x01(\fR\n" +
-	"reportJson*]\n" +
+	"reportJson\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason*]\n" +
 	"\aAckMode\x12\x18\n" +
 	"\x14ACK_MODE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fACK_MODE_ACK\x10\x01\x12\x13\n" +

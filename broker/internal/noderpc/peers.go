@@ -1,17 +1,17 @@
-package server
+package noderpc
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc"
 	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
 
@@ -19,84 +19,42 @@ import (
 // fsync is not a dead node).
 const commitRPCTimeout = 30 * time.Second
 
-// peers is the client side of the node RPC: it implements engine.Peers,
+// Peers is the client side of the node RPC: it implements engine.Peers,
 // engine.RemoteCommitter, meta.LeaderReader and meta.Forwarder over the rpc pool, turning
-// each reply's HTTP-vocabulary status back into the sentinel errors of api, engine and meta.
-type peers struct {
+// each reply's status and reason back into errcode's sentinels by the plane of its op.
+type Peers struct {
 	pool *rpc.Pool
 }
 
+// NewPeers returns the node RPC client over pool.
+func NewPeers(pool *rpc.Pool) Peers { return Peers{pool: pool} }
+
 var (
-	_ engine.Peers           = peers{}
-	_ engine.RemoteCommitter = peers{}
-	_ meta.LeaderReader      = peers{}
+	_ engine.Peers           = Peers{}
+	_ engine.RemoteCommitter = Peers{}
+	_ meta.LeaderReader      = Peers{}
 )
 
-// remoteError is a peer's answer: its message, classified by a sentinel.
-type remoteError struct {
-	msg  string
-	kind error
+// dataError reads a data-plane reply (errcode.Data).
+func dataError(status int32, reason, msg string) error {
+	return errcode.Data.Error(status, reason, msg)
 }
 
-func (r *remoteError) Error() string { return r.msg }
-func (r *remoteError) Unwrap() error { return r.kind }
-
-// statusKinds says which sentinel a reply status stands for on one plane; statuses not listed
-// take fallback.
-type statusKinds struct {
-	byStatus map[int32]error
-	fallback error
-	who      string // "peer" or "leader", for a reply without a message
-}
-
-// Data plane (ops 2, 8, 11, 17, 31) and leader plane (ops 4–6, 15, 16, 20, 28, 32).
-var (
-	dataKinds = statusKinds{who: "peer", fallback: api.ErrUnavailable, byStatus: map[int32]error{
-		400: api.ErrInvalid, 404: api.ErrNotFound, 409: api.ErrConflict, 410: api.ErrGone, 421: engine.ErrNotOwner}}
-	leaderKinds = statusKinds{who: "leader", fallback: meta.ErrNoLeader, byStatus: map[int32]error{
-		400: api.ErrInvalid, 404: api.ErrNotFound, 409: api.ErrConflict, 421: meta.ErrNotLeader}}
-)
-
-// errorOf turns a reply status into nil (2xx) or a remoteError classified by k.
-func (k statusKinds) errorOf(status int32, msg string) error {
-	if status >= 200 && status < 300 {
-		return nil
+// leaderError reads a leader-plane reply (errcode.Leader, or errcode.LeaderCreate for a
+// create, whose 409 from an older leader means "exists").
+func leaderError(status int32, reason, msg string, create bool) error {
+	if create {
+		return errcode.LeaderCreate.Error(status, reason, msg)
 	}
-	kind, ok := k.byStatus[status]
-	if !ok {
-		kind = k.fallback
-	}
-	if msg == "" {
-		msg = fmt.Sprintf("%s answered %d", k.who, status)
-	}
-	return &remoteError{msg: msg, kind: kind}
-}
-
-// dataError maps the status of a data-plane reply; a 503 naming the acked-ahead cap keeps
-// that meaning.
-func dataError(status int32, msg string) error {
-	err := dataKinds.errorOf(status, msg)
-	if re, ok := err.(*remoteError); ok && re.kind == api.ErrUnavailable && strings.Contains(msg, api.ErrAckedAheadFull.Error()) {
-		re.kind = api.ErrAckedAheadFull
-	}
-	return err
-}
-
-// leaderError maps the status of a leader-plane reply; a create's 409 means "exists".
-func leaderError(status int32, msg string, create bool) error {
-	err := leaderKinds.errorOf(status, msg)
-	if re, ok := err.(*remoteError); ok && create && re.kind == api.ErrConflict {
-		re.kind = api.ErrExists
-	}
-	return err
+	return errcode.Leader.Error(status, reason, msg)
 }
 
 // transportError wraps a gRPC failure: the peer could not be asked (or did not answer).
 func transportError(addr string, err error) error {
-	return fmt.Errorf("%w: peer %s: %v", api.ErrUnavailable, addr, err)
+	return fmt.Errorf("%w: peer %s: %v", errcode.ErrUnavailable, addr, err)
 }
 
-func (p peers) client(addr string) (nodepb.NodeClient, error) {
+func (p Peers) client(addr string) (nodepb.NodeClient, error) {
 	c, err := p.pool.Client(addr)
 	if err != nil {
 		return nil, transportError(addr, err)
@@ -105,7 +63,7 @@ func (p peers) client(addr string) (nodepb.NodeClient, error) {
 }
 
 // Consume implements engine.Peers (op 2).
-func (p peers) Consume(ctx context.Context, addr, topic string, req api.ConsumeRequest, localOnly bool) ([]api.Message, error) {
+func (p Peers) Consume(ctx context.Context, addr, topic string, req service.ConsumeRequest, localOnly bool) ([]service.Message, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return nil, err
@@ -118,19 +76,19 @@ func (p peers) Consume(ctx context.Context, addr, topic string, req api.ConsumeR
 	if rep.Status == 204 {
 		return nil, nil
 	}
-	if err := dataError(rep.Status, rep.Error); err != nil {
+	if err := errcode.Consume.Error(rep.Status, rep.Reason, rep.Error); err != nil {
 		return nil, err
 	}
-	out := make([]api.Message, len(rep.Messages))
+	out := make([]service.Message, len(rep.Messages))
 	for i, m := range rep.Messages {
-		out[i] = api.Message{Topic: topic, Partition: int(m.Partition), Offset: m.Offset, Key: m.Key, Payload: m.Payload,
+		out[i] = service.Message{Topic: topic, Partition: int(m.Partition), Offset: m.Offset, Key: m.Key, Payload: m.Payload,
 			CommittedAtMs: m.CommittedAtMs, ReceiptHandle: m.ReceiptHandle}
 	}
 	return out, nil
 }
 
 // Ack implements engine.Peers (op 31).
-func (p peers) Ack(ctx context.Context, addr, topic string, entries []api.AckEntry) ([]error, error) {
+func (p Peers) Ack(ctx context.Context, addr, topic string, entries []service.AckEntry) ([]error, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return nil, err
@@ -139,9 +97,9 @@ func (p peers) Ack(ctx context.Context, addr, topic string, entries []api.AckEnt
 	for i, en := range entries {
 		mode := nodepb.AckMode_ACK_MODE_ACK
 		switch en.Op {
-		case api.OpExtend:
+		case service.OpExtend:
 			mode = nodepb.AckMode_ACK_MODE_EXTEND
-		case api.OpNack:
+		case service.OpNack:
 			mode = nodepb.AckMode_ACK_MODE_NACK
 		}
 		req.Entries[i] = &nodepb.AckEntry{Partition: int32(en.Partition), Offset: en.Offset, Nonce: en.Nonce, Mode: mode}
@@ -151,50 +109,42 @@ func (p peers) Ack(ctx context.Context, addr, topic string, entries []api.AckEnt
 		return nil, transportError(addr, err)
 	}
 	if rep.Status != 200 {
-		return nil, dataError(rep.Status, rep.Error)
+		return nil, dataError(rep.Status, rep.Reason, rep.Error)
 	}
 	if len(rep.Results) != len(entries) {
-		return nil, fmt.Errorf("%w: peer %s answered %d results for %d entries", api.ErrUnavailable, addr, len(rep.Results), len(entries))
+		return nil, fmt.Errorf("%w: peer %s answered %d results for %d entries", errcode.ErrUnavailable, addr, len(rep.Results), len(entries))
 	}
 	out := make([]error, len(entries))
 	for i, r := range rep.Results {
-		switch {
-		case r.Status == 204 || r.Status == 200:
-		case r.Status == 410:
-			out[i] = &remoteError{msg: r.Error, kind: api.ErrStale}
-		case r.Status == 421:
-			out[i] = &remoteError{msg: r.Error, kind: api.ErrUnavailable} // ownership moved: retry
-		default:
-			out[i] = dataError(r.Status, r.Error)
-		}
+		out[i] = errcode.AckResult.Error(r.Status, r.Reason, r.Error)
 	}
 	return out, nil
 }
 
 // PartitionStats implements engine.Peers (op 8, peek).
-func (p peers) PartitionStats(ctx context.Context, addr, topic string, partition int) (api.PartitionStats, error) {
+func (p Peers) PartitionStats(ctx context.Context, addr, topic string, partition int) (service.PartitionStats, error) {
 	c, err := p.client(addr)
 	if err != nil {
-		return api.PartitionStats{}, err
+		return service.PartitionStats{}, err
 	}
 	rep, err := c.TopicPartitionStats(ctx, &nodepb.TopicPartitionStatsRequest{Topic: topic, Partition: int32(partition),
 		Mode: nodepb.StatsMode_STATS_MODE_PEEK})
 	if err != nil {
-		return api.PartitionStats{}, transportError(addr, err)
+		return service.PartitionStats{}, transportError(addr, err)
 	}
-	if err := dataError(rep.Status, rep.Error); err != nil {
-		return api.PartitionStats{}, err
+	if err := dataError(rep.Status, rep.Reason, rep.Error); err != nil {
+		return service.PartitionStats{}, err
 	}
-	return api.PartitionStats{Index: partition, Available: rep.Available, Segments: int(rep.Segments),
+	return service.PartitionStats{Index: partition, Available: rep.Available, Segments: int(rep.Segments),
 		OldestOffset: rep.OldestOffset, NextOffset: rep.NextOffset, HighWatermark: rep.Hwm, SizeBytes: rep.SizeBytes,
 		OldestSegmentAt: rep.OldestSegmentAtUnixMs / 1000}, nil
 }
 
 // CreateTopic implements engine.Peers (op 4).
-func (p peers) CreateTopic(ctx context.Context, addr string, req api.CreateTopicRequest) (meta.Topic, uint64, error) {
+func (p Peers) CreateTopic(ctx context.Context, addr string, req service.CreateTopicRequest) (meta.Topic, uint64, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
-		return meta.Topic{}, 0, fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		return meta.Topic{}, 0, fmt.Errorf("%w: %v", errcode.ErrInvalid, err)
 	}
 	return p.topicWrite(ctx, addr, true, func(c nodepb.NodeClient) (*nodepb.TopicWriteReply, error) {
 		return c.CreateTopic(ctx, &nodepb.TopicWriteRequest{Name: req.Name, RequestJson: b})
@@ -202,10 +152,10 @@ func (p peers) CreateTopic(ctx context.Context, addr string, req api.CreateTopic
 }
 
 // AlterTopic implements engine.Peers (op 5).
-func (p peers) AlterTopic(ctx context.Context, addr, name string, req api.AlterTopicRequest) (meta.Topic, uint64, error) {
+func (p Peers) AlterTopic(ctx context.Context, addr, name string, req service.AlterTopicRequest) (meta.Topic, uint64, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
-		return meta.Topic{}, 0, fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		return meta.Topic{}, 0, fmt.Errorf("%w: %v", errcode.ErrInvalid, err)
 	}
 	return p.topicWrite(ctx, addr, false, func(c nodepb.NodeClient) (*nodepb.TopicWriteReply, error) {
 		return c.AlterTopic(ctx, &nodepb.TopicWriteRequest{Name: name, RequestJson: b})
@@ -213,14 +163,14 @@ func (p peers) AlterTopic(ctx context.Context, addr, name string, req api.AlterT
 }
 
 // DeleteTopic implements engine.Peers (op 6).
-func (p peers) DeleteTopic(ctx context.Context, addr, name string) (uint64, error) {
+func (p Peers) DeleteTopic(ctx context.Context, addr, name string) (uint64, error) {
 	_, idx, err := p.topicWrite(ctx, addr, false, func(c nodepb.NodeClient) (*nodepb.TopicWriteReply, error) {
 		return c.DeleteTopic(ctx, &nodepb.TopicWriteRequest{Name: name})
 	})
 	return idx, err
 }
 
-func (p peers) topicWrite(ctx context.Context, addr string, create bool, call func(nodepb.NodeClient) (*nodepb.TopicWriteReply, error)) (meta.Topic, uint64, error) {
+func (p Peers) topicWrite(ctx context.Context, addr string, create bool, call func(nodepb.NodeClient) (*nodepb.TopicWriteReply, error)) (meta.Topic, uint64, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return meta.Topic{}, 0, err
@@ -230,7 +180,7 @@ func (p peers) topicWrite(ctx context.Context, addr string, create bool, call fu
 		// Outcome unknown: the leader may have applied it (api.md: 503, retry).
 		return meta.Topic{}, 0, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, addr, err)
 	}
-	if err := leaderError(rep.Status, rep.Error, create); err != nil {
+	if err := leaderError(rep.Status, rep.Reason, rep.Error, create); err != nil {
 		return meta.Topic{}, 0, err
 	}
 	var t meta.Topic
@@ -243,7 +193,7 @@ func (p peers) topicWrite(ctx context.Context, addr string, create bool, call fu
 }
 
 // CommitRemote implements engine.RemoteCommitter (op 11).
-func (p peers) CommitRemote(ctx context.Context, addr, topic, incarnation string, partition int, recs []wal.Record) error {
+func (p Peers) CommitRemote(ctx context.Context, addr, topic, incarnation string, partition int, recs []wal.Record) error {
 	c, err := p.client(addr)
 	if err != nil {
 		return err
@@ -259,11 +209,11 @@ func (p peers) CommitRemote(ctx context.Context, addr, topic, incarnation string
 	if err != nil {
 		return transportError(addr, err)
 	}
-	return dataError(rep.Status, rep.Error)
+	return dataError(rep.Status, rep.Reason, rep.Error)
 }
 
 // ConfirmTopic implements meta.LeaderReader (op 20 with leader_read).
-func (p peers) ConfirmTopic(ctx context.Context, leaderID, leaderAddr, name string) (meta.Topic, bool, error) {
+func (p Peers) ConfirmTopic(ctx context.Context, leaderID, leaderAddr, name string) (meta.Topic, bool, error) {
 	c, err := p.client(leaderAddr)
 	if err != nil {
 		return meta.Topic{}, false, err
@@ -272,11 +222,11 @@ func (p peers) ConfirmTopic(ctx context.Context, leaderID, leaderAddr, name stri
 	if err != nil {
 		return meta.Topic{}, false, transportError(leaderAddr, err)
 	}
-	return decodeLeaderRead[meta.Topic](leaderID, rep.Status, rep.Error, rep.LeaderRead, rep.TopicJson)
+	return decodeLeaderRead[meta.Topic](leaderID, rep.Status, rep.Reason, rep.Error, rep.LeaderRead, rep.TopicJson)
 }
 
 // ConfirmAssignment implements meta.LeaderReader (op 28).
-func (p peers) ConfirmAssignment(ctx context.Context, leaderID, leaderAddr, topic string, partition int) (meta.Assignment, bool, error) {
+func (p Peers) ConfirmAssignment(ctx context.Context, leaderID, leaderAddr, topic string, partition int) (meta.Assignment, bool, error) {
 	c, err := p.client(leaderAddr)
 	if err != nil {
 		return meta.Assignment{}, false, err
@@ -285,13 +235,13 @@ func (p peers) ConfirmAssignment(ctx context.Context, leaderID, leaderAddr, topi
 	if err != nil {
 		return meta.Assignment{}, false, transportError(leaderAddr, err)
 	}
-	return decodeLeaderRead[meta.Assignment](leaderID, rep.Status, rep.Error, rep.LeaderRead, rep.AssignmentJson)
+	return decodeLeaderRead[meta.Assignment](leaderID, rep.Status, rep.Reason, rep.Error, rep.LeaderRead, rep.AssignmentJson)
 }
 
 // decodeLeaderRead applies the caller rules of spec/cluster.md §5.3 to a leader-read reply:
 // only a reply marked leader_read confirms anything; 404 is authoritatively absent, 200 carries
 // the JSON record; everything else is unconfirmed.
-func decodeLeaderRead[T any](leaderID string, status int32, msg string, marked bool, body []byte) (T, bool, error) {
+func decodeLeaderRead[T any](leaderID string, status int32, reason, msg string, marked bool, body []byte) (T, bool, error) {
 	var zero T
 	if !marked {
 		return zero, false, fmt.Errorf("reply from %s not marked leader_read (status %d): %s", leaderID, status, msg)
@@ -306,11 +256,11 @@ func decodeLeaderRead[T any](leaderID string, status int32, msg string, marked b
 		}
 		return v, true, nil
 	}
-	return zero, false, leaderError(status, msg, false)
+	return zero, false, leaderError(status, reason, msg, false)
 }
 
 // NodeStatus asks a member about itself (op 29), for the controller's promotion check.
-func (p peers) NodeStatus(ctx context.Context, addr string) (*nodepb.NodeStatusReply, error) {
+func (p Peers) NodeStatus(ctx context.Context, addr string) (*nodepb.NodeStatusReply, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return nil, err
@@ -320,13 +270,13 @@ func (p peers) NodeStatus(ctx context.Context, addr string) (*nodepb.NodeStatusR
 		return nil, transportError(addr, err)
 	}
 	if rep.Status != 200 {
-		return nil, dataError(rep.Status, rep.Error)
+		return nil, dataError(rep.Status, rep.Reason, rep.Error)
 	}
 	return rep, nil
 }
 
 // Forward implements meta.Forwarder (op 32): a follower's proposal applied by the leader.
-func (p peers) Forward(ctx context.Context, leaderID, leaderAddr string, command []byte) (meta.Result, uint64, error) {
+func (p Peers) Forward(ctx context.Context, leaderID, leaderAddr string, command []byte) (meta.Result, uint64, error) {
 	c, err := p.client(leaderAddr)
 	if err != nil {
 		return meta.Result{}, 0, fmt.Errorf("%w: %v", meta.ErrNoLeader, err)
@@ -336,7 +286,7 @@ func (p peers) Forward(ctx context.Context, leaderID, leaderAddr string, command
 		return meta.Result{}, 0, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderID, err)
 	}
 	if rep.Status != 200 {
-		return meta.Result{}, 0, leaderError(rep.Status, rep.Error, false)
+		return meta.Result{}, 0, leaderError(rep.Status, rep.Reason, rep.Error, false)
 	}
 	var res meta.Result
 	if err := json.Unmarshal(rep.ResultJson, &res); err != nil {
@@ -346,7 +296,7 @@ func (p peers) Forward(ctx context.Context, leaderID, leaderAddr string, command
 }
 
 // TopicKnown implements engine.Peers (op 20 without leader_read: the peer's local replica).
-func (p peers) TopicKnown(ctx context.Context, addr, name string) (bool, error) {
+func (p Peers) TopicKnown(ctx context.Context, addr, name string) (bool, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return false, err
@@ -361,5 +311,5 @@ func (p peers) TopicKnown(ctx context.Context, addr, name string) (bool, error) 
 	case 404:
 		return false, nil
 	}
-	return false, leaderError(rep.Status, rep.Error, false)
+	return false, leaderError(rep.Status, rep.Reason, rep.Error, false)
 }

@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -16,7 +16,7 @@ type attachRequest struct {
 }
 
 // ExactHighWatermark implements engine.Peers (op 8, exact mode).
-func (p peers) ExactHighWatermark(ctx context.Context, addr, topic string, partition int) (int64, error) {
+func (p Peers) ExactHighWatermark(ctx context.Context, addr, topic string, partition int) (int64, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return 0, err
@@ -26,17 +26,17 @@ func (p peers) ExactHighWatermark(ctx context.Context, addr, topic string, parti
 	if err != nil {
 		return 0, transportError(addr, err)
 	}
-	if err := dataError(rep.Status, rep.Error); err != nil {
+	if err := dataError(rep.Status, rep.Reason, rep.Error); err != nil {
 		return 0, err
 	}
 	if !rep.Exact {
-		return 0, dataError(503, "the owner could not read an exact high watermark")
+		return 0, dataError(503, "", "the owner could not read an exact high watermark")
 	}
 	return rep.Hwm, nil
 }
 
 // AttachChild implements engine.Peers (op 15).
-func (p peers) AttachChild(ctx context.Context, addr, parent, child string, delayMs int64) (meta.Topic, uint64, error) {
+func (p Peers) AttachChild(ctx context.Context, addr, parent, child string, delayMs int64) (meta.Topic, uint64, error) {
 	b, _ := json.Marshal(attachRequest{Child: child, DelayMs: delayMs})
 	return p.topicWrite(ctx, addr, false, func(c nodepb.NodeClient) (*nodepb.TopicWriteReply, error) {
 		return c.AttachChild(ctx, &nodepb.TopicWriteRequest{Name: parent, RequestJson: b})
@@ -44,7 +44,7 @@ func (p peers) AttachChild(ctx context.Context, addr, parent, child string, dela
 }
 
 // DetachChild implements engine.Peers (op 16).
-func (p peers) DetachChild(ctx context.Context, addr, parent, child string) (uint64, error) {
+func (p Peers) DetachChild(ctx context.Context, addr, parent, child string) (uint64, error) {
 	b, _ := json.Marshal(attachRequest{Child: child})
 	_, idx, err := p.topicWrite(ctx, addr, false, func(c nodepb.NodeClient) (*nodepb.TopicWriteReply, error) {
 		return c.DetachChild(ctx, &nodepb.TopicWriteRequest{Name: parent, RequestJson: b})
@@ -53,7 +53,7 @@ func (p peers) DetachChild(ctx context.Context, addr, parent, child string) (uin
 }
 
 // FanoutCursors implements engine.Peers (op 17).
-func (p peers) FanoutCursors(ctx context.Context, addr, parent string, partition int) (engine.PartitionCursors, error) {
+func (p Peers) FanoutCursors(ctx context.Context, addr, parent string, partition int) (engine.PartitionCursors, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return engine.PartitionCursors{}, err
@@ -62,7 +62,7 @@ func (p peers) FanoutCursors(ctx context.Context, addr, parent string, partition
 	if err != nil {
 		return engine.PartitionCursors{}, transportError(addr, err)
 	}
-	if err := dataError(rep.Status, rep.Error); err != nil {
+	if err := dataError(rep.Status, rep.Reason, rep.Error); err != nil {
 		return engine.PartitionCursors{}, err
 	}
 	out := engine.PartitionCursors{HighWatermark: rep.HighWatermark, HWMKnown: rep.HwmKnown}
@@ -75,7 +75,7 @@ func (p peers) FanoutCursors(ctx context.Context, addr, parent string, partition
 
 // ExactStartPoint implements the engine's start-point peer call (op 8, exact mode): HWM,
 // oldest offset and consumer frontier of a partition, for a remote link's start.
-func (p peers) ExactStartPoint(ctx context.Context, addr, topic string, partition int) (engine.StartPoint, error) {
+func (p Peers) ExactStartPoint(ctx context.Context, addr, topic string, partition int) (engine.StartPoint, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return engine.StartPoint{}, err
@@ -85,11 +85,11 @@ func (p peers) ExactStartPoint(ctx context.Context, addr, topic string, partitio
 	if err != nil {
 		return engine.StartPoint{}, transportError(addr, err)
 	}
-	if err := dataError(rep.Status, rep.Error); err != nil {
+	if err := dataError(rep.Status, rep.Reason, rep.Error); err != nil {
 		return engine.StartPoint{}, err
 	}
 	if !rep.Exact {
-		return engine.StartPoint{}, dataError(503, "the owner could not read an exact start point")
+		return engine.StartPoint{}, dataError(503, "", "the owner could not read an exact start point")
 	}
 	return engine.StartPoint{HighWatermark: rep.Hwm, Oldest: rep.OldestOffset, Frontier: rep.ConsumerFrontier}, nil
 }

@@ -1,11 +1,10 @@
-package server
+package noderpc
 
 import (
 	"errors"
 	"testing"
 
-	"narad.dev/broker/internal/api"
-	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 )
 
@@ -31,7 +30,7 @@ func TestLeaderReadRepliesConfirmOnlyWhenMarked(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, found, err := decodeLeaderRead[meta.Topic]("n1", tc.status, "", tc.marked, []byte(tc.body))
+			got, found, err := decodeLeaderRead[meta.Topic]("n1", tc.status, "", "", tc.marked, []byte(tc.body))
 			if found != tc.wantFound || (err != nil) != tc.wantErr {
 				t.Fatalf("found=%v err=%v; want found=%v err=%v", found, err, tc.wantFound, tc.wantErr)
 			}
@@ -51,16 +50,16 @@ func TestReplyStatusesMapToTheSentinelsOfTheirPlane(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"data 200", dataError(200, ""), nil},
-		{"data 204", dataError(204, ""), nil},
-		{"data 410", dataError(410, "gone"), api.ErrGone},
-		{"data 421", dataError(421, ""), engine.ErrNotOwner},
-		{"data 503", dataError(503, "x"), api.ErrUnavailable},
-		{"data 503 acked-ahead", dataError(503, api.ErrAckedAheadFull.Error()), api.ErrAckedAheadFull},
-		{"leader 421", leaderError(421, "", false), meta.ErrNotLeader},
-		{"leader 409 create", leaderError(409, "", true), api.ErrExists},
-		{"leader 409 alter", leaderError(409, "", false), api.ErrConflict},
-		{"leader 500", leaderError(500, "", false), meta.ErrNoLeader},
+		{"data 200", dataError(200, "", ""), nil},
+		{"data 204", dataError(204, "", ""), nil},
+		{"data 410", dataError(410, "", "gone"), errcode.ErrGone},
+		{"data 421", dataError(421, "", ""), errcode.ErrNotOwner},
+		{"data 503", dataError(503, "", "x"), errcode.ErrUnavailable},
+		{"data 503 acked-ahead", dataError(503, "acked_ahead_full", "p/0: "+errcode.ErrAckedAheadFull.Error()), errcode.ErrAckedAheadFull},
+		{"leader 421", leaderError(421, "", "", false), meta.ErrNotLeader},
+		{"leader 409 create", leaderError(409, "", "", true), errcode.ErrExists},
+		{"leader 409 alter", leaderError(409, "", "", false), errcode.ErrConflict},
+		{"leader 500", leaderError(500, "", "", false), meta.ErrNoLeader},
 	}
 	for _, tc := range cases {
 		if tc.want == nil {
@@ -73,7 +72,11 @@ func TestReplyStatusesMapToTheSentinelsOfTheirPlane(t *testing.T) {
 			t.Fatalf("%s: %v does not wrap %v", tc.name, tc.err, tc.want)
 		}
 	}
-	if got := dataError(503, "").Error(); got != "peer answered 503" {
+	// The acked-ahead cap is recognised by its reason, never by the message text.
+	if err := dataError(503, "", errcode.ErrAckedAheadFull.Error()); errors.Is(err, errcode.ErrAckedAheadFull) {
+		t.Fatalf("message text classified a reply: %v", err)
+	}
+	if got := dataError(503, "", "").Error(); got != "peer answered 503" {
 		t.Fatalf("empty message: %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -10,7 +10,10 @@ import (
 // nodeProber implements controller.Prober over NodeStatus (op 29): what a member says about
 // itself, for the promotion check of spec/cluster.md §6.3 and the decommission backlog guard
 // of §8.2.
-type nodeProber struct{ p peers }
+type nodeProber struct{ p Peers }
+
+// NewProber returns the controller.Prober that asks members over p.
+func NewProber(p Peers) controller.Prober { return nodeProber{p} }
 
 // NodeStatus implements controller.Prober.
 func (n nodeProber) NodeStatus(ctx context.Context, m meta.Member) (controller.Status, error) {

@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"bytes"
@@ -12,8 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"narad.dev/broker/internal/api"
-	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc"
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -24,7 +23,7 @@ var loopSecret = []byte("peers-move-test-secret")
 
 // serveLoopback serves impl on a real cluster port on 127.0.0.1 (mux + gRPC + proof of
 // secret) and returns its address and a peers client; everything stops at cleanup.
-func serveLoopback(t testing.TB, impl nodepb.NodeServer) (string, peers) {
+func serveLoopback(t testing.TB, impl nodepb.NodeServer) (string, Peers) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -48,7 +47,7 @@ func serveLoopback(t testing.TB, impl nodepb.NodeServer) (string, peers) {
 			t.Logf("grpc serve: %v", err)
 		}
 	})
-	return ln.Addr().String(), peers{pool: pool}
+	return ln.Addr().String(), Peers{pool: pool}
 }
 
 func sampleListing() transfer.Listing {
@@ -69,8 +68,8 @@ func sampleListing() transfer.Listing {
 
 func TestTransferSourceRoundTripKeepsTheListingAndStampsArrival(t *testing.T) {
 	src := &fakeSource{listing: sampleListing(), data: []byte("frames")}
-	addr, p := serveLoopback(t, &nodeService{mv: testDeps(src, nil, nil)})
-	ts := newTransferSource(p)
+	addr, p := serveLoopback(t, &Service{mv: testDeps(src, nil, nil)})
+	ts := NewTransferSource(p)
 	ctx := context.Background()
 	before := time.Now()
 	l, err := ts.List(ctx, addr, "t", 3)
@@ -101,21 +100,21 @@ func TestTransferSourceRoundTripKeepsTheListingAndStampsArrival(t *testing.T) {
 
 func TestTransferSourceMapsEveryStatusToATransferSentinel(t *testing.T) {
 	src := &fakeSource{}
-	addr, p := serveLoopback(t, &nodeService{mv: testDeps(src, nil, nil)})
-	ts := newTransferSource(p)
+	addr, p := serveLoopback(t, &Service{mv: testDeps(src, nil, nil)})
+	ts := NewTransferSource(p)
 	ctx := context.Background()
 	cases := []struct {
 		name string
 		err  error
 		want error
 	}{
-		{"not owner", engine.ErrNotOwner, transfer.ErrNotOwner},
-		{"topic gone", engine.ErrTopicGone, transfer.ErrNotFound},
+		{"not owner", errcode.ErrNotOwner, transfer.ErrNotOwner},
+		{"topic gone", errcode.ErrTopicGone, transfer.ErrNotFound},
 		{"freeze lapsed", transfer.ErrFreezeLapsed, transfer.ErrFreezeLapsed},
 		{"unknown token", transfer.ErrUnknownToken, transfer.ErrUnknownToken},
 		{"hwm mismatch", transfer.ErrHWMMismatch, transfer.ErrHWMMismatch},
 		{"disk", errors.New("eio"), transfer.ErrUnavailable},
-		{"bad request", api.ErrInvalid, transfer.ErrUnavailable},
+		{"bad request", errcode.ErrInvalid, transfer.ErrUnavailable},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,7 +147,7 @@ func TestTransferSourceUnreachableIsUnavailable(t *testing.T) {
 	ln.Close() // nothing listens there any more
 	pool := rpc.NewPool(loopSecret)
 	defer pool.Close()
-	ts := newTransferSource(peers{pool: pool})
+	ts := NewTransferSource(Peers{pool: pool})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if _, err := ts.List(ctx, addr, "t", 0); !errors.Is(err, transfer.ErrUnavailable) {
@@ -162,7 +161,7 @@ func TestTransferSourceUnreachableIsUnavailable(t *testing.T) {
 func TestPrepareCallGetsTheLeaseDrainOnTopOfTheDefaultDeadline(t *testing.T) {
 	rec := &deadlineNode{}
 	addr, p := serveLoopback(t, rec)
-	if _, err := newTransferSource(p).Prepare(context.Background(), addr, "t", 0, transfer.PrepareRequest{}); err != nil {
+	if _, err := NewTransferSource(p).Prepare(context.Background(), addr, "t", 0, transfer.PrepareRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	got := time.Duration(rec.remaining.Load())
@@ -187,12 +186,12 @@ func (d *deadlineNode) PrepareHandoff(ctx context.Context, _ *nodepb.PrepareHand
 func TestMoveReportRoundTrip(t *testing.T) {
 	rep := transfer.Report{ReportedBy: "n2", Phase: transfer.PhaseBlocked, Passes: 4, CopiedBytes: 1 << 20,
 		SourceHWM: 99, CopyNextOffset: 90, BlockedReason: transfer.BlockedCopyUnverifiable, LastError: "verify", StartedAt: 1_700_000_000}
-	addr, p := serveLoopback(t, &nodeService{mv: testDeps(nil, fakeReporter{topic: "t", p: 1, rep: rep}, nil)})
+	addr, p := serveLoopback(t, &Service{mv: testDeps(nil, fakeReporter{topic: "t", p: 1, rep: rep}, nil)})
 	got, err := p.MoveReport(context.Background(), addr, "t", 1)
 	if err != nil || got != rep {
 		t.Fatalf("report %+v %v", got, err)
 	}
-	if _, err := p.MoveReport(context.Background(), addr, "t", 2); !errors.Is(err, api.ErrNotFound) {
+	if _, err := p.MoveReport(context.Background(), addr, "t", 2); !errors.Is(err, errcode.ErrNotFound) {
 		t.Fatalf("no worker: %v", err)
 	}
 }
@@ -204,17 +203,17 @@ func TestDecommissionMemberRoundTripAndAnOlderLeader(t *testing.T) {
 	svc.mv = testDeps(nil, nil, d)
 	addr, p := serveLoopback(t, svc)
 	ctx := context.Background()
-	res, err := p.DecommissionMember(ctx, addr, decomCall{ID: "n3"})
+	res, err := p.DecommissionMember(ctx, addr, DecomCall{ID: "n3"})
 	if err != nil || res.Status != 409 || len(res.Verdict.Reasons) != 2 || res.Verdict.Node != "n3" {
 		t.Fatalf("refusal over the wire: %+v %v", res, err)
 	}
-	res, err = p.DecommissionMember(ctx, addr, decomCall{BlockedOnly: true})
+	res, err = p.DecommissionMember(ctx, addr, DecomCall{BlockedOnly: true})
 	if err != nil || res.Status != 200 || res.Blocked == nil {
 		t.Fatalf("blocked_only with nothing blocked: %+v %v (want an empty map)", res, err)
 	}
 	// A leader running a release without op 25 answers Unimplemented.
 	oldAddr, p2 := serveLoopback(t, &nodepb.UnimplementedNodeServer{})
-	if _, err := p2.DecommissionMember(ctx, oldAddr, decomCall{BlockedOnly: true}); !errors.Is(err, errPeerTooOld) || !errors.Is(err, meta.ErrNoLeader) {
+	if _, err := p2.DecommissionMember(ctx, oldAddr, DecomCall{BlockedOnly: true}); !errors.Is(err, ErrPeerTooOld) || !errors.Is(err, meta.ErrNoLeader) {
 		t.Fatalf("older leader: %v", err)
 	}
 }

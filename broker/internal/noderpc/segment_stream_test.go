@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"bytes"
@@ -10,12 +10,12 @@ import (
 	"sync"
 	"testing"
 
-	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/rpc/nodepb"
 	"narad.dev/broker/internal/transfer"
 )
 
-// bytesSource is a moveSource holding one segment in memory: its committed boundary is
+// bytesSource is a MoveSource holding one segment in memory: its committed boundary is
 // len(data), and a read at or past failAt fails with failErr.
 type bytesSource struct {
 	fakeSource
@@ -66,8 +66,8 @@ func drainStream(t *testing.T, st transfer.SegmentStream, bufLen int) ([]byte, [
 func TestSegmentStreamSendsTheCommittedBytesInChunks(t *testing.T) {
 	data := randomBytes(3*transfer.ChunkBytes + 12345)
 	src := &bytesSource{data: data}
-	addr, p := serveLoopback(t, &nodeService{mv: testDeps(src, nil, nil)})
-	ts := newTransferSource(p)
+	addr, p := serveLoopback(t, &Service{mv: testDeps(src, nil, nil)})
+	ts := NewTransferSource(p)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name      string
@@ -126,14 +126,14 @@ func TestSegmentStreamEndsWithTheSourcesRefusal(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"not owner", engine.ErrNotOwner, transfer.ErrNotOwner},
-		{"topic gone", engine.ErrTopicGone, transfer.ErrNotFound},
+		{"not owner", errcode.ErrNotOwner, transfer.ErrNotOwner},
+		{"topic gone", errcode.ErrTopicGone, transfer.ErrNotFound},
 		{"disk", errors.New("eio"), transfer.ErrUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &bytesSource{data: data, failAt: 2 * transfer.ChunkBytes, failErr: fmt.Errorf("wrapped: %w", tc.err)}
-			addr, p := serveLoopback(t, &nodeService{mv: testDeps(src, nil, nil)})
-			st, err := newTransferSource(p).Stream(context.Background(), addr, "t", 0, 0, 0, int64(len(data)), 0)
+			addr, p := serveLoopback(t, &Service{mv: testDeps(src, nil, nil)})
+			st, err := NewTransferSource(p).Stream(context.Background(), addr, "t", 0, 0, 0, int64(len(data)), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,13 +150,13 @@ func TestSegmentStreamEndsWithTheSourcesRefusal(t *testing.T) {
 
 func TestSegmentStreamRefusesABadRequestAndAnUnwiredNode(t *testing.T) {
 	src := &bytesSource{data: randomBytes(10)}
-	addr, p := serveLoopback(t, &nodeService{mv: testDeps(src, nil, nil)})
-	bareAddr, bareP := serveLoopback(t, &nodeService{})
+	addr, p := serveLoopback(t, &Service{mv: testDeps(src, nil, nil)})
+	bareAddr, bareP := serveLoopback(t, &Service{})
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name       string
 		addr       string
-		p          peers
+		p          Peers
 		topic      string
 		part       int
 		at, n      int64
@@ -191,7 +191,7 @@ func TestSegmentStreamRefusesABadRequestAndAnUnwiredNode(t *testing.T) {
 // A client without the segment codec gets the same bytes as protobuf replies.
 func TestSegmentStreamServesTheProtobufCodecToo(t *testing.T) {
 	data := randomBytes(2*transfer.ChunkBytes + 3)
-	addr, p := serveLoopback(t, &nodeService{mv: testDeps(&bytesSource{data: data}, nil, nil)})
+	addr, p := serveLoopback(t, &Service{mv: testDeps(&bytesSource{data: data}, nil, nil)})
 	c, err := p.pool.Client(addr)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ type olderNode struct{ nodepb.UnimplementedNodeServer }
 
 func TestSegmentStreamOfAnOlderSourceIsUnsupported(t *testing.T) {
 	addr, p := serveLoopback(t, olderNode{})
-	st, err := newTransferSource(p).Stream(context.Background(), addr, "t", 0, 0, 0, 10, 0)
+	st, err := NewTransferSource(p).Stream(context.Background(), addr, "t", 0, 0, 0, 10, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,8 +232,8 @@ func TestSegmentStreamOfAnOlderSourceIsUnsupported(t *testing.T) {
 }
 
 func TestSegmentStreamRecvWantsRoomForAChunk(t *testing.T) {
-	addr, p := serveLoopback(t, &nodeService{mv: testDeps(&bytesSource{data: randomBytes(100)}, nil, nil)})
-	st, err := newTransferSource(p).Stream(context.Background(), addr, "t", 0, 0, 0, 100, 64)
+	addr, p := serveLoopback(t, &Service{mv: testDeps(&bytesSource{data: randomBytes(100)}, nil, nil)})
+	st, err := NewTransferSource(p).Stream(context.Background(), addr, "t", 0, 0, 0, 100, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -9,15 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/controller"
-	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc/nodepb"
 	"narad.dev/broker/internal/transfer"
 )
 
-// fakeSource is a moveSource answering with fixed values and recording its last request.
+// fakeSource is a MoveSource answering with fixed values and recording its last request.
 type fakeSource struct {
 	mu      sync.Mutex
 	listing transfer.Listing
@@ -72,7 +71,7 @@ func (f fakeReporter) Report(topic string, p int) (transfer.Report, bool) {
 	return f.rep, true
 }
 
-// fakeDecom is a decommissioner: known members, fixed up-front reasons, a removed set.
+// fakeDecom is a Decommissioner: known members, fixed up-front reasons, a removed set.
 type fakeDecom struct {
 	mu       sync.Mutex
 	members  map[string]bool
@@ -135,8 +134,8 @@ func (f *fakeDecom) isDraining(id string) bool {
 	return f.draining[id]
 }
 
-func testDeps(src moveSource, rep moveReporter, d decommissioner) moveDeps {
-	return moveDeps{source: src, reporter: rep, decom: d}
+func testDeps(src MoveSource, rep MoveReporter, d Decommissioner) MoveDeps {
+	return MoveDeps{Source: src, Reporter: rep, Decom: d}
 }
 
 func TestTransferErrorsMapToTheirNodePlaneStatus(t *testing.T) {
@@ -147,22 +146,22 @@ func TestTransferErrorsMapToTheirNodePlaneStatus(t *testing.T) {
 		wantReason string
 	}{
 		{"ok", nil, 200, ""},
-		{"engine not owner", fmt.Errorf("p3: %w", engine.ErrNotOwner), 421, ""},
-		{"transfer not owner", transfer.ErrNotOwner, 421, ""},
-		{"topic gone", fmt.Errorf("x: %w", engine.ErrTopicGone), 404, ""},
-		{"api not found", api.ErrNotFound, 404, ""},
-		{"transfer not found", transfer.ErrNotFound, 404, ""},
-		{"invalid", fmt.Errorf("%w: no such segment position", api.ErrInvalid), 400, ""},
+		{"engine not owner", fmt.Errorf("p3: %w", errcode.ErrNotOwner), 421, "not_owner"},
+		{"transfer not owner", transfer.ErrNotOwner, 421, "not_owner"},
+		{"topic gone", fmt.Errorf("x: %w", errcode.ErrTopicGone), 404, "topic_gone"},
+		{"api not found", errcode.ErrNotFound, 404, "not_found"},
+		{"transfer not found", transfer.ErrNotFound, 404, "not_found"},
+		{"invalid", fmt.Errorf("%w: no such segment position", errcode.ErrInvalid), 400, "invalid"},
 		{"freeze lapsed", fmt.Errorf("arm: %w", transfer.ErrFreezeLapsed), 409, "freeze_lapsed"},
 		{"unknown token", transfer.ErrUnknownToken, 409, "unknown_token"},
 		{"hwm mismatch", fmt.Errorf("fence: %w", transfer.ErrHWMMismatch), 409, "hwm_mismatch"},
 		{"disk error", errors.New("read: input/output error"), 503, ""},
-		{"unavailable", api.ErrUnavailable, 503, ""},
+		{"unavailable", errcode.ErrUnavailable, 503, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st, reason, _ := transferStatus(tc.err)
-			if st != tc.wantStatus || reason != tc.wantReason {
+			st, reason, _ := errcode.Source.Reply(tc.err)
+			if st != tc.wantStatus || string(reason) != tc.wantReason {
 				t.Fatalf("status %d reason %q, want %d %q", st, reason, tc.wantStatus, tc.wantReason)
 			}
 		})
@@ -171,7 +170,7 @@ func TestTransferErrorsMapToTheirNodePlaneStatus(t *testing.T) {
 
 func TestMoveOpsAnswer503WhenNotWiredAnd400OnBadRequests(t *testing.T) {
 	ctx := context.Background()
-	bare := &nodeService{}
+	bare := &Service{}
 	if r, _ := bare.ListPartitionSegments(ctx, &nodepb.ListPartitionSegmentsRequest{Topic: "t"}); r.Status != 503 {
 		t.Fatalf("op 22 unwired: %d", r.Status)
 	}
@@ -184,7 +183,7 @@ func TestMoveOpsAnswer503WhenNotWiredAnd400OnBadRequests(t *testing.T) {
 	if r, _ := bare.MoveReport(ctx, &nodepb.MoveReportRequest{Topic: "t"}); r.Status != 503 {
 		t.Fatalf("op 30 unwired: %d", r.Status)
 	}
-	s := &nodeService{mv: testDeps(&fakeSource{}, fakeReporter{}, nil)}
+	s := &Service{mv: testDeps(&fakeSource{}, fakeReporter{}, nil)}
 	bad := []struct {
 		name string
 		call func() int32
@@ -224,7 +223,7 @@ func TestMoveOpsAnswer503WhenNotWiredAnd400OnBadRequests(t *testing.T) {
 
 func TestFetchChunkIsClampedToTheChunkSize(t *testing.T) {
 	src := &fakeSource{data: []byte("abc")}
-	s := &nodeService{mv: testDeps(src, nil, nil)}
+	s := &Service{mv: testDeps(src, nil, nil)}
 	r, _ := s.FetchSegmentChunk(context.Background(), &nodepb.FetchSegmentChunkRequest{Topic: "t", At: 7, Len: 1 << 30})
 	if n, at, _ := src.seen(); r.Status != 200 || string(r.Data) != "abc" || n != transfer.ChunkBytes || at != 7 {
 		t.Fatalf("status %d data %q asked n=%d at=%d", r.Status, r.Data, n, at)
@@ -238,7 +237,7 @@ func TestFetchChunkIsClampedToTheChunkSize(t *testing.T) {
 
 func TestPrepareHandoffPassesTheRequestAndTheRefusalReason(t *testing.T) {
 	src := &fakeSource{err: fmt.Errorf("fence: %w", transfer.ErrHWMMismatch)}
-	s := &nodeService{mv: testDeps(src, nil, nil)}
+	s := &Service{mv: testDeps(src, nil, nil)}
 	r, _ := s.PrepareHandoff(context.Background(), &nodepb.PrepareHandoffRequest{Topic: "t", Partition: 2, TtlMs: 1500,
 		Token: "tok", Fence: true, ExpectHwm: 42})
 	if r.Status != 409 || r.Reason != "hwm_mismatch" {
@@ -251,7 +250,7 @@ func TestPrepareHandoffPassesTheRequestAndTheRefusalReason(t *testing.T) {
 }
 
 func TestMoveReportIs404WithoutAWorker(t *testing.T) {
-	s := &nodeService{mv: testDeps(nil, fakeReporter{topic: "t", p: 1, rep: transfer.Report{Phase: transfer.PhaseCopying, Passes: 3}}, nil)}
+	s := &Service{mv: testDeps(nil, fakeReporter{topic: "t", p: 1, rep: transfer.Report{Phase: transfer.PhaseCopying, Passes: 3}}, nil)}
 	if r, _ := s.MoveReport(context.Background(), &nodepb.MoveReportRequest{Topic: "t", Partition: 2}); r.Status != 404 {
 		t.Fatalf("no worker: %d", r.Status)
 	}
@@ -321,7 +320,7 @@ func TestDecommissionMemberStatusesOnTheLeader(t *testing.T) {
 	if r := call(&nodepb.DecommissionMemberRequest{Id: "n1"}); r.Status != 421 {
 		t.Fatalf("leadership lost mid-call: %d", r.Status)
 	}
-	svc.mv = moveDeps{}
+	svc.mv = MoveDeps{}
 	if r := call(&nodepb.DecommissionMemberRequest{Id: "n1"}); r.Status != 503 {
 		t.Fatalf("unwired: %d", r.Status)
 	}

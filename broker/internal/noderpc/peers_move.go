@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc"
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -23,36 +21,29 @@ import (
 // an arm may spend before it reads the listing (spec/moves.md §3.3).
 const prepareCallTimeout = rpc.DefaultCallTimeout + transfer.LeaseDrainBound
 
-// errPeerTooOld reports a peer that does not implement the op (gRPC Unimplemented): it runs
+// ErrPeerTooOld reports a peer that does not implement the op (gRPC Unimplemented): it runs
 // an older release (spec/cluster.md §10.1).
-var errPeerTooOld = errors.New("peer does not implement this op")
+var ErrPeerTooOld = errors.New("peer does not implement this op")
 
 // transferSource implements transfer.Source over node RPC ops 22–24: every error wraps
 // transfer.ErrNotOwner (421), transfer.ErrNotFound (404), a fence sentinel (409) or
 // transfer.ErrUnavailable (anything else, transport failures included).
 type transferSource struct {
-	p peers
+	p Peers
 }
 
 var _ transfer.Source = transferSource{}
 
-// newTransferSource returns the transfer.Source a move runner uses to reach sources.
-func newTransferSource(p peers) transferSource { return transferSource{p: p} }
+// NewTransferSource returns the transfer.Source a move runner uses to reach sources.
+func NewTransferSource(p Peers) transfer.Source { return transferSource{p: p} }
 
-// sourceKinds classifies op 22–24 reply statuses (409 is handled by reason).
-var sourceKinds = statusKinds{who: "source", fallback: transfer.ErrUnavailable, byStatus: map[int32]error{
-	404: transfer.ErrNotFound, 421: transfer.ErrNotOwner}}
-
-// sourceError maps an op 22–24 reply to nil (2xx) or a transfer sentinel.
+// sourceError reads an op 22–24 reply (errcode.Source): nil (2xx) or a transfer sentinel; a
+// 409 names its fence by reason.
 func sourceError(status int32, reason, msg string) error {
-	if status == 409 {
-		kind := transfer.FenceError(reason)
-		if msg == "" {
-			msg = "source refused: " + kind.Error()
-		}
-		return &remoteError{msg: msg, kind: kind}
+	if status == 409 && msg == "" {
+		msg = "source refused: " + transfer.FenceError(reason).Error()
 	}
-	return sourceKinds.errorOf(status, msg)
+	return errcode.Source.Error(status, reason, msg)
 }
 
 // unavailable wraps a failure to ask addr at all.
@@ -88,7 +79,7 @@ func (s transferSource) List(ctx context.Context, addr, topic string, partition 
 	if err != nil {
 		return transfer.Listing{}, sourceUnavailable(addr, err)
 	}
-	if err := sourceError(rep.Status, "", rep.Error); err != nil {
+	if err := sourceError(rep.Status, rep.Reason, rep.Error); err != nil {
 		return transfer.Listing{}, err
 	}
 	return decodeListing(addr, rep.ListingJson)
@@ -108,7 +99,7 @@ func (s transferSource) Fetch(ctx context.Context, addr, topic string, partition
 	if err != nil {
 		return nil, sourceUnavailable(addr, err)
 	}
-	if err := sourceError(rep.Status, "", rep.Error); err != nil {
+	if err := sourceError(rep.Status, rep.Reason, rep.Error); err != nil {
 		return nil, err
 	}
 	if len(rep.Data) > n {
@@ -166,8 +157,8 @@ func (s *segmentStream) Close() { s.cancel() }
 
 // streamError maps a transport error of the segment stream: Unimplemented is an older source.
 func streamError(addr string, err error) error {
-	if status.Code(err) == codes.Unimplemented {
-		return fmt.Errorf("%w: source %s: %w", transfer.ErrStreamUnsupported, addr, errPeerTooOld)
+	if errcode.TransportStatus(err) == 400 {
+		return fmt.Errorf("%w: source %s: %w", transfer.ErrStreamUnsupported, addr, ErrPeerTooOld)
 	}
 	return sourceUnavailable(addr, err)
 }
@@ -193,30 +184,30 @@ func (s transferSource) Prepare(ctx context.Context, addr, topic string, partiti
 
 // DecommissionMember asks the leader at leaderAddr to perform c (op 25). The reply's status
 // is returned as is (a 421 means leadership moved); err is set only when the leader could not
-// be asked or answered undecodably, wrapping meta.ErrNoLeader (and errPeerTooOld for a leader
+// be asked or answered undecodably, wrapping meta.ErrNoLeader (and ErrPeerTooOld for a leader
 // without op 25).
-func (p peers) DecommissionMember(ctx context.Context, leaderAddr string, c decomCall) (decomResult, error) {
+func (p Peers) DecommissionMember(ctx context.Context, leaderAddr string, c DecomCall) (DecomResult, error) {
 	cl, err := p.pool.Client(leaderAddr)
 	if err != nil {
-		return decomResult{}, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderAddr, err)
+		return DecomResult{}, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderAddr, err)
 	}
 	rep, err := cl.DecommissionMember(ctx, &nodepb.DecommissionMemberRequest{Id: c.ID, Cancel: c.Cancel, DryRun: c.DryRun,
 		BlockedOnly: c.BlockedOnly})
 	if err != nil {
-		if rpc.ErrorStatus(err) == 400 {
-			return decomResult{}, fmt.Errorf("%w: %w: leader %s: %v", meta.ErrNoLeader, errPeerTooOld, leaderAddr, err)
+		if errcode.TransportStatus(err) == 400 {
+			return DecomResult{}, fmt.Errorf("%w: %w: leader %s: %v", meta.ErrNoLeader, ErrPeerTooOld, leaderAddr, err)
 		}
-		return decomResult{}, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderAddr, err)
+		return DecomResult{}, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderAddr, err)
 	}
-	out := decomResult{Status: rep.Status, Error: rep.Error}
+	out := DecomResult{Status: rep.Status, Error: rep.Error}
 	if len(rep.VerdictJson) > 0 {
 		if err := json.Unmarshal(rep.VerdictJson, &out.Verdict); err != nil {
-			return decomResult{}, fmt.Errorf("%w: undecodable verdict from %s: %v", meta.ErrNoLeader, leaderAddr, err)
+			return DecomResult{}, fmt.Errorf("%w: undecodable verdict from %s: %v", meta.ErrNoLeader, leaderAddr, err)
 		}
 	}
 	if len(rep.BlockedJson) > 0 {
 		if err := json.Unmarshal(rep.BlockedJson, &out.Blocked); err != nil {
-			return decomResult{}, fmt.Errorf("%w: undecodable blocked reasons from %s: %v", meta.ErrNoLeader, leaderAddr, err)
+			return DecomResult{}, fmt.Errorf("%w: undecodable blocked reasons from %s: %v", meta.ErrNoLeader, leaderAddr, err)
 		}
 	}
 	if c.BlockedOnly && out.Status == 200 && out.Blocked == nil {
@@ -225,9 +216,9 @@ func (p peers) DecommissionMember(ctx context.Context, leaderAddr string, c deco
 	return out, nil
 }
 
-// MoveReport asks a move's destination at addr for its report (op 30): api.ErrNotFound when
-// it runs no worker for the move, api.ErrUnavailable when it could not be asked.
-func (p peers) MoveReport(ctx context.Context, addr, topic string, partition int) (transfer.Report, error) {
+// MoveReport asks a move's destination at addr for its report (op 30): errcode.ErrNotFound when
+// it runs no worker for the move, errcode.ErrUnavailable when it could not be asked.
+func (p Peers) MoveReport(ctx context.Context, addr, topic string, partition int) (transfer.Report, error) {
 	c, err := p.client(addr)
 	if err != nil {
 		return transfer.Report{}, err
@@ -236,12 +227,12 @@ func (p peers) MoveReport(ctx context.Context, addr, topic string, partition int
 	if err != nil {
 		return transfer.Report{}, transportError(addr, err)
 	}
-	if err := dataError(rep.Status, rep.Error); err != nil {
+	if err := dataError(rep.Status, rep.Reason, rep.Error); err != nil {
 		return transfer.Report{}, err
 	}
 	var r transfer.Report
 	if err := json.Unmarshal(rep.ReportJson, &r); err != nil {
-		return transfer.Report{}, fmt.Errorf("%w: undecodable report from %s: %v", api.ErrUnavailable, addr, err)
+		return transfer.Report{}, fmt.Errorf("%w: undecodable report from %s: %v", errcode.ErrUnavailable, addr, err)
 	}
 	return r, nil
 }

@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"narad.dev/broker/internal/transfer"
 )
 
-// fileSource is a moveSource serving the segment files of one directory the way the engine
+// fileSource is a MoveSource serving the segment files of one directory the way the engine
 // serves a closed partition (open, ReadAt into a fresh buffer, close), for the op-23 benchmarks.
 type fileSource struct{ dir string }
 
@@ -104,8 +104,8 @@ func fetchSegment(ctx context.Context, src transferSource, addr string, base, si
 // returns its address and a dialled transfer source.
 func serveBenchSegments(b *testing.B, count int, size int64) (string, transferSource) {
 	b.Helper()
-	addr, p := serveLoopback(b, &nodeService{mv: testDeps(fileSource{dir: benchSegments(b, count, size)}, nil, nil)})
-	src := newTransferSource(p)
+	addr, p := serveLoopback(b, &Service{mv: testDeps(fileSource{dir: benchSegments(b, count, size)}, nil, nil)})
+	src := transferSource{p: p}
 	if _, err := src.Fetch(context.Background(), addr, "t", 0, 0, 0, 1); err != nil { // dial once
 		b.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func BenchmarkMoveFetchTransportOptions(b *testing.B) {
 			}
 			opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(32 << 20), grpc.MaxSendMsgSize(32 << 20)}, c.sopts...)
 			srv := grpc.NewServer(opts...)
-			nodepb.RegisterNodeServer(srv, &nodeService{mv: testDeps(fileSource{dir: srcDir}, nil, nil)})
+			nodepb.RegisterNodeServer(srv, &Service{mv: testDeps(fileSource{dir: srcDir}, nil, nil)})
 			go func() { _ = srv.Serve(ln) }()
 			defer srv.Stop()
 			var clients []nodepb.NodeClient

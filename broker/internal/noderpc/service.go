@@ -1,64 +1,88 @@
-package server
+package noderpc
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"time"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/audit"
 	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
 
-// nodeService serves the node-to-node RPCs of spec/cluster.md §10.3 on this node. Replies carry
+// Service serves the node-to-node RPCs of spec/cluster.md §10.3 on this node. Replies carry
 // the op's status in HTTP vocabulary; 421 means "not the owner / not the leader".
-type nodeService struct {
+type Service struct {
 	nodepb.UnimplementedNodeServer
 	e     *engine.Engine
 	store *meta.Store
 	log   *slog.Logger
 	audit *audit.Logger // nil → an audit logger over log
-	mv    moveDeps      // ops 22–25 and 30 (node_move.go)
+	mv    MoveDeps      // ops 22–25 and 30 (service_move.go)
+}
+
+// Deps are what a Service answers from. Engine, Store and Log are required; a nil member of
+// Moves makes the ops it serves answer 503.
+type Deps struct {
+	Engine *engine.Engine
+	Store  *meta.Store
+	Log    *slog.Logger
+	Audit  *audit.Logger // nil: an audit logger over Log
+	Moves  MoveDeps
+}
+
+// NewService returns the node RPC service of this node, to register with rpc.NewServer.
+func NewService(d Deps) *Service {
+	return &Service{e: d.Engine, store: d.Store, log: d.Log, audit: d.Audit, mv: d.Moves}
+}
+
+// eventJoin is the audit event of a node admitted to the cluster (op 21).
+const eventJoin = "cluster.join"
+
+// Refusals the service decides before asking the engine or the store. Each is a kind of an
+// errcode sentinel, so the plane of the op gives its status and reason.
+var (
+	errUnknownTopic   = errcode.Sub("unknown topic", errcode.ErrNotFound)
+	errPartitionRange = errcode.Sub("partition out of range", errcode.ErrInvalid)
+	errNotTheOwner    = errcode.Sub("not the owner", errcode.ErrNotOwner)
+	errNotTheLeader   = errcode.Sub("not the leader", errcode.ErrNotLeader)
+)
+
+// ownedPartition returns the topic of a data-plane request about one partition this node
+// owns, or the refusal: an unknown topic, a partition out of range, another owner.
+func (s *Service) ownedPartition(ctx context.Context, topic string, p int32) (meta.Topic, error) {
+	t, ok := s.e.TopicForPeer(ctx, topic)
+	switch {
+	case !ok:
+		return meta.Topic{}, errUnknownTopic
+	case p < 0 || int(p) >= t.Partitions:
+		return meta.Topic{}, errPartitionRange
+	}
+	if a, ok := s.store.Assignment(t.Name, int(p)); !ok || a.Owner != s.store.NodeID() {
+		return meta.Topic{}, errNotTheOwner
+	}
+	return t, nil
 }
 
 // auditLog is the audit trail of the node-to-node calls.
-func (s *nodeService) auditLog() *audit.Logger {
+func (s *Service) auditLog() *audit.Logger {
 	if s.audit == nil {
 		return audit.New(s.log, s.store.NodeID())
 	}
 	return s.audit
 }
 
-// statusOf maps engine/API errors onto the node plane's status codes.
-func statusOf(err error) (int32, string) {
-	switch {
-	case err == nil:
-		return 200, ""
-	case errors.Is(err, engine.ErrNotOwner):
-		return 421, err.Error()
-	case errors.Is(err, engine.ErrTopicGone), errors.Is(err, api.ErrNotFound):
-		return 404, err.Error()
-	case errors.Is(err, api.ErrInvalid):
-		return 400, err.Error()
-	case errors.Is(err, api.ErrStale), errors.Is(err, api.ErrGone):
-		return 410, err.Error()
-	case errors.Is(err, api.ErrConflict), errors.Is(err, api.ErrExists):
-		return 409, err.Error()
-	default:
-		return 503, err.Error()
-	}
-}
-
 // Consume (op 2) serves a consume for partitions this node owns.
-func (s *nodeService) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (*nodepb.ConsumeReply, error) {
+func (s *Service) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (*nodepb.ConsumeReply, error) {
 	t, ok := s.e.TopicForPeer(ctx, req.Topic)
 	if !ok {
-		return &nodepb.ConsumeReply{Status: 404, Error: "unknown topic"}, nil
+		st, reason, msg := errcode.Consume.Reply(errUnknownTopic)
+		return &nodepb.ConsumeReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	max := int(req.MaxMessages)
 	if max < 1 {
@@ -66,14 +90,11 @@ func (s *nodeService) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (
 	}
 	// The owner side never forwards: a reply about a partition owned elsewhere is a 421, so
 	// two nodes with diverging replicas can never bounce a request between them.
-	msgs, err := s.e.Consume(ctx, t, api.ConsumeRequest{Partition: int(req.Partition), Offset: req.Offset,
+	msgs, err := s.e.Consume(ctx, t, service.ConsumeRequest{Partition: int(req.Partition), Offset: req.Offset,
 		Wait: time.Duration(req.WaitMs) * time.Millisecond, Max: max, LocalOnly: true})
 	if err != nil {
-		st, msg := statusOf(err)
-		if errors.Is(err, api.ErrOwnerDown) {
-			st = 421
-		}
-		return &nodepb.ConsumeReply{Status: st, Error: msg}, nil
+		st, reason, msg := errcode.Consume.Reply(err)
+		return &nodepb.ConsumeReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	if len(msgs) == 0 {
 		return &nodepb.ConsumeReply{Status: 204}, nil
@@ -87,24 +108,19 @@ func (s *nodeService) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (
 }
 
 // TopicPartitionStats (op 8): peek never opens a log.
-func (s *nodeService) TopicPartitionStats(ctx context.Context, req *nodepb.TopicPartitionStatsRequest) (*nodepb.TopicPartitionStatsReply, error) {
-	t, ok := s.e.TopicForPeer(ctx, req.Topic)
-	if !ok {
-		return &nodepb.TopicPartitionStatsReply{Status: 404, Error: "unknown topic"}, nil
-	}
-	if req.Partition < 0 || int(req.Partition) >= t.Partitions {
-		return &nodepb.TopicPartitionStatsReply{Status: 400, Error: "partition out of range"}, nil
-	}
-	if a, ok := s.store.Assignment(t.Name, int(req.Partition)); !ok || a.Owner != s.store.NodeID() {
-		return &nodepb.TopicPartitionStatsReply{Status: 421, Error: "not the owner"}, nil
+func (s *Service) TopicPartitionStats(ctx context.Context, req *nodepb.TopicPartitionStatsRequest) (*nodepb.TopicPartitionStatsReply, error) {
+	t, err := s.ownedPartition(ctx, req.Topic, req.Partition)
+	if err != nil {
+		st, reason, msg := errcode.Data.Reply(err)
+		return &nodepb.TopicPartitionStatsReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	if req.Mode == nodepb.StatsMode_STATS_MODE_EXACT {
 		// The attach point: open the log if needed so the HWM is exact. A remote link's start
 		// point also reads the oldest offset and the consumer frontier.
 		sp, err := s.e.ExactStartPoint(t, int(req.Partition))
 		if err != nil {
-			st, msg := statusOf(err)
-			return &nodepb.TopicPartitionStatsReply{Status: st, Error: msg}, nil
+			st, reason, msg := errcode.Data.Reply(err)
+			return &nodepb.TopicPartitionStatsReply{Status: st, Error: msg, Reason: string(reason)}, nil
 		}
 		return &nodepb.TopicPartitionStatsReply{Status: 200, Hwm: sp.HighWatermark, OldestOffset: sp.Oldest,
 			ConsumerFrontier: sp.Frontier, Exact: true, Available: true}, nil
@@ -120,7 +136,7 @@ func (s *nodeService) TopicPartitionStats(ctx context.Context, req *nodepb.Topic
 }
 
 // CommitProduceBatch (op 11): the owner-side commit of a dispatched batch.
-func (s *nodeService) CommitProduceBatch(ctx context.Context, req *nodepb.CommitProduceBatchRequest) (*nodepb.CommitProduceBatchReply, error) {
+func (s *Service) CommitProduceBatch(ctx context.Context, req *nodepb.CommitProduceBatchRequest) (*nodepb.CommitProduceBatchReply, error) {
 	s.e.TopicForPeer(ctx, req.Topic) // a brand-new topic: let this replica catch up first
 	recs := make([]wal.Record, len(req.Entries))
 	for i, en := range req.Entries {
@@ -128,17 +144,18 @@ func (s *nodeService) CommitProduceBatch(ctx context.Context, req *nodepb.Commit
 			Partition: uint32(req.Partition), AcceptedAtMs: en.AcceptedAtMs, Payload: en.Payload}
 	}
 	first, err := s.e.CommitLocal(ctx, req.Topic, req.Incarnation, int(req.Partition), recs)
-	st, msg := statusOf(err)
-	return &nodepb.CommitProduceBatchReply{Status: st, Error: msg, FirstOffset: first}, nil
+	st, reason, msg := errcode.Data.Reply(err)
+	return &nodepb.CommitProduceBatchReply{Status: st, Error: msg, Reason: string(reason), FirstOffset: first}, nil
 }
 
 // GetTopic (op 20): a local read, or with leader_read a leader-confirmed read behind a barrier
 // issued after the request arrived (spec/cluster.md §5.3).
-func (s *nodeService) GetTopic(ctx context.Context, req *nodepb.GetTopicRequest) (*nodepb.GetTopicReply, error) {
+func (s *Service) GetTopic(ctx context.Context, req *nodepb.GetTopicRequest) (*nodepb.GetTopicReply, error) {
 	if req.LeaderRead {
 		if !s.store.IsLeader() {
+			st, reason, msg := errcode.Leader.Reply(errNotTheLeader)
 			_, addr := s.store.Leader()
-			return &nodepb.GetTopicReply{Status: 421, Error: "not the leader", LeaderHint: addr}, nil
+			return &nodepb.GetTopicReply{Status: st, Error: msg, Reason: string(reason), LeaderHint: addr}, nil
 		}
 		if err := s.store.Barrier(ctx); err != nil {
 			return &nodepb.GetTopicReply{Status: 503, Error: err.Error()}, nil
@@ -159,13 +176,15 @@ func (s *nodeService) GetTopic(ctx context.Context, req *nodepb.GetTopicRequest)
 }
 
 // JoinCluster (op 21): the leader admits the caller as a non-voter.
-func (s *nodeService) JoinCluster(ctx context.Context, req *nodepb.JoinClusterRequest) (*nodepb.JoinClusterReply, error) {
+func (s *Service) JoinCluster(ctx context.Context, req *nodepb.JoinClusterRequest) (*nodepb.JoinClusterReply, error) {
 	if !s.store.IsLeader() {
+		st, reason, msg := errcode.Leader.Reply(errNotTheLeader)
 		_, addr := s.store.Leader()
-		return &nodepb.JoinClusterReply{Status: 421, Error: "not the leader", LeaderAddr: addr}, nil
+		return &nodepb.JoinClusterReply{Status: st, Error: msg, Reason: string(reason), LeaderAddr: addr}, nil
 	}
 	if req.Id == "" || req.ClusterAddr == "" {
-		return &nodepb.JoinClusterReply{Status: 400, Error: "id and cluster_addr are required"}, nil
+		st, reason, msg := errcode.Leader.Reply(errcode.Sub("id and cluster_addr are required", errcode.ErrInvalid))
+		return &nodepb.JoinClusterReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	newLife := s.store.RaftRole(req.Id) == "none"
 	if err := s.store.AddNonvoter(ctx, req.Id, req.ClusterAddr); err != nil {
@@ -191,7 +210,7 @@ func (s *nodeService) JoinCluster(ctx context.Context, req *nodepb.JoinClusterRe
 }
 
 // NodeStatus (op 29): this node's own view, for the controller's decommission guards.
-func (s *nodeService) NodeStatus(ctx context.Context, _ *nodepb.NodeStatusRequest) (*nodepb.NodeStatusReply, error) {
+func (s *Service) NodeStatus(ctx context.Context, _ *nodepb.NodeStatusRequest) (*nodepb.NodeStatusReply, error) {
 	return &nodepb.NodeStatusReply{
 		Status:              200,
 		AppliedIndex:        s.store.AppliedIndex(),
@@ -204,35 +223,31 @@ func (s *nodeService) NodeStatus(ctx context.Context, _ *nodepb.NodeStatusReques
 }
 
 // AckBatch (op 31): entries applied one by one on the owner, results in request order.
-func (s *nodeService) AckBatch(ctx context.Context, req *nodepb.AckBatchRequest) (*nodepb.AckBatchReply, error) {
+func (s *Service) AckBatch(ctx context.Context, req *nodepb.AckBatchRequest) (*nodepb.AckBatchReply, error) {
 	t, ok := s.e.TopicForPeer(ctx, req.Topic)
 	if !ok {
-		return &nodepb.AckBatchReply{Status: 404, Error: "unknown topic"}, nil
+		st, reason, msg := errcode.Data.Reply(errUnknownTopic)
+		return &nodepb.AckBatchReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
-	entries := make([]api.AckEntry, len(req.Entries))
+	entries := make([]service.AckEntry, len(req.Entries))
 	for i, en := range req.Entries {
-		op := api.OpAck
+		op := service.OpAck
 		switch en.Mode {
 		case nodepb.AckMode_ACK_MODE_EXTEND:
-			op = api.OpExtend
+			op = service.OpExtend
 		case nodepb.AckMode_ACK_MODE_NACK:
-			op = api.OpNack
+			op = service.OpNack
 		}
-		entries[i] = api.AckEntry{Partition: int(en.Partition), Offset: en.Offset, Nonce: en.Nonce, Op: op}
+		entries[i] = service.AckEntry{Partition: int(en.Partition), Offset: en.Offset, Nonce: en.Nonce, Op: op}
 	}
 	errs := s.e.AckLocal(t, entries)
 	rep := &nodepb.AckBatchReply{Status: 200, Results: make([]*nodepb.AckResult, len(errs))}
 	for i, err := range errs {
-		st, msg := statusOf(err)
-		switch {
-		case err == nil:
+		st, reason, msg := errcode.AckResult.Reply(err)
+		if err == nil {
 			st = 204
-		case errors.Is(err, api.ErrAckedAheadFull):
-			st = 503
-		case errors.Is(err, engine.ErrNotOwner):
-			st = 421
 		}
-		rep.Results[i] = &nodepb.AckResult{Status: st, Error: msg}
+		rep.Results[i] = &nodepb.AckResult{Status: st, Error: msg, Reason: string(reason)}
 	}
 	return rep, nil
 }

@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -10,17 +10,17 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/dispatch"
 	"narad.dev/broker/internal/engine"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
 
 // newNodeService builds the node-RPC service over a real single-node metastore and engine,
 // with a second live member "n2" so placement puts some partitions elsewhere.
-func newNodeService(t *testing.T) (*nodeService, *engine.Engine, *meta.Store) {
+func newNodeService(t *testing.T) (*Service, *engine.Engine, *meta.Store) {
 	t.Helper()
 	dir := t.TempDir()
 	var eng atomic.Pointer[engine.Engine]
@@ -79,14 +79,14 @@ func newNodeService(t *testing.T) (*nodeService, *engine.Engine, *meta.Store) {
 		}
 		store.Close()
 	})
-	return &nodeService{e: e, store: store, log: nil}, e, store
+	return &Service{e: e, store: store, log: nil}, e, store
 }
 
 func createTopic(t *testing.T, e *engine.Engine, name string) meta.Topic {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	top, err := e.CreateTopic(ctx, api.CreateTopicRequest{Name: name, Partitions: 3})
+	top, err := e.CreateTopic(ctx, service.CreateTopicRequest{Name: name, Partitions: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestCommitProduceBatchStatusesFollowOwnership(t *testing.T) {
 			}
 		})
 	}
-	msgs, err := e.Consume(ctx, top, api.ConsumeRequest{Partition: owned, Offset: 0, Max: 10})
+	msgs, err := e.Consume(ctx, top, service.ConsumeRequest{Partition: owned, Offset: 0, Max: 10})
 	if err != nil || len(msgs) != 2 || string(msgs[0].Key) != "k" || string(msgs[1].Payload) != "y" {
 		t.Fatalf("committed batch replays as %+v (err %v)", msgs, err)
 	}

@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -8,103 +8,64 @@ import (
 
 	"google.golang.org/grpc/mem"
 
-	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/controller"
-	"narad.dev/broker/internal/engine"
-	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/rpc"
 	"narad.dev/broker/internal/rpc/nodepb"
 	"narad.dev/broker/internal/transfer"
 )
 
-// moveSource is the source side of a partition move (ops 22–24, spec/moves.md §3–§4),
-// implemented by *engine.Engine. Errors: engine.ErrNotOwner (421), engine.ErrTopicGone or
-// api.ErrNotFound (404), the transfer fence sentinels (409 with a reason), anything else 503.
-type moveSource interface {
+// MoveSource is the source side of a partition move (ops 22–24, spec/moves.md §3–§4),
+// implemented by *engine.Engine. Its errors answer by errcode.Source: ErrNotOwner (421),
+// ErrTopicGone or ErrNotFound (404), the fence sentinels (409 with a reason), else 503.
+type MoveSource interface {
 	TransferListing(ctx context.Context, topic string, p int) (transfer.Listing, error)
 	ReadSegmentChunk(ctx context.Context, topic string, p int, base, at int64, buf []byte) (int, error)
 	PrepareHandoff(ctx context.Context, topic string, p int, req transfer.PrepareRequest) (transfer.Listing, error)
 }
 
-// moveReporter is the destination's view of its own moves (op 30), implemented by
+// MoveReporter is the destination's view of its own moves (op 30), implemented by
 // *move.Runner: false means this node runs no worker for the move (404).
-type moveReporter interface {
+type MoveReporter interface {
 	Report(topic string, p int) (transfer.Report, bool)
 }
 
-// decommissioner is the leader's decommission surface (op 25, spec/moves.md §12),
+// Decommissioner is the leader's decommission surface (op 25, spec/moves.md §12),
 // implemented by *controller.Controller. Errors: meta.ErrNotFound (404), controller.ErrRefused
 // (409, the Verdict carries the reasons), controller.ErrRemoved (409), meta.ErrNotLeader (421
 // on the node plane), else 503.
-type decommissioner interface {
+type Decommissioner interface {
 	Decommission(ctx context.Context, id string, dryRun bool) (controller.Verdict, error)
 	CancelDecommission(ctx context.Context, id string) error
 	DecommissionBlocked() map[string][]string
 }
 
-// moveDeps are the objects behind ops 22–25 and 30 and the move/decommission endpoints. A
+// MoveDeps are the objects behind ops 22–25 and 30 and the move/decommission endpoints. A
 // nil member makes the ops it serves answer 503, so a node wired without it stays safe.
-type moveDeps struct {
-	source   moveSource
-	reporter moveReporter
-	decom    decommissioner
+type MoveDeps struct {
+	Source   MoveSource
+	Reporter MoveReporter
+	Decom    Decommissioner
 }
 
-// errMoveUnwired answers an op whose object this node was built without.
-var errMoveUnwired = errors.New("moves are not available on this node")
-
-// transferStatus maps a moveSource error onto op 22–24 reply fields; reason is set on 409.
-func transferStatus(err error) (status int32, reason, msg string) {
-	if err == nil {
-		return 200, "", ""
-	}
-	msg = err.Error()
-	for _, fence := range []error{transfer.ErrFreezeLapsed, transfer.ErrUnknownToken, transfer.ErrHWMMismatch} {
-		if errors.Is(err, fence) {
-			return 409, fence.Error(), msg
-		}
-	}
-	switch {
-	case errors.Is(err, engine.ErrNotOwner), errors.Is(err, transfer.ErrNotOwner):
-		return 421, "", msg
-	case errors.Is(err, engine.ErrTopicGone), errors.Is(err, api.ErrNotFound), errors.Is(err, transfer.ErrNotFound):
-		return 404, "", msg
-	case errors.Is(err, api.ErrInvalid):
-		return 400, "", msg
-	}
-	return 503, "", msg
-}
-
-// decomStatus maps a decommissioner error onto op 25's status.
-func decomStatus(err error) int32 {
-	switch {
-	case err == nil:
-		return 200
-	case errors.Is(err, meta.ErrNotFound):
-		return 404
-	case errors.Is(err, controller.ErrRefused), errors.Is(err, controller.ErrRemoved):
-		return 409
-	case errors.Is(err, meta.ErrNotLeader):
-		return 421
-	}
-	return 503
-}
+// ErrMoveUnwired answers an op whose object this node was built without.
+var ErrMoveUnwired = errors.New("moves are not available on this node")
 
 // badPartition reports a request naming no topic or a negative partition (400).
 func badPartition(topic string, p int32) bool { return topic == "" || p < 0 }
 
 // ListPartitionSegments (op 22): the owner's transfer listing (spec/moves.md §4.1).
-func (s *nodeService) ListPartitionSegments(ctx context.Context, req *nodepb.ListPartitionSegmentsRequest) (*nodepb.ListPartitionSegmentsReply, error) {
+func (s *Service) ListPartitionSegments(ctx context.Context, req *nodepb.ListPartitionSegmentsRequest) (*nodepb.ListPartitionSegmentsReply, error) {
 	if badPartition(req.Topic, req.Partition) {
 		return &nodepb.ListPartitionSegmentsReply{Status: 400, Error: "topic and a partition ≥ 0 are required"}, nil
 	}
-	if s.mv.source == nil {
-		return &nodepb.ListPartitionSegmentsReply{Status: 503, Error: errMoveUnwired.Error()}, nil
+	if s.mv.Source == nil {
+		return &nodepb.ListPartitionSegmentsReply{Status: 503, Error: ErrMoveUnwired.Error()}, nil
 	}
-	l, err := s.mv.source.TransferListing(ctx, req.Topic, int(req.Partition))
+	l, err := s.mv.Source.TransferListing(ctx, req.Topic, int(req.Partition))
 	if err != nil {
-		st, _, msg := transferStatus(err)
-		return &nodepb.ListPartitionSegmentsReply{Status: st, Error: msg}, nil
+		st, reason, msg := errcode.Source.Reply(err)
+		return &nodepb.ListPartitionSegmentsReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	b, err := json.Marshal(l)
 	if err != nil {
@@ -115,29 +76,29 @@ func (s *nodeService) ListPartitionSegments(ctx context.Context, req *nodepb.Lis
 
 // segmentRefusal checks an op-23 request, single or streamed: a status and reason to refuse
 // it with, or 0.
-func (s *nodeService) segmentRefusal(topic string, p int32, base, at, n int64) (int32, string) {
+func (s *Service) segmentRefusal(topic string, p int32, base, at, n int64) (int32, string) {
 	switch {
 	case badPartition(topic, p):
 		return 400, "topic and a partition ≥ 0 are required"
 	case base < 0 || at < 0 || n <= 0:
 		return 400, "base and at must be ≥ 0 and len > 0"
-	case s.mv.source == nil:
-		return 503, errMoveUnwired.Error()
+	case s.mv.Source == nil:
+		return 503, ErrMoveUnwired.Error()
 	}
 	return 0, ""
 }
 
 // FetchSegmentChunk (op 23): up to len committed bytes of one segment (spec/moves.md §4.2);
 // a length over transfer.ChunkBytes is clamped to it.
-func (s *nodeService) FetchSegmentChunk(ctx context.Context, req *nodepb.FetchSegmentChunkRequest) (*nodepb.FetchSegmentChunkReply, error) {
+func (s *Service) FetchSegmentChunk(ctx context.Context, req *nodepb.FetchSegmentChunkRequest) (*nodepb.FetchSegmentChunkReply, error) {
 	if st, msg := s.segmentRefusal(req.Topic, req.Partition, req.Base, req.At, int64(req.Len)); st != 0 {
 		return &nodepb.FetchSegmentChunkReply{Status: st, Error: msg}, nil
 	}
 	buf := make([]byte, min(int(req.Len), transfer.ChunkBytes))
-	k, err := s.mv.source.ReadSegmentChunk(ctx, req.Topic, int(req.Partition), req.Base, req.At, buf)
+	k, err := s.mv.Source.ReadSegmentChunk(ctx, req.Topic, int(req.Partition), req.Base, req.At, buf)
 	if err != nil {
-		st, _, msg := transferStatus(err)
-		return &nodepb.FetchSegmentChunkReply{Status: st, Error: msg}, nil
+		st, reason, msg := errcode.Source.Reply(err)
+		return &nodepb.FetchSegmentChunkReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	return &nodepb.FetchSegmentChunkReply{Status: 200, Data: buf[:min(k, len(buf))]}, nil
 }
@@ -148,12 +109,12 @@ func (s *nodeService) FetchSegmentChunk(ctx context.Context, req *nodepb.FetchSe
 // as op 23 answers it, after the chunks already sent. A stream opened with the segment codec
 // gets each chunk as the pooled buffer it was read into (no copy); otherwise each is sent as a
 // protobuf reply.
-func (s *nodeService) StreamSegment(req *nodepb.StreamSegmentRequest, stream nodepb.Node_StreamSegmentServer) error {
-	refuse := func(status int32, msg string) error {
-		return stream.Send(&nodepb.FetchSegmentChunkReply{Status: status, Error: msg})
+func (s *Service) StreamSegment(req *nodepb.StreamSegmentRequest, stream nodepb.Node_StreamSegmentServer) error {
+	refuse := func(status int32, reason errcode.Reason, msg string) error {
+		return stream.Send(&nodepb.FetchSegmentChunkReply{Status: status, Error: msg, Reason: string(reason)})
 	}
 	if st, msg := s.segmentRefusal(req.Topic, req.Partition, req.Base, req.At, req.Len); st != 0 {
-		return refuse(st, msg)
+		return refuse(st, "", msg)
 	}
 	ctx := stream.Context()
 	raw := rpc.SegmentCodecIn(ctx)
@@ -165,13 +126,12 @@ func (s *nodeService) StreamSegment(req *nodepb.StreamSegmentRequest, stream nod
 	for at, left := req.At, req.Len; left > 0; {
 		n := int(min(left, chunk))
 		buf := pool.Get(n)
-		k, err := s.mv.source.ReadSegmentChunk(ctx, req.Topic, int(req.Partition), req.Base, at, *buf)
+		k, err := s.mv.Source.ReadSegmentChunk(ctx, req.Topic, int(req.Partition), req.Base, at, *buf)
 		k = min(k, n)
 		if err != nil || k == 0 {
 			pool.Put(buf)
 			if err != nil {
-				st, _, msg := transferStatus(err)
-				return refuse(st, msg)
+				return refuse(errcode.Source.Reply(err))
 			}
 			return nil
 		}
@@ -194,7 +154,7 @@ func (s *nodeService) StreamSegment(req *nodepb.StreamSegmentRequest, stream nod
 }
 
 // PrepareHandoff (op 24): arm, re-arm or fence the handoff freeze (spec/moves.md §3.3).
-func (s *nodeService) PrepareHandoff(ctx context.Context, req *nodepb.PrepareHandoffRequest) (*nodepb.PrepareHandoffReply, error) {
+func (s *Service) PrepareHandoff(ctx context.Context, req *nodepb.PrepareHandoffRequest) (*nodepb.PrepareHandoffReply, error) {
 	switch {
 	case badPartition(req.Topic, req.Partition):
 		return &nodepb.PrepareHandoffReply{Status: 400, Error: "topic and a partition ≥ 0 are required"}, nil
@@ -202,15 +162,15 @@ func (s *nodeService) PrepareHandoff(ctx context.Context, req *nodepb.PrepareHan
 		return &nodepb.PrepareHandoffReply{Status: 400, Error: "ttl_ms must be ≥ 0"}, nil
 	case req.Fence && req.Token == "":
 		return &nodepb.PrepareHandoffReply{Status: 400, Error: "a fence needs the token of the freeze it checks"}, nil
-	case s.mv.source == nil:
-		return &nodepb.PrepareHandoffReply{Status: 503, Error: errMoveUnwired.Error()}, nil
+	case s.mv.Source == nil:
+		return &nodepb.PrepareHandoffReply{Status: 503, Error: ErrMoveUnwired.Error()}, nil
 	}
 	pr := transfer.PrepareRequest{Token: req.Token, Fence: req.Fence, ExpectHWM: req.ExpectHwm,
 		TTL: time.Duration(req.TtlMs) * time.Millisecond}
-	l, err := s.mv.source.PrepareHandoff(ctx, req.Topic, int(req.Partition), pr)
+	l, err := s.mv.Source.PrepareHandoff(ctx, req.Topic, int(req.Partition), pr)
 	if err != nil {
-		st, reason, msg := transferStatus(err)
-		return &nodepb.PrepareHandoffReply{Status: st, Reason: reason, Error: msg}, nil
+		st, reason, msg := errcode.Source.Reply(err)
+		return &nodepb.PrepareHandoffReply{Status: st, Reason: string(reason), Error: msg}, nil
 	}
 	b, err := json.Marshal(l)
 	if err != nil {
@@ -220,12 +180,12 @@ func (s *nodeService) PrepareHandoff(ctx context.Context, req *nodepb.PrepareHan
 }
 
 // DecommissionMember (op 25): served on the Raft leader only (421 + hint elsewhere).
-func (s *nodeService) DecommissionMember(ctx context.Context, req *nodepb.DecommissionMemberRequest) (*nodepb.DecommissionMemberReply, error) {
+func (s *Service) DecommissionMember(ctx context.Context, req *nodepb.DecommissionMemberRequest) (*nodepb.DecommissionMemberReply, error) {
 	if !s.store.IsLeader() {
-		st, msg, hint := s.notLeader()
-		return &nodepb.DecommissionMemberReply{Status: st, Error: msg, LeaderHint: hint}, nil
+		st, reason, msg, hint := s.notLeader()
+		return &nodepb.DecommissionMemberReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
-	rep := runDecommission(ctx, s.mv, decomCall{ID: req.Id, Cancel: req.Cancel, DryRun: req.DryRun, BlockedOnly: req.BlockedOnly})
+	rep := RunDecommission(ctx, s.mv, DecomCall{ID: req.Id, Cancel: req.Cancel, DryRun: req.DryRun, BlockedOnly: req.BlockedOnly})
 	out := &nodepb.DecommissionMemberReply{Status: rep.Status, Error: rep.Error}
 	if rep.Status == 421 {
 		_, out.LeaderHint = s.store.Leader()
@@ -240,14 +200,14 @@ func (s *nodeService) DecommissionMember(ctx context.Context, req *nodepb.Decomm
 }
 
 // MoveReport (op 30): this node's own report of a move it is the destination of.
-func (s *nodeService) MoveReport(ctx context.Context, req *nodepb.MoveReportRequest) (*nodepb.MoveReportReply, error) {
+func (s *Service) MoveReport(ctx context.Context, req *nodepb.MoveReportRequest) (*nodepb.MoveReportReply, error) {
 	if badPartition(req.Topic, req.Partition) {
 		return &nodepb.MoveReportReply{Status: 400, Error: "topic and a partition ≥ 0 are required"}, nil
 	}
-	if s.mv.reporter == nil {
-		return &nodepb.MoveReportReply{Status: 503, Error: errMoveUnwired.Error()}, nil
+	if s.mv.Reporter == nil {
+		return &nodepb.MoveReportReply{Status: 503, Error: ErrMoveUnwired.Error()}, nil
 	}
-	r, ok := s.mv.reporter.Report(req.Topic, int(req.Partition))
+	r, ok := s.mv.Reporter.Report(req.Topic, int(req.Partition))
 	if !ok {
 		return &nodepb.MoveReportReply{Status: 404, Error: "no move worker for this partition on this node"}, nil
 	}
@@ -258,46 +218,46 @@ func (s *nodeService) MoveReport(ctx context.Context, req *nodepb.MoveReportRequ
 	return &nodepb.MoveReportReply{Status: 200, ReportJson: b}, nil
 }
 
-// decomCall is one decommission request, local or arriving as op 25.
-type decomCall struct {
+// DecomCall is one decommission request, local or arriving as op 25.
+type DecomCall struct {
 	ID          string
 	Cancel      bool
 	DryRun      bool
 	BlockedOnly bool
 }
 
-// decomResult is a decommission's answer in op 25's vocabulary: 200 (dry run, blocked-only),
+// DecomResult is a decommission's answer in op 25's vocabulary: 200 (dry run, blocked-only),
 // 204 (done), 404, 409 (Verdict carries the reasons of a refusal), 421, 503.
-type decomResult struct {
+type DecomResult struct {
 	Status  int32
 	Error   string
 	Verdict controller.Verdict
 	Blocked map[string][]string
 }
 
-// runDecommission performs c with the leader's decommissioner. The caller has checked that
+// RunDecommission performs c with the leader's Decommissioner. The caller has checked that
 // this node leads.
-func runDecommission(ctx context.Context, d moveDeps, c decomCall) decomResult {
-	if d.decom == nil {
-		return decomResult{Status: 503, Error: errMoveUnwired.Error()}
+func RunDecommission(ctx context.Context, d MoveDeps, c DecomCall) DecomResult {
+	if d.Decom == nil {
+		return DecomResult{Status: 503, Error: ErrMoveUnwired.Error()}
 	}
 	if c.BlockedOnly {
-		b := d.decom.DecommissionBlocked()
+		b := d.Decom.DecommissionBlocked()
 		if b == nil {
 			b = map[string][]string{}
 		}
-		return decomResult{Status: 200, Blocked: b}
+		return DecomResult{Status: 200, Blocked: b}
 	}
 	if c.ID == "" {
-		return decomResult{Status: 400, Error: "member id is required"}
+		return DecomResult{Status: 400, Error: "member id is required"}
 	}
 	if c.Cancel {
-		if err := d.decom.CancelDecommission(ctx, c.ID); err != nil {
-			return decomResult{Status: decomStatus(err), Error: err.Error()}
+		if err := d.Decom.CancelDecommission(ctx, c.ID); err != nil {
+			return DecomResult{Status: errcode.Decommission.Status(err), Error: err.Error()}
 		}
-		return decomResult{Status: 204}
+		return DecomResult{Status: 204}
 	}
-	v, err := d.decom.Decommission(ctx, c.ID, c.DryRun)
+	v, err := d.Decom.Decommission(ctx, c.ID, c.DryRun)
 	if v.Node == "" {
 		v.Node = c.ID
 	}
@@ -305,10 +265,10 @@ func runDecommission(ctx context.Context, d moveDeps, c decomCall) decomResult {
 		v.Reasons = []string{}
 	}
 	if err != nil {
-		return decomResult{Status: decomStatus(err), Error: err.Error(), Verdict: v}
+		return DecomResult{Status: errcode.Decommission.Status(err), Error: err.Error(), Verdict: v}
 	}
 	if c.DryRun {
-		return decomResult{Status: 200, Verdict: v}
+		return DecomResult{Status: 200, Verdict: v}
 	}
-	return decomResult{Status: 204, Verdict: v}
+	return DecomResult{Status: 204, Verdict: v}
 }

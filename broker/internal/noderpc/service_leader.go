@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"bytes"
@@ -9,43 +9,33 @@ import (
 
 	"google.golang.org/grpc"
 
-	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/service"
 )
 
 // noticeKeepAlive is how often an idle WatchCommits stream sends an empty notice, so a watcher
 // notices a dead stream (and re-opens it) within seconds.
 const noticeKeepAlive = 5 * time.Second
 
-// leaderStatus maps a leader-plane error onto its reply status.
-func leaderStatus(err error) (int32, string) {
-	switch {
-	case err == nil:
-		return 200, ""
-	case errors.Is(err, meta.ErrNotLeader):
-		return 421, err.Error()
-	case errors.Is(err, api.ErrNotFound):
-		return 404, err.Error()
-	case errors.Is(err, api.ErrInvalid), errors.Is(err, api.ErrSchema):
-		return 400, err.Error()
-	case errors.Is(err, api.ErrExists), errors.Is(err, api.ErrConflict):
-		return 409, err.Error()
-	default:
-		return 503, err.Error()
-	}
+// notLeader answers errcode.ErrNotLeader (421) with the leader this node knows.
+func (s *Service) notLeader() (st int32, reason, msg, hint string) {
+	_, hint = s.store.Leader()
+	st, r, msg := errcode.Leader.Reply(errcode.ErrNotLeader)
+	return st, string(r), msg, hint
 }
 
-// notLeader answers 421 with the leader this node knows.
-func (s *nodeService) notLeader() (int32, string, string) {
-	_, addr := s.store.Leader()
-	return 421, "not the raft leader", addr
+// refusedTopicWrite answers a topic write the service refuses before the engine sees it.
+func refusedTopicWrite(err error) *nodepb.TopicWriteReply {
+	st, reason, msg := errcode.Leader.Reply(err)
+	return &nodepb.TopicWriteReply{Status: st, Error: msg, Reason: string(reason)}
 }
 
-func (s *nodeService) topicReply(t meta.Topic, err error) *nodepb.TopicWriteReply {
-	st, msg := leaderStatus(err)
-	rep := &nodepb.TopicWriteReply{Status: st, Error: msg, AppliedIndex: s.store.AppliedIndex()}
-	if st == 421 {
+func (s *Service) topicReply(t meta.Topic, err error) *nodepb.TopicWriteReply {
+	st, reason, msg := errcode.Leader.Reply(err)
+	rep := &nodepb.TopicWriteReply{Status: st, Error: msg, Reason: string(reason), AppliedIndex: s.store.AppliedIndex()}
+	if errors.Is(err, errcode.ErrNotLeader) {
 		_, rep.LeaderHint = s.store.Leader()
 	}
 	if err == nil && t.Name != "" {
@@ -58,14 +48,14 @@ func (s *nodeService) topicReply(t meta.Topic, err error) *nodepb.TopicWriteRepl
 
 // CreateTopic (op 4): the leader validates, places and proposes a create forwarded by a
 // follower.
-func (s *nodeService) CreateTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
+func (s *Service) CreateTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
 	if !s.store.IsLeader() {
-		st, msg, hint := s.notLeader()
-		return &nodepb.TopicWriteReply{Status: st, Error: msg, LeaderHint: hint}, nil
+		st, reason, msg, hint := s.notLeader()
+		return &nodepb.TopicWriteReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
-	var cr api.CreateTopicRequest
+	var cr service.CreateTopicRequest
 	if err := json.Unmarshal(req.RequestJson, &cr); err != nil {
-		return &nodepb.TopicWriteReply{Status: 400, Error: "undecodable create request: " + err.Error()}, nil
+		return refusedTopicWrite(errcode.Sub("undecodable create request: "+err.Error(), errcode.ErrInvalid)), nil
 	}
 	cr.Schema = nullAsAbsent(cr.Schema)
 	t, err := s.e.CreateTopicAsLeader(ctx, cr)
@@ -73,14 +63,14 @@ func (s *nodeService) CreateTopic(ctx context.Context, req *nodepb.TopicWriteReq
 }
 
 // AlterTopic (op 5).
-func (s *nodeService) AlterTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
+func (s *Service) AlterTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
 	if !s.store.IsLeader() {
-		st, msg, hint := s.notLeader()
-		return &nodepb.TopicWriteReply{Status: st, Error: msg, LeaderHint: hint}, nil
+		st, reason, msg, hint := s.notLeader()
+		return &nodepb.TopicWriteReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
-	var ar api.AlterTopicRequest
+	var ar service.AlterTopicRequest
 	if err := json.Unmarshal(req.RequestJson, &ar); err != nil {
-		return &nodepb.TopicWriteReply{Status: 400, Error: "undecodable alter request: " + err.Error()}, nil
+		return refusedTopicWrite(errcode.Sub("undecodable alter request: "+err.Error(), errcode.ErrInvalid)), nil
 	}
 	ar.Schema = nullAsAbsent(ar.Schema)
 	t, err := s.e.AlterTopicAsLeader(ctx, req.Name, ar)
@@ -88,27 +78,24 @@ func (s *nodeService) AlterTopic(ctx context.Context, req *nodepb.TopicWriteRequ
 }
 
 // DeleteTopic (op 6).
-func (s *nodeService) DeleteTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
+func (s *Service) DeleteTopic(ctx context.Context, req *nodepb.TopicWriteRequest) (*nodepb.TopicWriteReply, error) {
 	if !s.store.IsLeader() {
-		st, msg, hint := s.notLeader()
-		return &nodepb.TopicWriteReply{Status: st, Error: msg, LeaderHint: hint}, nil
+		st, reason, msg, hint := s.notLeader()
+		return &nodepb.TopicWriteReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
 	return s.topicReply(meta.Topic{}, s.e.DeleteTopicAsLeader(ctx, req.Name)), nil
 }
 
 // GetAssignment (op 28): a leader read behind a barrier issued after the request arrived.
-func (s *nodeService) GetAssignment(ctx context.Context, req *nodepb.GetAssignmentRequest) (*nodepb.GetAssignmentReply, error) {
+func (s *Service) GetAssignment(ctx context.Context, req *nodepb.GetAssignmentRequest) (*nodepb.GetAssignmentReply, error) {
 	if !s.store.IsLeader() {
-		st, msg, hint := s.notLeader()
-		return &nodepb.GetAssignmentReply{Status: st, Error: msg, LeaderHint: hint}, nil
+		st, reason, msg, hint := s.notLeader()
+		return &nodepb.GetAssignmentReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
 	a, found, term, err := s.store.LeaderReadAssignment(ctx, req.Topic, int(req.Partition))
 	if err != nil {
-		st, msg := leaderStatus(err)
-		if st != 421 {
-			st = 503
-		}
-		return &nodepb.GetAssignmentReply{Status: st, Error: msg}, nil
+		st, reason, msg := errcode.LeaderRead.Reply(err)
+		return &nodepb.GetAssignmentReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	rep := &nodepb.GetAssignmentReply{Status: 200, Found: found, LeaderRead: true, Term: term}
 	if !found {
@@ -124,15 +111,15 @@ func (s *nodeService) GetAssignment(ctx context.Context, req *nodepb.GetAssignme
 }
 
 // ForwardCommand (op 32): the leader applies a metastore command proposed on a follower.
-func (s *nodeService) ForwardCommand(ctx context.Context, req *nodepb.ForwardCommandRequest) (*nodepb.ForwardCommandReply, error) {
+func (s *Service) ForwardCommand(ctx context.Context, req *nodepb.ForwardCommandRequest) (*nodepb.ForwardCommandReply, error) {
 	if !s.store.IsLeader() {
-		st, msg, hint := s.notLeader()
-		return &nodepb.ForwardCommandReply{Status: st, Error: msg, LeaderHint: hint}, nil
+		st, reason, msg, hint := s.notLeader()
+		return &nodepb.ForwardCommandReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
 	res, idx, err := s.store.ApplyCommand(ctx, req.Command)
 	if err != nil {
-		st, msg := leaderStatus(err)
-		return &nodepb.ForwardCommandReply{Status: st, Error: msg}, nil
+		st, reason, msg := errcode.Leader.Reply(err)
+		return &nodepb.ForwardCommandReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -143,7 +130,7 @@ func (s *nodeService) ForwardCommand(ctx context.Context, req *nodepb.ForwardCom
 
 // WatchCommits (op 33): streams coalesced "reservable" notices for partitions this node owns,
 // with an empty keep-alive when idle.
-func (s *nodeService) WatchCommits(req *nodepb.WatchCommitsRequest, stream grpc.ServerStreamingServer[nodepb.CommitNotices]) error {
+func (s *Service) WatchCommits(req *nodepb.WatchCommitsRequest, stream grpc.ServerStreamingServer[nodepb.CommitNotices]) error {
 	ctx := stream.Context()
 	sub := s.e.SubscribeNotices()
 	defer sub.Close()

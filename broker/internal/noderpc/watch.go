@@ -1,4 +1,4 @@
-package server
+package noderpc
 
 import (
 	"context"
@@ -18,11 +18,11 @@ const (
 	watchBackoffMax = 2 * time.Second
 )
 
-// watchPeers keeps one WatchCommits stream (op 33) open to every other member, feeding each
+// WatchPeers keeps one WatchCommits stream (op 33) open to every other member, feeding each
 // notice into the engine so queue long-polls parked here wake within milliseconds of a commit
 // on the partition's owner (issue 3; v1 polled and was late by up to its re-probe interval).
 // It returns when ctx ends.
-func watchPeers(ctx context.Context, store *meta.Store, e *engine.Engine, p peers, self string, logger *slog.Logger) {
+func WatchPeers(ctx context.Context, store *meta.Store, e *engine.Engine, p Peers, self string, logger *slog.Logger) {
 	type watch struct {
 		addr   string
 		cancel context.CancelFunc
@@ -71,7 +71,7 @@ func watchPeers(ctx context.Context, store *meta.Store, e *engine.Engine, p peer
 }
 
 // watchOne holds the stream to one peer, re-opening it with backoff until ctx ends.
-func watchOne(ctx context.Context, e *engine.Engine, p peers, self, id, addr string, logger *slog.Logger) {
+func watchOne(ctx context.Context, e *engine.Engine, p Peers, self, id, addr string, logger *slog.Logger) {
 	backoff := watchBackoffMin
 	for ctx.Err() == nil {
 		if received := streamNotices(ctx, e, p, self, addr); received {
@@ -91,7 +91,7 @@ func watchOne(ctx context.Context, e *engine.Engine, p peers, self, id, addr str
 }
 
 // streamNotices runs one stream until it fails; received reports whether anything arrived.
-func streamNotices(ctx context.Context, e *engine.Engine, p peers, self, addr string) (received bool) {
+func streamNotices(ctx context.Context, e *engine.Engine, p Peers, self, addr string) (received bool) {
 	c, err := p.client(addr)
 	if err != nil {
 		return false

@@ -1,0 +1,52 @@
+package service
+
+import "time"
+
+// ProduceRecord is one message to accept. Partition < 0 means not pinned.
+type ProduceRecord struct {
+	Key       string
+	Partition int
+	Payload   []byte
+}
+
+// ConsumeRequest selects the consume mode: Offset >= 0 (with Partition >= 0) is a replay of
+// up to Max records; Partition >= 0 alone is a pinned queue consume; neither is a queue
+// consume. Wait is already clamped. Max is 1 … 1000.
+type ConsumeRequest struct {
+	Partition int
+	Offset    int64
+	Wait      time.Duration
+	Max       int
+	// LocalOnly is set only on the node-to-node plane: serve what this node owns, never
+	// forward (a queue probe from another node, or a forwarded pinned/replay read).
+	LocalOnly bool
+}
+
+// Message is one delivered record. ReceiptHandle is empty on replay.
+type Message struct {
+	Topic         string
+	Partition     int
+	Offset        int64
+	Key           []byte // nil/empty = keyless
+	Payload       []byte
+	CommittedAtMs int64
+	ReceiptHandle string
+}
+
+// AckOp is what an ack request does to a lease.
+type AckOp int
+
+// Ack operations (spec/api.md §2.11).
+const (
+	OpAck AckOp = iota
+	OpExtend
+	OpNack
+)
+
+// AckEntry is one parsed, range-checked ack/extend/nack.
+type AckEntry struct {
+	Partition int
+	Offset    int64
+	Nonce     uint64
+	Op        AckOp
+}
