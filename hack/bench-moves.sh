@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Move benchmarks (issue 5): copy bandwidth against the disk's sequential write rate, the
+# Move benchmarks: copy bandwidth against the disk's sequential write rate, the
 # source freeze while its partition is written at 2,000 msg/s, and the time to decommission a
 # node holding 1 GiB. Four nodes on loopback (127.0.0.41-44), production timing defaults.
 # Prints a markdown table on stdout (hack/bench.sh appends it to docs/benchmarks.md).

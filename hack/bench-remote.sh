@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Remote-children benchmark (issue 7): how fast a remote child works off a backlog into another
+# Remote-children benchmark: how fast a remote child works off a backlog into another
 # cluster over loopback, against a local child working off the same backlog.
 #
 # Source cluster: two nodes (127.0.0.61-62, security off). Target cluster: one node

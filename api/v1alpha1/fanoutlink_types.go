@@ -37,8 +37,7 @@ type FanoutLinkSpec struct {
 	// +optional
 	Child string `json:"child,omitempty"`
 
-	// Remote makes the child a topic of another Narad cluster (a remote child, spec/fanout.md
-	// §13): the parent's owners send every record to the target's batch produce. Set exactly one
+	// Remote makes the child a topic of another Narad cluster (a remote child, docs/internals/fanout.md §13): the parent's owners send every record to the target's batch produce. Set exactly one
 	// of child and remote. Immutable.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="remote is immutable"
 	// +optional

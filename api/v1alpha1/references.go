@@ -17,7 +17,7 @@ type SecretReference struct {
 	Name string `json:"name"`
 }
 
-// Keys of the security Secret (spec/cluster.md §12). A generated Secret holds both.
+// Keys of the security Secret (docs/kubernetes.md#create-a-cluster). A generated Secret holds both.
 const (
 	// ClusterSecretKey holds the shared secret that authenticates node-to-node calls.
 	ClusterSecretKey = "cluster-secret"

@@ -16,12 +16,12 @@ const (
 	DeletionPolicyRetain DeletionPolicy = "Retain"
 )
 
-// TopicNamePattern is the broker's topic name rule (spec/api.md §1.7); "." and ".." are refused
+// TopicNamePattern is the broker's topic name rule (docs/internals/http-api.md §1.7); "." and ".." are refused
 // separately.
 const TopicNamePattern = `^[A-Za-z0-9._-]{1,255}$`
 
 // TopicSpec is the desired state of a broker topic (POST/PATCH /v1/topics). Limits follow
-// spec/api.md §1.7 and §2.2. Absent optional fields take the broker's defaults.
+// docs/internals/http-api.md §1.7, §2.2. Absent optional fields take the broker's defaults.
 //
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.name) || (has(self.name) && self.name == oldSelf.name)",message="name is immutable once set"
 type TopicSpec struct {

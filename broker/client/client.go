@@ -42,7 +42,7 @@ type Client struct {
 // Option configures a Client in New.
 type Option func(*Client)
 
-// WithBasicAuth sends HTTP Basic credentials with every request (spec/api.md §1.2).
+// WithBasicAuth sends HTTP Basic credentials with every request (docs/internals/http-api.md §1.2).
 func WithBasicAuth(user, pass string) Option {
 	return func(c *Client) { c.user, c.pass, c.useAuth = user, pass, true }
 }

@@ -15,7 +15,7 @@ const maxErrorBody = 64 << 10
 // Error is an HTTP error response (any status outside 2xx) of the Narad API. Status is always
 // set; Message is the body's "error" field (or, for a body without one, a short text derived
 // from the body or the status). The other fields are the machine-readable additions of
-// spec/api.md §1.5 and are zero when the body did not carry them.
+// docs/internals/http-api.md §1.5 and are zero when the body did not carry them.
 type Error struct {
 	Status  int      // HTTP status code
 	Message string   // the "error" field
@@ -37,7 +37,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("http %d: %s", e.Status, e.Message)
 }
 
-// Retryable reports whether the status is one spec/api.md §1.6 says to retry with back-off
+// Retryable reports whether the status is one docs/internals/http-api.md §1.6 says to retry with back-off
 // (503, 500, and 429 after back-off). A retried produce may duplicate.
 func (e *Error) Retryable() bool {
 	return e.Status == http.StatusServiceUnavailable || e.Status == http.StatusInternalServerError ||

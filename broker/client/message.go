@@ -16,7 +16,7 @@ const EncodingBase64 = "base64"
 // (an unknown payload_encoding, or base64 that does not decode).
 var ErrBadPayload = errors.New("malformed payload")
 
-// Message is the Message object of spec/api.md §2.9. Payload holds the JSON value exactly as
+// Message is the Message object of docs/internals/http-api.md §2.9. Payload holds the JSON value exactly as
 // the server sent it; use Bytes for the stored bytes. Timestamp is Unix seconds. Key is ""
 // for a keyless message; ReceiptHandle is "" on replay reads.
 type Message struct {

@@ -2,14 +2,14 @@ package client
 
 import "encoding/json"
 
-// Topic roles (spec/api.md §2.1).
+// Topic roles (docs/internals/http-api.md §2.1).
 const (
 	RoleStandalone = "standalone"
 	RoleParent     = "parent"
 	RoleChild      = "child"
 )
 
-// Topic is the Topic object of spec/api.md §2.1, returned by create, list, get, alter and
+// Topic is the Topic object of docs/internals/http-api.md §2.1, returned by create, list, get, alter and
 // attach. Times: CreatedAt is Unix seconds; fields ending in Ms are milliseconds.
 type Topic struct {
 	Name                      string   `json:"name"`
@@ -130,7 +130,7 @@ type ChildLink struct {
 	LastError     string          `json:"last_error,omitempty"`
 }
 
-// RemoteChild is a remote child to attach (spec/fanout.md §13): URL lists the target
+// RemoteChild is a remote child to attach (docs/internals/fanout.md §13): URL lists the target
 // cluster's base URLs, comma-separated (tried in order); Start is "attach" (default),
 // "consumer_frontier" or "oldest".
 type RemoteChild struct {
@@ -155,7 +155,7 @@ type ChildCursor struct {
 	HighWatermark   int64  `json:"high_watermark"`
 }
 
-// Grant actions (spec/api.md §1.3).
+// Grant actions (docs/internals/http-api.md §1.3).
 const (
 	ActionProduce = "produce"
 	ActionConsume = "consume"

@@ -11,7 +11,7 @@ import (
 	naradv1 "narad.dev/api/v1alpha1"
 )
 
-// Ports and paths of the broker container (spec/cluster.md §1).
+// Ports and paths of the broker container (docs/operating.md#ports).
 const (
 	HTTPPort               = 7942
 	ClusterPort            = 7943

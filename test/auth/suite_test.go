@@ -1,5 +1,5 @@
 // Package auth_test is the black-box suite of authentication, authorization and user
-// management (spec/api.md §1.2, §1.3, §2.15) against one real node with security on.
+// management (docs/internals/http-api.md §1.2, §1.3, §2.15) against one real node with security on.
 package auth_test
 
 import (

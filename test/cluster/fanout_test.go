@@ -16,7 +16,7 @@ import (
 	"narad.dev/test/harness"
 )
 
-// Fan-out specs (spec/fanout.md, api.md §2.12–2.14): a parent's committed records are copied
+// Fan-out specs (docs/internals/fanout.md, docs/internals/http-api.md §2.12–§2.14): a parent's committed records are copied
 // into its children by cursors on the parent partitions' owners. Each child gets its own
 // History in which every produce to the parent is recorded as a produce to that child, so the
 // history check proves "every 202 after the attach point is in the child at least once, nothing

@@ -1,5 +1,5 @@
 // Package cluster_test proves the failure behaviour of a multi-node narad cluster
-// (spec/cluster.md §14, spec/produce-consume.md §4 and §6.7) with real processes on loopback:
+// (docs/internals/metastore.md, docs/internals/produce-path.md §4, docs/internals/consume-and-leases.md §1) with real processes on loopback:
 // kill -9 of partition owners, of the Raft leader and of accepting nodes, frozen (SIGSTOP)
 // owners, quorum loss, restarts on the same data, and cross-node long-poll wake-ups. Every spec
 // records each produce attempt and delivery in a harness.History and ends with its check:

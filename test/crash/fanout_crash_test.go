@@ -12,7 +12,7 @@ import (
 )
 
 var _ = Describe("Fan-out across a crash between the child commit and the cursor advance", func() {
-	// spec/fanout.md R-CBA: the cursor's durable offset moves past a record only after the
+	// docs/internals/fanout.md §6: the cursor's durable offset moves past a record only after the
 	// child committed it, so a kill -9 right after a child commit and before the cursor write
 	// re-sends that slab after the restart: duplicates in the child, never a gap.
 	It("delivers every parent record to the child after kill -9 at fanout.after_child_commit", func() {

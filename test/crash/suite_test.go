@@ -1,5 +1,5 @@
-// Package crash_test proves the durability guarantees of spec/api.md §4.1 and
-// spec/produce-consume.md §7–§8 with real processes: SIGKILL (kill -9) at arbitrary moments,
+// Package crash_test proves the durability guarantees of docs/internals/http-api.md §4.1 and
+// docs/internals/consume-and-leases.md §9–§10 with real processes: SIGKILL (kill -9) at arbitrary moments,
 // crashes at named fault points (NARAD_FAULTS), and graceful SIGTERM restarts, each followed by
 // a restart on the same data directory and a full drain.
 package crash_test

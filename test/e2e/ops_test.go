@@ -29,7 +29,7 @@ var _ = Describe("Health and readiness", func() {
 	)
 })
 
-// metricSpec is one family of spec/metrics.md §1–8: its type and label names (sorted,
+// metricSpec is one family of docs/internals/metrics.md §1–§8: its type and label names (sorted,
 // joined by ","; "" = unlabelled).
 type metricSpec struct {
 	typ    string

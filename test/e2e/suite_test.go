@@ -1,5 +1,4 @@
-// Package e2e_test is the black-box conformance suite of the client API (spec/api.md §1–§2.11,
-// §2.20, §6) against one real `narad serve --dev` process.
+// Package e2e_test is the black-box conformance suite of the client API (docs/internals/http-api.md §1–§2.11, §2.20, §6) against one real `narad serve --dev` process.
 package e2e_test
 
 import (
@@ -94,7 +93,7 @@ func raw(method, path string, body []byte) rawResponse {
 	return rawResponse{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
-// expectJSONError asserts the documented error shape (api.md §1.5): the status, a JSON
+// expectJSONError asserts the documented error shape (docs/internals/http-api.md §1.5): the status, a JSON
 // content type, and a body with a non-empty string "error" field.
 func expectJSONError(r rawResponse, status int) {
 	GinkgoHelper()

@@ -23,7 +23,7 @@ const (
 	// OutcomeRejected is a definite refusal (a 4xx answer): the message must never be delivered.
 	OutcomeRejected
 	// OutcomeUnknown is an ambiguous end (5xx, timeout, broken connection, dead node): the
-	// message may or may not be delivered (spec/api.md §1.6).
+	// message may or may not be delivered (docs/internals/http-api.md §1.6).
 	OutcomeUnknown
 )
 

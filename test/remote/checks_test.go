@@ -57,14 +57,14 @@ type keyOrder struct {
 // expectKeyOrder checks the order guarantee of a remote link: records of one key are sent in
 // the order of their parent partition. The produce path itself may spread one key over
 // several partitions (a destination stuck for 3 s is rerouted to a sibling, per-key order lost
-// across that seam: spec/produce-consume.md §4.3), on the parent and on the target alike, so
+// across that seam: docs/internals/produce-path.md §6), on the parent and on the target alike, so
 // the check is per (key, parent partition) and per target partition of each incarnation: there,
 // the first copies of the sequence's records appear in increasing parent offset. Every parent
 // record is known to be on the target (checked before), so nothing is skipped either.
 //
 // The parent may itself hold a record twice: a node killed with -9 re-commits, at fresh offsets,
 // what its ingress WAL accepted after its last durable checkpoint (a duplicate seam of
-// spec/produce-consume.md §4.3). Such a record's first copy on the target is sent for its first
+// docs/internals/produce-path.md §6). Such a record's first copy on the target is sent for its first
 // offset in the parent, so that is its position; one found in several parent partitions has no
 // single position and is counted instead of checked.
 func expectKeyOrder(parent [][]stored, gens ...[]stored) keyOrder {

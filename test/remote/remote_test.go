@@ -299,7 +299,7 @@ var _ = Describe("Remote children into another cluster", Ordered, ContinueOnFail
 		// from the deliveries: a 202 means the record is in the ingress WAL of the node that
 		// took it, and each node's dispatcher commits it to the owner on its own, so records
 		// produced one after another through different nodes may reach the log in another order
-		// (spec/produce-consume.md §4).
+		// (docs/internals/produce-path.md §4).
 		resolved := map[string]bool{}
 		for part, n := range map[int]int{0: 4, 1: early} {
 			pin := part

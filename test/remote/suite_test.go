@@ -1,4 +1,4 @@
-// Package remote_test proves remote children (issue 7, spec/fanout.md §13, docs/fanout.md
+// Package remote_test proves remote children (docs/internals/fanout.md §13, docs/fanout.md
 // "Remote children") with two real clusters on loopback: a three-node source whose parent topic
 // is copied by a remote link into a topic of a two-node target cluster that runs with security
 // on. The scenario kills -9 a source owner mid-stream, freezes (SIGSTOP) the whole target for

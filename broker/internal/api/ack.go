@@ -10,7 +10,7 @@ import (
 	"narad.dev/broker/internal/service"
 )
 
-// ack is POST /v1/topics/{topic}/ack (spec §2.11); the body is ignored. Check order:
+// ack is POST /v1/topics/{topic}/ack (docs/internals/http-api.md §2.11); the body is ignored. Check order:
 // consume grant (403) → query parameters and handle syntax (400) → topic existence (404) →
 // handle partition range (400) → reservation match (410) → acked-ahead window (503).
 func (s *server) ack(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +46,7 @@ func (s *server) ack(w http.ResponseWriter, r *http.Request) {
 	writeEmpty(w, http.StatusNoContent)
 }
 
-// ackBatchBody is the strict body of POST /v1/topics/{topic}/ack/batch (spec §6.2).
+// ackBatchBody is the strict body of POST /v1/topics/{topic}/ack/batch (docs/internals/http-api.md §6.2).
 type ackBatchBody struct {
 	Acks []ackBatchEntry `json:"acks"`
 }
@@ -107,7 +107,7 @@ func decodeAckBatch(body []byte) ([]parsedAck, error) {
 	return out, nil
 }
 
-// ackBatch is POST /v1/topics/{topic}/ack/batch (spec §6.2): consume grant (403) → body
+// ackBatch is POST /v1/topics/{topic}/ack/batch (docs/internals/http-api.md §6.2): consume grant (403) → body
 // (413/400) → topic existence (404) → per entry: syntax and partition range (400), then the
 // Backend's verdict (410/503). Answers 200 with one result per entry, in request order.
 func (s *server) ackBatch(w http.ResponseWriter, r *http.Request) {

@@ -20,12 +20,12 @@ func (s *server) caller(r *http.Request) *meta.User {
 }
 
 // allows is the grant-based check (produce, consume, create): name-based, so it runs
-// before the topic is looked up (spec §1.3). With security off every check passes.
+// before the topic is looked up (docs/internals/http-api.md §1.3). With security off every check passes.
 func (s *server) allows(u *meta.User, action, topic string) bool {
 	return !s.security || auth.Allows(u, action, topic)
 }
 
-// canManage is the manage-right check: owner, admin or root (spec §1.3).
+// canManage is the manage-right check: owner, admin or root (docs/internals/http-api.md §1.3).
 func (s *server) canManage(u *meta.User, t meta.Topic) bool {
 	return !s.security || auth.CanManage(u, t)
 }

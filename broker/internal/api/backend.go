@@ -84,7 +84,7 @@ type HTTPObserver interface {
 
 // SchemaReader is optionally implemented by a Backend. When it is, PATCH checks a new
 // schema's backward compatibility (schema.CheckCompatible, 400) in the handler, right after
-// the partition-bound check (spec §2.5 check order); otherwise that check is left to
+// the partition-bound check (docs/internals/http-api.md §2.5 check order); otherwise that check is left to
 // Backend.AlterTopic, which must then return an error wrapping ErrInvalid.
 type SchemaReader interface {
 	// Schema returns the latest registered JSON Schema document of the topic; ok is false
@@ -125,7 +125,7 @@ func (s *server) topicMissing(name string) error {
 	return notFoundf("topic %q not found", name)
 }
 
-// ClusterBackend is the service layer of the /v1/cluster endpoints (spec/api.md §2.16–§2.19).
+// ClusterBackend is the service layer of the /v1/cluster endpoints (docs/internals/http-api.md §2.16–§2.19).
 // Reads come from this node's replica; writes go to the leader. The handlers parse, validate
 // and authorize; every decision (a move's blocked reasons, the abort algorithm, where a
 // decommission runs) is the ClusterBackend's. Errors wrap the sentinels of errors.go (a
@@ -147,7 +147,7 @@ type ClusterBackend interface {
 	Decommission(ctx context.Context, req DecommissionRequest) (DecommissionResult, error)
 }
 
-// Member statuses of the cluster endpoints (spec/api.md §2.16, §2.18).
+// Member statuses of the cluster endpoints (docs/internals/http-api.md §2.16, §2.18).
 const (
 	MemberAlive     = "alive"
 	MemberDead      = "dead"
@@ -159,7 +159,7 @@ const (
 	MemberRemoved = "removed"
 )
 
-// Member is one entry of GET /v1/cluster/members (spec/api.md §2.16).
+// Member is one entry of GET /v1/cluster/members (docs/internals/http-api.md §2.16).
 type Member struct {
 	ID                  string   `json:"id"`
 	Addr                string   `json:"addr"`
@@ -181,7 +181,7 @@ type MemberList struct {
 	Leader          string   `json:"leader,omitempty"`
 }
 
-// Move is one entry of GET /v1/cluster/moves (spec/api.md §2.18).
+// Move is one entry of GET /v1/cluster/moves (docs/internals/http-api.md §2.18).
 type Move struct {
 	Topic       string           `json:"topic"`
 	Partition   int              `json:"partition"`
@@ -194,7 +194,7 @@ type Move struct {
 	DetailError string           `json:"detail_error,omitempty"`
 }
 
-// Reasons a move is blocked (spec/api.md §2.18).
+// Reasons a move is blocked (docs/internals/http-api.md §2.18).
 const (
 	BlockedSourceDead      = "source_dead"
 	BlockedTargetDead      = "target_dead"

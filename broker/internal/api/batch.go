@@ -13,7 +13,7 @@ type batchBody struct {
 	Records []json.RawMessage `json:"records"`
 }
 
-// batchRecord is one record of a batch produce (spec §2.8). Payload stays raw: a non-string
+// batchRecord is one record of a batch produce (docs/internals/http-api.md §2.8). Payload stays raw: a non-string
 // payload is stored exactly as its JSON text appears in the request.
 type batchRecord struct {
 	Key             json.RawMessage `json:"key"`
@@ -33,7 +33,7 @@ func decodeBatch(body []byte) ([]service.ProduceRecord, error) {
 	return decodeBatchStrict(body)
 }
 
-// decodeBatchStrict is the general decoder: every rule of spec §2.8 with the exact error.
+// decodeBatchStrict is the general decoder: every rule of docs/internals/http-api.md §2.8 with the exact error.
 func decodeBatchStrict(body []byte) ([]service.ProduceRecord, error) {
 	var env batchBody
 	if err := decodeStrict(body, &env); err != nil {
@@ -56,7 +56,7 @@ func decodeBatchStrict(body []byte) ([]service.ProduceRecord, error) {
 	return recs, nil
 }
 
-// decodeBatchRecord decodes one record and derives its message bytes (spec §2.8): with
+// decodeBatchRecord decodes one record and derives its message bytes (docs/internals/http-api.md §2.8): with
 // payload_encoding "base64", the decoded bytes of a standard padded base64 string; else for
 // a JSON string, its UTF-8 content; else the payload's JSON text exactly as sent.
 func decodeBatchRecord(raw json.RawMessage) (service.ProduceRecord, error) {

@@ -9,7 +9,7 @@ import (
 	"narad.dev/broker/internal/service"
 )
 
-// FanoutBackend is the fan-out part of the service layer (spec §2.12–2.14).
+// FanoutBackend is the fan-out part of the service layer (docs/internals/http-api.md §2.12–§2.14).
 type FanoutBackend interface {
 	// AttachChild links child under parent (attach point, fresh epoch) and returns the parent
 	// after the attach. State errors: ErrNotFound, ErrConflict, ErrInvalid, ErrUnavailable.
@@ -32,11 +32,11 @@ func (s *server) fanout(w http.ResponseWriter, r *http.Request, op string) (Fano
 type attachBody struct {
 	Child   string      `json:"child"`
 	DelayMs *int64      `json:"delay_ms"`
-	Remote  *remoteBody `json:"remote"` // remote child (spec/fanout.md §13); exclusive with child
+	Remote  *remoteBody `json:"remote"` // remote child (docs/internals/fanout.md §13); exclusive with child
 	Start   string      `json:"start"`  // remote only: attach | consumer_frontier | oldest
 }
 
-// attachChild is POST /v1/topics/{parent}/children (spec §2.12). Check order: body (400) →
+// attachChild is POST /v1/topics/{parent}/children (docs/internals/http-api.md §2.12). Check order: body (400) →
 // parent existence and manage right (404/403) → child existence and manage right → Backend.
 func (s *server) attachChild(w http.ResponseWriter, r *http.Request) {
 	const op = "attach child"
@@ -102,7 +102,7 @@ func (s *server) attachChild(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, TopicObjectOf(t))
 }
 
-// listChildren is GET /v1/topics/{parent}/children (spec §2.13).
+// listChildren is GET /v1/topics/{parent}/children (docs/internals/http-api.md §2.13).
 func (s *server) listChildren(w http.ResponseWriter, r *http.Request) {
 	const op = "list children"
 	fb, ok := s.fanout(w, r, op)
@@ -125,7 +125,7 @@ func (s *server) listChildren(w http.ResponseWriter, r *http.Request) {
 	}{t.Name, children})
 }
 
-// detachChild is DELETE /v1/topics/{parent}/children/{child} (spec §2.14): manage right on
+// detachChild is DELETE /v1/topics/{parent}/children/{child} (docs/internals/http-api.md §2.14): manage right on
 // the parent or on the child.
 func (s *server) detachChild(w http.ResponseWriter, r *http.Request) {
 	const op = "detach child"
@@ -141,7 +141,7 @@ func (s *server) detachChild(w http.ResponseWriter, r *http.Request) {
 	u := s.caller(r)
 	parent, pok := s.topic(r.Context(), parentName)
 	child, cok := s.topic(r.Context(), childName)
-	// A manage-right check on a missing topic passes (spec §1.3), and either right suffices.
+	// A manage-right check on a missing topic passes (docs/internals/http-api.md §1.3), and either right suffices.
 	if allowed := !pok || s.canManage(u, parent) || !cok || s.canManage(u, child); !allowed {
 		s.writeErr(w, r, op, forbiddenf("no manage right on %q or %q", parentName, childName))
 		return

@@ -10,7 +10,7 @@ import (
 	"narad.dev/broker/internal/service"
 )
 
-// consume is GET /v1/topics/{topic}/consume (spec §2.9, §6.1). Check order: consume grant
+// consume is GET /v1/topics/{topic}/consume (docs/internals/http-api.md §2.9, §6.1). Check order: consume grant
 // (403) → query syntax (400) → topic existence (404) → partition range / offset without
 // partition (400) → read (200 / 204 / 410 / 503).
 //

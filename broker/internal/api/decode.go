@@ -8,7 +8,7 @@ import (
 	"net/http"
 )
 
-// Body limits (spec/api.md §1.7).
+// Body limits (docs/internals/http-api.md §1.7).
 const (
 	maxJSONBody     = 1 << 20 // JSON request bodies; 413 above
 	maxPayloadBytes = 1 << 20 // one produced message; 413 above, 0 → 400
@@ -55,7 +55,7 @@ func readJSON(r *http.Request, v any) error {
 }
 
 // decodeStrict decodes exactly one JSON value from b into v: unknown fields, wrong types,
-// malformed JSON and trailing values are all 400 "invalid json: ..." (spec §1.4).
+// malformed JSON and trailing values are all 400 "invalid json: ..." (docs/internals/http-api.md §1.4).
 func decodeStrict(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

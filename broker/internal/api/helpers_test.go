@@ -159,7 +159,7 @@ func expectStatus(t *testing.T, rec *httptest.ResponseRecorder, want int) {
 	}
 }
 
-// expectJSONError checks the error-body contract of spec §1.5.
+// expectJSONError checks the error-body contract of docs/internals/http-api.md §1.5.
 func expectJSONError(t *testing.T, rec *httptest.ResponseRecorder) map[string]any {
 	t.Helper()
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {

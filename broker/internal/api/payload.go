@@ -11,7 +11,7 @@ import (
 	"narad.dev/broker/internal/service"
 )
 
-// appendPayload appends the "payload" value for stored bytes p per spec §2.10 and reports
+// appendPayload appends the "payload" value for stored bytes p per docs/internals/http-api.md §2.10 and reports
 // whether it is base64: valid UTF-8 that is a JSON text is embedded byte-for-byte
 // (whitespace included); other valid UTF-8 becomes a JSON string whose value is exactly p;
 // anything else is standard padded base64 in a JSON string. UTF-8 is checked first so the
@@ -156,7 +156,7 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// appendMessage appends the Message object of spec §2.9 with its fields in the documented
+// appendMessage appends the Message object of docs/internals/http-api.md §2.9 with its fields in the documented
 // order: topic, partition, offset, key (omitted when empty), payload, payload_encoding
 // (only "base64"), timestamp (Unix seconds), receipt_handle (omitted on replay).
 func appendMessage(dst []byte, m *service.Message) []byte {

@@ -9,7 +9,7 @@ import (
 	"narad.dev/broker/internal/service"
 )
 
-// produce is POST /v1/topics/{topic}/produce (spec §2.7). Check order: produce grant (403)
+// produce is POST /v1/topics/{topic}/produce (docs/internals/http-api.md §2.7). Check order: produce grant (403)
 // → query parameters (400) → body size (413) / empty body (400) → topic existence (404) →
 // delay child (409) → schema (400) → partition range (400) → durable accept (202).
 func (s *server) produce(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +55,7 @@ func (s *server) produce(w http.ResponseWriter, r *http.Request) {
 	writeEmpty(w, http.StatusAccepted)
 }
 
-// produceBatch is POST /v1/topics/{topic}/produce/batch (spec §2.8), all-or-nothing. The
+// produceBatch is POST /v1/topics/{topic}/produce/batch (docs/internals/http-api.md §2.8), all-or-nothing. The
 // order follows §2.7: produce grant (403) → body size (413) → memory budget (503, Retry-After)
 // → per-record syntax and payload size (400/413, first failing record) → topic existence
 // (404) → delay child (409) → per record in array order: schema (400), partition range (400)
@@ -104,7 +104,7 @@ func (s *server) produceBatch(w http.ResponseWriter, r *http.Request) {
 }
 
 // produceTarget looks up the topic and refuses delay children: their only source is the
-// parent (spec §2.7); non-delay children accept direct produce.
+// parent (docs/internals/http-api.md §2.7); non-delay children accept direct produce.
 func (s *server) produceTarget(ctx context.Context, name string) (meta.Topic, error) {
 	t, ok := s.topic(ctx, name)
 	if !ok {
@@ -117,7 +117,7 @@ func (s *server) produceTarget(ctx context.Context, name string) (meta.Topic, er
 	return t, nil
 }
 
-// produceFailed counts the rejections the HTTP layer decides (spec/metrics.md §2:
+// produceFailed counts the rejections the HTTP layer decides (docs/internals/metrics.md §2:
 // "schema", "delayed_child") and answers err. "draining" is decided, and counted, by the
 // Backend's Produce.
 func (s *server) produceFailed(w http.ResponseWriter, r *http.Request, op, topic string, err error) {

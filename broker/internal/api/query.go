@@ -9,7 +9,7 @@ import (
 	"narad.dev/broker/internal/service"
 )
 
-// Query limits (spec/api.md §1.7, §2.3, §6.1).
+// Query limits (docs/internals/http-api.md §1.7, §2.3, §6.1).
 const (
 	defaultListLimit = 100
 	maxListLimit     = 1000
@@ -46,7 +46,7 @@ type produceQuery struct {
 	Partition int // -1 = not pinned
 }
 
-// parseProduceQuery applies spec §2.7: key optional (empty = keyless; UTF-8, at most
+// parseProduceQuery applies docs/internals/http-api.md §2.7: key optional (empty = keyless; UTF-8, at most
 // maxKeyBytes, else 400); partition, when
 // given, a non-negative base-10 integer. Either given twice → 400. The range against the
 // topic is checked later, in check order.
@@ -84,7 +84,7 @@ type consumeQuery struct {
 	Multi          bool // answer {"messages": [...]} (max_messages > 1)
 }
 
-// parseConsumeQuery applies the syntax rules of spec §2.9 and §6.1. Checks that need the
+// parseConsumeQuery applies the syntax rules of docs/internals/http-api.md §2.9, §6.1. Checks that need the
 // topic (partition range, offset without partition) are left to the handler so that they
 // run after the 404, in check order. Each parameter given twice → 400.
 //
@@ -130,14 +130,14 @@ func parseConsumeQuery(q url.Values, maxWait time.Duration) (consumeQuery, error
 			return cq, invalidf("query parameter \"max_messages\" must be an integer in 1…%d", maxConsumeMax)
 		}
 		cq.Max = int(n)
-		// spec §6.1: "With N = 1 or absent the response is exactly §2.9 (one Message object)".
+		// docs/internals/http-api.md §6.1: "With N = 1 or absent the response is exactly §2.9 (one Message object)".
 		cq.Multi = n > 1
 	}
 	return cq, nil
 }
 
 // parseWait parses a long-poll budget: Go duration syntax, where a bare number is invalid
-// except "0"; negative → 0; above maxWait → maxWait (spec §1.4, §1.7).
+// except "0"; negative → 0; above maxWait → maxWait (docs/internals/http-api.md §1.4, §1.7).
 func parseWait(s string, maxWait time.Duration) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -152,7 +152,7 @@ func parseWait(s string, maxWait time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-// parseListQuery applies spec §2.3: limit default 100, < 1 or non-integer → 400, > 1000
+// parseListQuery applies docs/internals/http-api.md §2.3: limit default 100, < 1 or non-integer → 400, > 1000
 // capped; page_token opaque.
 func parseListQuery(q url.Values) (limit int, after string, err error) {
 	limit = defaultListLimit
@@ -173,7 +173,7 @@ func parseListQuery(q url.Values) (limit int, after string, err error) {
 }
 
 // parseDescribeQuery parses the optional partition of GET /v1/topics/{topic} (-1 = all).
-// A negative value passes here and fails the range check after the 404 (spec §2.4).
+// A negative value passes here and fails the range check after the 404 (docs/internals/http-api.md §2.4).
 func parseDescribeQuery(q url.Values) (partition int, given bool, err error) {
 	ps, given, err := singleParam(q, "partition")
 	if err != nil || !given {
@@ -186,7 +186,7 @@ func parseDescribeQuery(q url.Values) (partition int, given bool, err error) {
 	return int(p), true, nil
 }
 
-// parseExtend maps an extend value to an operation (spec §2.11): "" or "false" → ack,
+// parseExtend maps an extend value to an operation (docs/internals/http-api.md §2.11): "" or "false" → ack,
 // "true" or "1" → extend, "0" → nack, anything else → 400.
 func parseExtend(s string) (service.AckOp, error) {
 	switch s {
@@ -200,7 +200,7 @@ func parseExtend(s string) (service.AckOp, error) {
 	return 0, invalidf("extend must be absent, \"false\", \"true\", \"1\" or \"0\", not %q", s)
 }
 
-// parseAckQuery applies spec §2.11: receipt_handle required and well-formed, extend valid;
+// parseAckQuery applies docs/internals/http-api.md §2.11: receipt_handle required and well-formed, extend valid;
 // for both, a repeated parameter's first value wins.
 func parseAckQuery(q url.Values) (consume.Handle, service.AckOp, error) {
 	hs := q.Get("receipt_handle")

@@ -12,7 +12,7 @@ import (
 	"narad.dev/broker/internal/service"
 )
 
-// RemoteBackend is the remote-children half of the service layer (spec/fanout.md §13).
+// RemoteBackend is the remote-children half of the service layer (docs/internals/fanout.md §13).
 type RemoteBackend interface {
 	// AttachRemote checks the target (TargetError), reads the start point (ErrUnavailable) and
 	// proposes the link (ErrConflict over the children limit or for a duplicate id). It returns

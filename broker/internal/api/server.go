@@ -1,4 +1,4 @@
-// Package api is Narad's client-facing HTTP /v1 surface (spec/api.md): routing,
+// Package api is Narad's client-facing HTTP /v1 surface (docs/internals/http-api.md): routing,
 // authentication, request decoding and validation in the documented check order, and the
 // mapping of Backend errors to status codes. It holds no broker state; every state read or
 // change goes through Backend, or ClusterBackend for the /v1/cluster endpoints.
@@ -17,10 +17,10 @@ import (
 )
 
 // DefaultMaxConsumeWait is the long-poll ceiling used when Options.MaxConsumeWait is not
-// positive (spec/api.md §1.7, Open point 27).
+// positive (docs/internals/http-api.md §1.7).
 const DefaultMaxConsumeWait = 10 * time.Second
 
-// APIObserver receives the traffic events only the HTTP layer can see (spec/metrics.md §2).
+// APIObserver receives the traffic events only the HTTP layer can see (docs/internals/metrics.md §2).
 // Implementations must be safe for concurrent use; a nil APIObserver is allowed.
 type APIObserver interface {
 	// ProduceRejected counts a produce refused by the HTTP layer, reason "schema" or
@@ -236,7 +236,7 @@ func (s *server) observe(route string, r *http.Request, sw *statusWriter, start 
 }
 
 // exemptFromAuth reports whether r is one of the probe/metrics reads that never need
-// credentials (spec §1.2: GET /healthz, /readyz, /metrics; HEAD is a GET without body).
+// credentials (docs/internals/http-api.md §1.2: GET /healthz, /readyz, /metrics; HEAD is a GET without body).
 func exemptFromAuth(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
@@ -277,7 +277,7 @@ func (s *server) serveUnmatched(w *statusWriter, r *http.Request) {
 // callerKey is the context key of the authenticated *meta.User.
 type callerKey struct{}
 
-// rootCaller is the caller when security is off (spec §1.2: user-management calls act as
+// rootCaller is the caller when security is off (docs/internals/http-api.md §1.2: user-management calls act as
 // the root admin). It has no username, so no self-service rule ever matches it.
 var rootCaller = &meta.User{Root: true, Grants: []meta.Grant{{Action: meta.ActionAdmin}}}
 

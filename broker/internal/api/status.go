@@ -53,7 +53,7 @@ func tooLargef(format string, args ...any) error {
 }
 
 // recordError blames one record of a batch produce; the error body carries its index
-// (spec §2.8).
+// (docs/internals/http-api.md §2.8).
 type recordError struct {
 	Index int
 	Err   error
@@ -76,7 +76,7 @@ func (e *recordError) ErrorFields() map[string]any {
 }
 
 // errorFielder is an error that adds machine-readable fields to the error body
-// (spec §1.5: index, owner/target, node/reasons).
+// (docs/internals/http-api.md §1.5: index, owner/target, node/reasons).
 type errorFielder interface {
 	ErrorFields() map[string]any
 }
@@ -112,11 +112,11 @@ func (s *server) writeErr(w http.ResponseWriter, r *http.Request, op string, err
 	writeErrorBody(w, status, msg, fields)
 }
 
-// opAuthenticate is the op name of credential checks; its 500 text is fixed by spec §1.2.
+// opAuthenticate is the op name of credential checks; its 500 text is fixed by docs/internals/http-api.md §1.2.
 const opAuthenticate = "authentication"
 
 // writeErrorBody writes {"error": msg, ...fields} with the headers the status requires:
-// WWW-Authenticate on 401, Retry-After on 429 (spec §1.2).
+// WWW-Authenticate on 401, Retry-After on 429 (docs/internals/http-api.md §1.2).
 func writeErrorBody(w http.ResponseWriter, status int, msg string, fields map[string]any) {
 	switch status {
 	case http.StatusUnauthorized:
@@ -132,7 +132,7 @@ func writeErrorBody(w http.ResponseWriter, status int, msg string, fields map[st
 	writeJSON(w, status, body)
 }
 
-// writeJSON writes v as one JSON value followed by "\n" (spec §1.1).
+// writeJSON writes v as one JSON value followed by "\n" (docs/internals/http-api.md §1.1).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"narad.dev/broker/internal/service"
 )
 
-// TopicObject is the Topic object of spec/api.md §2.1 as it goes on the wire (create, list,
+// TopicObject is the Topic object of docs/internals/http-api.md §2.1 as it goes on the wire (create, list,
 // get, alter, and the lead's attach). Internal fields of meta.Topic (incarnation, schema
 // version) are not part of it.
 type TopicObject struct {
@@ -55,7 +55,7 @@ func TopicObjectOf(t meta.Topic) TopicObject {
 // describeObject is the answer of GET /v1/topics/{topic}: the Topic object plus
 // partition_stats (always present, sorted by index) and the topic's incarnation, which
 // changes when a topic of the same name is deleted and created again (an addition of ours,
-// spec/api.md §6).
+// docs/internals/http-api.md §6).
 type describeObject struct {
 	TopicObject
 	Incarnation    string                   `json:"incarnation"`
@@ -68,7 +68,7 @@ type topicList struct {
 	NextPageToken string        `json:"next_page_token"`
 }
 
-// createTopicBody is the strict request body of POST /v1/topics (spec §2.2). RetentionMs is
+// createTopicBody is the strict request body of POST /v1/topics (docs/internals/http-api.md §2.2). RetentionMs is
 // a pointer: absent = server default, 0 = keep forever (Open point 6).
 type createTopicBody struct {
 	Name                      string          `json:"name"`
@@ -80,10 +80,10 @@ type createTopicBody struct {
 	Schema                    json.RawMessage `json:"schema"`
 	Parent                    string          `json:"parent"`
 	FanoutDelayMs             int64           `json:"fanout_delay_ms"`
-	Owner                     string          `json:"owner"` // accepted and ignored (spec §2.2)
+	Owner                     string          `json:"owner"` // accepted and ignored (docs/internals/http-api.md §2.2)
 }
 
-// alterTopicBody is the strict request body of PATCH /v1/topics/{topic} (spec §2.5). Any
+// alterTopicBody is the strict request body of PATCH /v1/topics/{topic} (docs/internals/http-api.md §2.5). Any
 // field outside this set (name, parent, fanout_delay_ms, ...) is an unknown field → 400.
 // null counts as not supplied.
 type alterTopicBody struct {

@@ -12,7 +12,7 @@ import (
 	"narad.dev/broker/internal/service"
 )
 
-// createTopic is POST /v1/topics (spec §2.2). Check order: body size/JSON (413/400) →
+// createTopic is POST /v1/topics (docs/internals/http-api.md §2.2). Check order: body size/JSON (413/400) →
 // create grant on name (403) → manage right on parent (403) → field validation (400) →
 // parent existence (404) → conflicts (409, Backend) → attach point (503, Backend).
 func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
@@ -57,7 +57,7 @@ func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, TopicObjectOf(t))
 }
 
-// listTopics is GET /v1/topics (spec §2.3): keyset pagination in byte order of name.
+// listTopics is GET /v1/topics (docs/internals/http-api.md §2.3): keyset pagination in byte order of name.
 func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
 	const op = "list topics"
 	limit, after, err := parseListQuery(r.URL.Query())
@@ -73,7 +73,7 @@ func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// describeTopic is GET /v1/topics/{topic} (spec §2.4): query syntax (400) → existence
+// describeTopic is GET /v1/topics/{topic} (docs/internals/http-api.md §2.4): query syntax (400) → existence
 // (404) → partition range (400).
 func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
 	const op = "describe topic"
@@ -100,7 +100,7 @@ func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, describeObject{TopicObject: TopicObjectOf(t), Incarnation: t.Incarnation, PartitionStats: stats})
 }
 
-// alterTopic is PATCH /v1/topics/{topic} (spec §2.5). Check order: JSON syntax and field
+// alterTopic is PATCH /v1/topics/{topic} (docs/internals/http-api.md §2.5). Check order: JSON syntax and field
 // validation (400/413) → manage right (403) → existence (404) → partition bounds against
 // the current count and schema compatibility (400) → conflicts (409).
 func (s *server) alterTopic(w http.ResponseWriter, r *http.Request) {
@@ -151,7 +151,7 @@ func (s *server) alterTopic(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, TopicObjectOf(nt))
 }
 
-// deleteTopic is DELETE /v1/topics/{topic}[?detach_children=true] (spec §2.6): query (400)
+// deleteTopic is DELETE /v1/topics/{topic}[?detach_children=true] (docs/internals/http-api.md §2.6): query (400)
 // → manage right (403) → existence (404) → children without detach_children=true (409,
 // naming them) → delete. A topic without children answers 204. Deleting a parent detaches
 // its local children (they become standalone, keeping their data) and drops its remote

@@ -11,7 +11,7 @@ import (
 )
 
 // Each case fails at one step while every later step would fail too, proving the order of
-// spec §2.2: JSON (413/400) → create grant (403) → manage right on parent (403) → field
+// docs/internals/http-api.md §2.2: JSON (413/400) → create grant (403) → manage right on parent (403) → field
 // validation (400) → parent existence (404) → conflicts (409).
 func TestCreateTopicCheckOrder(t *testing.T) {
 	big := `{"name":"orders-x","owner":"` + strings.Repeat("a", maxJSONBody) + `"}`

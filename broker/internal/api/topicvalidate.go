@@ -9,7 +9,7 @@ import (
 	"narad.dev/broker/internal/service"
 )
 
-// validTopicName applies the name rule of spec §1.7: ^[A-Za-z0-9._-]{1,255}$, not "." or "..".
+// validTopicName applies the name rule of docs/internals/http-api.md §1.7: ^[A-Za-z0-9._-]{1,255}$, not "." or "..".
 func validTopicName(s string) bool {
 	if len(s) == 0 || len(s) > 255 || s == "." || s == ".." {
 		return false
@@ -72,7 +72,7 @@ func checkSchemaDoc(doc json.RawMessage) error {
 	return nil
 }
 
-// validateCreate is the field-validation step of spec §2.2 (every failure is a 400). It
+// validateCreate is the field-validation step of docs/internals/http-api.md §2.2 (every failure is a 400). It
 // does not look at any stored state; owner is filled in by the caller.
 func validateCreate(b *createTopicBody, maxPartitions int) (service.CreateTopicRequest, error) {
 	if b.Name == "" {
@@ -127,7 +127,7 @@ func validateCreate(b *createTopicBody, maxPartitions int) (service.CreateTopicR
 	}, nil
 }
 
-// validateAlter is the first step of spec §2.5 (JSON syntax and field validation, all
+// validateAlter is the first step of docs/internals/http-api.md §2.5 (JSON syntax and field validation, all
 // 400): at least one field supplied, each within its stateless bounds. The comparison with
 // the current partition count and schema happens after the 404.
 func validateAlter(b *alterTopicBody, maxPartitions int) (service.AlterTopicRequest, error) {

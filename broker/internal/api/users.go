@@ -18,7 +18,7 @@ const (
 	eventUserRead     = "user.read" // audited only when refused
 )
 
-// userObject is the User object of spec §2.15; it never carries the password hash.
+// userObject is the User object of docs/internals/http-api.md §2.15; it never carries the password hash.
 type userObject struct {
 	Username    string       `json:"username"`
 	Grants      []meta.Grant `json:"grants,omitempty"`

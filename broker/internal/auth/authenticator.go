@@ -16,7 +16,7 @@ import (
 )
 
 // UserSource reads users from the local metastore replica. It must be safe for concurrent use
-// and must not block on the network (spec/api.md §1.2: any node authenticates locally).
+// and must not block on the network (docs/internals/http-api.md §1.2: any node authenticates locally).
 type UserSource interface {
 	User(name string) (meta.User, bool)
 }

@@ -1,5 +1,5 @@
 // Package auth is Narad's client-plane security: password hashing and the input rules for
-// usernames, passwords and grants (spec/api.md §1.7, §2.15), RBAC decisions and the
+// usernames, passwords and grants (docs/internals/http-api.md §1.7, §2.15), RBAC decisions and the
 // no-escalation rules (§1.3), and the HTTP Basic authenticator with its failed-login throttle
 // and success cache (§1.2).
 //

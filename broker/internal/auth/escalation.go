@@ -9,7 +9,7 @@ import (
 	"narad.dev/broker/internal/meta"
 )
 
-// The checks below implement "no privilege escalation" (spec/api.md §1.3 rules 1–4) and the
+// The checks below implement "no privilege escalation" (docs/internals/http-api.md §1.3 rules 1–4) and the
 // user-endpoint permissions of §2.15. They assume the inputs already passed ValidateGrants /
 // ValidatePassword (a 400 comes before these 403s) and that caller and target are the current
 // stored records. Every refusal wraps ErrForbidden; a nil caller is always refused.
@@ -64,7 +64,7 @@ func CheckSetGrants(caller, target *meta.User, grants []meta.Grant) error {
 	return CheckGrantAssignment(caller, grants)
 }
 
-// CheckSetPassword decides whether caller may set target's password (spec/api.md §2.15):
+// CheckSetPassword decides whether caller may set target's password (docs/internals/http-api.md §2.15):
 //
 //   - only root may change root's password;
 //   - another user's password: the caller must be an admin;

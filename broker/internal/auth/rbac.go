@@ -6,7 +6,7 @@ import (
 	"narad.dev/broker/internal/meta"
 )
 
-// PatternMatches reports whether a grant pattern matches a topic name (spec/api.md §1.3): a
+// PatternMatches reports whether a grant pattern matches a topic name (docs/internals/http-api.md §1.3): a
 // pattern ending in '*' matches every name starting with the text before it ("*" matches every
 // name); any other pattern matches exactly that name. The empty pattern matches nothing.
 func PatternMatches(pattern, topic string) bool {
@@ -21,7 +21,7 @@ func PatternMatches(pattern, topic string) bool {
 
 // patternCovers reports whether holding have grants at least everything want would: a literal
 // covers only itself; "p*" covers any literal or wildcard starting with "p" (rule 3 of
-// spec/api.md §1.3).
+// docs/internals/http-api.md §1.3).
 func patternCovers(have, want string) bool {
 	if have == "" || want == "" {
 		return false

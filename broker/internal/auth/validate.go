@@ -8,7 +8,7 @@ import (
 	"narad.dev/broker/internal/meta"
 )
 
-// Input limits (spec/api.md §1.7).
+// Input limits (docs/internals/http-api.md §1.7).
 const (
 	MaxUsernameLen = 64  // bytes; ^[A-Za-z0-9._-]{1,64}$
 	MaxPasswordLen = 72  // bytes; bcrypt ignores everything past 72, so longer is refused
@@ -59,7 +59,7 @@ func ValidateUsername(name string) error {
 	return nil
 }
 
-// ValidatePassword enforces a length of 1…72 bytes (spec/api.md §5 item 24: over-long is a
+// ValidatePassword enforces a length of 1…72 bytes (docs/internals/http-api.md §2.15: over-long is a
 // 400, not a 500); otherwise the error wraps ErrInvalid.
 func ValidatePassword(pw string) error {
 	if pw == "" {
@@ -84,7 +84,7 @@ func ValidatePattern(p string) error {
 	return nil
 }
 
-// ValidateGrants checks a grant list (spec/api.md §2.15): the action is one of the four;
+// ValidateGrants checks a grant list (docs/internals/http-api.md §2.15): the action is one of the four;
 // produce/consume/create carry at least one pattern and every pattern is valid; admin carries
 // none. An empty list is valid (a user with no rights). Errors wrap ErrInvalid and name the
 // grant's index.

@@ -18,7 +18,7 @@ import (
 
 // Bench limits and defaults.
 const (
-	benchMaxSize        = 1 << 20         // produce body limit (spec/api.md §1.7)
+	benchMaxSize        = 1 << 20         // produce body limit (docs/internals/http-api.md §1.7)
 	benchMaxBatch       = 4096            // batch produce record limit
 	benchConsumeWait    = 2 * time.Second // long poll of bench consumers; short so they stop promptly
 	benchRequestTimeout = 30 * time.Second

@@ -16,7 +16,7 @@ const (
 	ansiReset = "\x1b[0m"
 )
 
-// messageHeader renders `[p<partition> @<offset>] key=<k> <HH:MM:SS.mmm>` (spec/api.md §3).
+// messageHeader renders `[p<partition> @<offset>] key=<k> <HH:MM:SS.mmm>` (docs/internals/http-api.md §3).
 // The timestamp is Unix seconds (§5 open point 25) shown in loc; a keyless message has no
 // key= part.
 func messageHeader(m client.Message, loc *time.Location) string {

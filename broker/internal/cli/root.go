@@ -1,4 +1,4 @@
-// Package cli is the `narad` command line (spec/api.md §3): the operator and developer
+// Package cli is the `narad` command line (docs/internals/http-api.md §3): the operator and developer
 // commands that talk to a Narad endpoint through narad.dev/broker/client, plus the `serve`
 // command supplied by the caller.
 //

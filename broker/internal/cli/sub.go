@@ -17,7 +17,7 @@ import (
 const (
 	// subWait is the long-poll budget of each queue consume (the server's default ceiling).
 	subWait = 10 * time.Second
-	// ackTries bounds the attempts per ack; a 410 ends them at once (spec/api.md §3).
+	// ackTries bounds the attempts per ack; a 410 ends them at once (docs/internals/http-api.md §3).
 	ackTries = 5
 	// ackTimeout bounds one ack attempt; acks outlive Ctrl-C so a printed message is settled.
 	ackTimeout = 10 * time.Second

@@ -17,7 +17,7 @@ import (
 // maxConfigFileBytes bounds the config file read into memory.
 const maxConfigFileBytes = 1 << 20
 
-// engineInternals are storage knobs the spec keeps out of configuration (spec/storage.md §3).
+// engineInternals are storage knobs the spec keeps out of configuration (docs/internals/storage-format.md §2).
 var engineInternals = map[string]bool{"segment-bytes": true, "segment_bytes": true}
 
 // readConfigFile reads a YAML or JSON file (JSON when the name ends in .json or the content

@@ -108,17 +108,17 @@ const (
 	DefaultHTTPWriteTimeout = 30 * time.Second
 	DefaultHTTPIdleTimeout  = 60 * time.Second
 
-	// DefaultHeartbeatInterval is how often a node upserts its member record (spec/cluster.md §6.4).
+	// DefaultHeartbeatInterval is how often a node upserts its member record (docs/internals/metastore.md §11).
 	DefaultHeartbeatInterval = 5 * time.Second
 	// DefaultHeartbeatTimeout is the heartbeat age past which the controller marks a member
-	// dead (spec/cluster.md §6.4); it must exceed the interval.
+	// dead (docs/internals/metastore.md §11); it must exceed the interval.
 	DefaultHeartbeatTimeout = 30 * time.Second
 	// DefaultForcePromoteAfter is how long a move's source must be dead (by the leader's stamp
 	// and the destination's own clock) before the destination promotes a complete copy
-	// (spec/moves.md §8).
+	// (docs/internals/moves.md §8).
 	DefaultForcePromoteAfter = 2 * time.Minute
 	// DefaultDeadTargetAbortAfter is how long a move's destination may be dead, on the leader's
-	// clock, before the controller clears the move (spec/moves.md §10).
+	// clock, before the controller clears the move (docs/internals/moves.md §10).
 	DefaultDeadTargetAbortAfter = 2 * time.Minute
 
 	// Tunables of the seeds (docs/operating.md, Tunables): a fan-out slab's caps

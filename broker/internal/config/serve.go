@@ -1,4 +1,4 @@
-// Package config resolves the configuration of `narad serve` (spec/api.md §3) from command-line
+// Package config resolves the configuration of `narad serve` (docs/internals/http-api.md §3) from command-line
 // flags, NARAD_* environment variables, an optional YAML or JSON file and defaults, in that order
 // of precedence, and validates it. Every error is one line naming the offending field:
 // "config: <field>: <reason>".
@@ -59,7 +59,7 @@ type Serve struct {
 	ClusterTLSCAFile string
 
 	// InitialMembers are the node IDs allowed to bootstrap on an empty disk (each a valid node
-	// ID); empty = every node may bootstrap (spec/cluster.md §6.1).
+	// ID); empty = every node may bootstrap (docs/internals/metastore.md §11).
 	InitialMembers []string
 	// RemoteAllowedHosts are the targets remote fan-out children may reach: host names,
 	// host:port or CIDRs (hostlist syntax); empty = any host (docs/operating.md, Security).
@@ -69,7 +69,7 @@ type Serve struct {
 	HeartbeatInterval time.Duration
 	HeartbeatTimeout  time.Duration
 	// ForcePromoteAfter and DeadTargetAbortAfter are the move failure timers (> 0, default
-	// 2 min each, spec/moves.md §8, §10).
+	// 2 min each, docs/internals/moves.md §8, §10).
 	ForcePromoteAfter    time.Duration
 	DeadTargetAbortAfter time.Duration
 	// MaxInflightRequestBytes is the budget of produce body bytes held at once (≥ 8 MiB,

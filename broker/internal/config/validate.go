@@ -9,7 +9,7 @@ import (
 	"narad.dev/broker/internal/hostlist"
 )
 
-// Range limits (spec/api.md §1.7).
+// Range limits (docs/internals/http-api.md §1.7).
 const (
 	MinPartitions   = 3
 	MaxPartitions   = 108

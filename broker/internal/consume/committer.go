@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Committer defaults (spec/produce-consume.md §7, spec/storage.md §13).
+// Committer defaults (docs/internals/consume-and-leases.md §9, docs/internals/storage-format.md §14).
 const (
 	DefaultCommitTick         = 100 * time.Millisecond // journal append cadence for dirty shards
 	DefaultSyncInterval       = time.Second            // journal fdatasync cadence: bounds acks lost to power failure

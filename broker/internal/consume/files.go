@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 )
 
-// File names inside a partition directory (spec/storage.md §13).
+// File names inside a partition directory (docs/internals/storage-format.md §14).
 const (
 	JournalFile    = "consumer.journal"
 	CheckpointFile = "consumer.offset"
@@ -31,7 +31,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // ErrBadCheckpoint is returned by DecodeCheckpoint for bytes that are not a valid consumer.offset.
 var ErrBadCheckpoint = errors.New("malformed consumer checkpoint")
 
-// JournalRecord is one consumer.journal entry (spec/storage.md §13.1).
+// JournalRecord is one consumer.journal entry (docs/internals/storage-format.md §14.1).
 type JournalRecord struct {
 	Frontier int64  // last offset such that every offset ≤ it is resolved; -1 = none
 	Seq      uint32 // increments per record, never reset (detects a stale tail)
@@ -80,7 +80,7 @@ func decodeJournal(b []byte) (last JournalRecord, found bool, end int) {
 	return last, found, end
 }
 
-// Checkpoint is the content of consumer.offset (spec/storage.md §13.2).
+// Checkpoint is the content of consumer.offset (docs/internals/storage-format.md §14.2).
 // Invariant: AckedAhead is strictly ascending and every entry is > Frontier.
 type Checkpoint struct {
 	Frontier   int64
@@ -149,7 +149,7 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	return c, nil
 }
 
-// recovered is what a partition's consumer files say (spec/storage.md §13.4).
+// recovered is what a partition's consumer files say (docs/internals/storage-format.md §14.3).
 type recovered struct {
 	Checkpoint        // frontier = max(checkpoint, journal); acked-ahead above it only
 	lastSeq    uint32 // last valid journal sequence; the next record uses lastSeq+1

@@ -1,4 +1,4 @@
-// Package consume is the lease-based consume engine of one node (spec/produce-consume.md §6–7):
+// Package consume is the lease-based consume engine of one node (docs/internals/consume-and-leases.md):
 // a shard per owned partition holding reservations, expiry, the acked-ahead window and the
 // committed frontier, plus the consumer offset files that seed a shard after a restart.
 package consume
@@ -14,7 +14,7 @@ import (
 var ErrBadHandle = errcode.Sub("malformed receipt handle", errcode.ErrInvalid)
 
 // Handle identifies one reservation: partition:offset:nonce, three base-10 integers, nonce > 0
-// (spec/api.md §2.11). Nonces increase per shard, so a re-reservation never reuses a handle.
+// (docs/internals/http-api.md §2.11). Nonces increase per shard, so a re-reservation never reuses a handle.
 type Handle struct {
 	Partition int
 	Offset    int64

@@ -5,7 +5,7 @@ package consume
 
 // expiryEntry is one lease deadline. An entry is live only while the reservation at offset
 // still carries the same nonce and deadline; extend, ack and nack leave stale entries behind
-// that are skipped on pop (spec/produce-consume.md §6.1).
+// that are skipped on pop (docs/internals/consume-and-leases.md §2).
 type expiryEntry struct {
 	expiresAt int64 // unix ms
 	offset    int64

@@ -21,7 +21,7 @@ const (
 	FaultCheckpoint    = "consume.before_checkpoint"
 )
 
-// fileState is a shard's side of the consumer files (spec/storage.md §13). Guarded by mu,
+// fileState is a shard's side of the consumer files (docs/internals/storage-format.md §14). Guarded by mu,
 // which serializes the committer and Close; the shard's own lock is only taken briefly to
 // snapshot the frontier.
 //

@@ -5,7 +5,7 @@ import (
 )
 
 // Reserve hands out up to max messages (max < 1 counts as 1), each under its own lease
-// (spec/produce-consume.md §6.3). The lease is created under the shard lock before the record
+// (docs/internals/consume-and-leases.md §4). The lease is created under the shard lock before the record
 // is read, and the read happens without the lock. An unreadable record is skipped for good
 // (corrupt set, frontier advances over it) and the next offset is tried; a record that aged
 // out meanwhile resolves the same way. Any other read error releases that lease and ends the

@@ -1,6 +1,6 @@
 package consume
 
-// Ack settles the lease (offset, nonce) (spec/produce-consume.md §6.4). The frontier hole
+// Ack settles the lease (offset, nonce) (docs/internals/consume-and-leases.md §5). The frontier hole
 // advances committed over the contiguous run of acked-ahead and corrupt offsets; any other
 // offset parks in the acked-ahead window, or — when the window is full — fails with
 // ErrAckedAheadFull and the lease stays live for a retry. No live lease → ErrStale.
@@ -81,7 +81,7 @@ func (s *Shard) Nack(offset int64, nonce uint64) error {
 }
 
 // PurgeExpired releases every lapsed lease and wakes waiters if any was released. The engine
-// calls it every second (spec/produce-consume.md §6.5) so redelivery does not wait for a poll.
+// calls it every second (docs/internals/consume-and-leases.md §6) so redelivery does not wait for a poll.
 func (s *Shard) PurgeExpired() int {
 	nowMs := s.now().UnixMilli()
 	s.mu.Lock()

@@ -26,7 +26,7 @@ type reservation struct {
 }
 
 // Shard is the in-memory consume state of one partition on its owner
-// (spec/produce-consume.md §6.1).
+// (docs/internals/consume-and-leases.md §2).
 //
 // Invariants, all guarded by mu:
 //   - committed only moves forward; every offset ≤ committed is resolved (acked, corrupt or
@@ -73,7 +73,7 @@ type Shard struct {
 var nonceFloor atomic.Uint64
 
 // OpenShard creates the shard of partition whose log directory is dir, recovering the
-// frontier and acked-ahead set from the consumer files (spec/storage.md §13.4). Missing files
+// frontier and acked-ahead set from the consumer files (docs/internals/storage-format.md §14.3). Missing files
 // or a missing dir mean frontier -1; nothing is created on disk here. The recovered frontier
 // is not clamped to the source's high watermark.
 func OpenShard(partition int, dir string, src Source, opts ShardOptions) (*Shard, error) {
@@ -153,7 +153,7 @@ func (s *Shard) State() State {
 }
 
 // Frontier returns the in-memory frontier and acked-ahead set (ascending): what a checkpoint
-// would hold, and what a move's transfer listing reports (spec/produce-consume.md §7).
+// would hold, and what a move's transfer listing reports (docs/internals/consume-and-leases.md §9).
 func (s *Shard) Frontier() Checkpoint {
 	c, _ := s.frontierSnapshot()
 	return c
@@ -182,7 +182,7 @@ func (s *Shard) Dirty() bool {
 	return changes != s.files.checkpointedChanges()
 }
 
-// SetFrozen arms or lifts the handoff freeze (moves.md §3): while frozen Reserve hands out
+// SetFrozen arms or lifts the handoff freeze (docs/internals/moves.md §3): while frozen Reserve hands out
 // nothing (Frozen); acks, extends and nacks keep working. Lifting it wakes waiters.
 func (s *Shard) SetFrozen(on bool) {
 	s.mu.Lock()

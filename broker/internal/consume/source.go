@@ -6,10 +6,10 @@ import (
 )
 
 // Sentinel errors. Callers branch on them with errors.Is; the API layer maps them to statuses
-// (spec/api.md §2.11): ErrStale → 410, ErrAckedAheadFull → 503.
+// (docs/internals/http-api.md §2.11): ErrStale → 410, ErrAckedAheadFull → 503.
 var (
 	// ErrCorrupt is returned by a Source when the record at an offset is permanently unreadable.
-	// The shard skips it (spec/produce-consume.md §6.8).
+	// The shard skips it (docs/internals/consume-and-leases.md §8).
 	ErrCorrupt = errors.New("record permanently unreadable")
 	// ErrAgedOut is returned by a Source when the offset is below its oldest retained offset.
 	ErrAgedOut = errors.New("offset aged out of retention")
@@ -68,7 +68,7 @@ const (
 	RejectCap   = "cap"
 )
 
-// Defaults applied when a Limits field is zero or negative (spec/produce-consume.md §9).
+// Defaults applied when a Limits field is zero or negative (docs/internals/consume-and-leases.md §11).
 const (
 	DefaultVisibilityTimeout = 30 * time.Second // lease length; extend restarts a full window
 	DefaultMaxInFlight       = 1024             // live reservations per partition

@@ -8,7 +8,7 @@ import (
 	"narad.dev/broker/internal/placement"
 )
 
-// assignUnassigned is C2 (spec/cluster.md §7.1): every partition below a topic's count that
+// assignUnassigned is C2 (docs/internals/metastore.md §12): every partition below a topic's count that
 // has no assignment gets an owner from the placement rules. Parents and standalone topics go
 // first, so a child whose parent partition was unassigned at the start of the pass is placed
 // in the same pass when the parent's could be; anything still deferred is retried next pass.

@@ -8,14 +8,14 @@ import (
 	"narad.dev/broker/internal/meta"
 )
 
-// Leader-side labels of narad_moves_blocked{reason} (spec/moves.md §14); the destination
+// Leader-side labels of narad_moves_blocked{reason} (docs/internals/moves.md §14); the destination
 // sets the others (copy_unverifiable, source_dead_copy_behind).
 const (
 	BlockedSourceDead = "source_dead" // the move's source is dead or not a member
 	BlockedTargetDead = "target_dead" // the move's target is dead
 )
 
-// exportBlocked is C7 (spec/moves.md §10.4, §12.4): narad_moves_blocked{reason="source_dead"}
+// exportBlocked is C7 (docs/internals/moves.md §10, §12.4): narad_moves_blocked{reason="source_dead"}
 // and {reason="target_dead"} are set to the number of in-flight moves blocked that way, each
 // such move logged once per leadership at error; narad_decommission_blocked{node,reason} is
 // 1 for each reason C6 found this pass, and the series of reasons that cleared are deleted.
@@ -94,7 +94,7 @@ func (c *Controller) resetLeaderMetrics() {
 }
 
 // DecommissionBlocked returns the reasons the latest pass found for each draining member
-// (spec/api.md §2.16 decommission_blocked): an empty slice when nothing blocks it; members
+// (docs/internals/http-api.md §2.16 decommission_blocked): an empty slice when nothing blocks it; members
 // that are not draining have no entry. Empty off the leader. The result is a copy.
 func (c *Controller) DecommissionBlocked() map[string][]string {
 	c.mu.Lock()

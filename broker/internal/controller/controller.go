@@ -1,4 +1,4 @@
-// Package controller runs the Raft leader's cluster duties (spec/cluster.md §7): liveness
+// Package controller runs the Raft leader's cluster duties (docs/internals/metastore.md §12): liveness
 // (C1), placement of unassigned partitions (C2), voter promotion and demotion (C3), clearing
 // the targets of moves aimed at gone or dead destinations (C4), the rebalance planner (C5),
 // decommission (C6), the blocked-move and blocked-decommission metrics (C7), seeding the
@@ -24,7 +24,7 @@ import (
 	"narad.dev/broker/internal/metrics"
 )
 
-// Controller timing and policy constants (spec/cluster.md §13).
+// Controller timing and policy constants (docs/internals/metastore.md §14).
 const (
 	DefaultTick            = 10 * time.Second // ReconcileInterval: one pass per tick while leader
 	DefaultResync          = 5 * time.Second  // IsLeader re-check: LeaderCh may coalesce edges
@@ -37,14 +37,13 @@ const (
 	MinVoters = 3
 
 	// DeadTargetAbortAfter: a move's target dead this long on the leader's own clock has its
-	// target cleared (C4, spec/moves.md §10).
+	// target cleared (C4, docs/internals/moves.md §10).
 	DeadTargetAbortAfter = 2 * time.Minute
-	// MaxInFlightMoves bounds the moves with a target set at once (C5, spec/moves.md §11).
+	// MaxInFlightMoves bounds the moves with a target set at once (C5, docs/internals/moves.md §11).
 	MaxInFlightMoves = 8
 )
 
-// Status is what a node reports about itself (NodeStatus, node RPC op 29, spec/cluster.md
-// §8.1) as far as the controller's duties need it.
+// Status is what a node reports about itself (NodeStatus, node RPC op 29, docs/internals/node-rpc.md §6) as far as the controller's duties need it.
 type Status struct {
 	AppliedIndex        uint64 // the node's applied Raft index
 	CaughtUp            bool   // the node's own AppliedCaughtUp
@@ -54,7 +53,7 @@ type Status struct {
 	IngressUndispatched int64  // ingress WAL records not yet committed at their owners
 }
 
-// ZeroBacklog reports spec/cluster.md §8.2: the node has seen its drain, refuses produce, and
+// ZeroBacklog reports docs/internals/node-rpc.md §6: the node has seen its drain, refuses produce, and
 // holds neither an unanswered admitted produce nor an undispatched WAL record.
 func (s Status) ZeroBacklog() bool {
 	return s.DrainingSeen && s.RefusingProduce && s.AdmittedInflight == 0 && s.IngressUndispatched == 0
@@ -126,7 +125,7 @@ type Controller struct {
 	logger     *slog.Logger
 	duties     []duty
 
-	placement sync.Mutex // spec/cluster.md §7.2; see PlacementLock
+	placement sync.Mutex // docs/internals/metastore.md §12; see PlacementLock
 
 	mu          sync.Mutex
 	leading     bool
@@ -186,13 +185,13 @@ func New(cfg Config) *Controller {
 	return c
 }
 
-// PlacementLock is the leader-side placement mutex (spec/cluster.md §7.2). The controller
+// PlacementLock is the leader-side placement mutex (docs/internals/metastore.md §12). The controller
 // holds it while a placement duty reads placement and proposes; the leader's topic create
 // and partition increase take it around choosing and proposing their assignments.
 func (c *Controller) PlacementLock() *sync.Mutex { return &c.placement }
 
 // DeadSince reports when this leader first observed member id dead, on its own clock
-// (spec/cluster.md §6.4); false when it is not dead, not yet observed, or this node does not
+// (docs/internals/metastore.md §11); false when it is not dead, not yet observed, or this node does not
 // lead. Later duties (DeadTargetAbortAfter) use it so a new leader never acts on an
 // inherited stamp.
 func (c *Controller) DeadSince(id string) (time.Time, bool) {

@@ -11,7 +11,7 @@ import (
 	"narad.dev/broker/internal/placement"
 )
 
-// Errors of the decommission calls (spec/api.md §2.17).
+// Errors of the decommission calls (docs/internals/http-api.md §2.17).
 var (
 	// ErrRefused: the decommission could never complete; the Verdict carries the reasons
 	// (409). Nothing changed.
@@ -21,7 +21,7 @@ var (
 	ErrRemoved = errcode.Sub("member already removed from the raft configuration", errcode.ErrRefused)
 )
 
-// clearDrainingTargets is C6's first step (spec/moves.md §12.2): clear (AbortMove CAS) every
+// clearDrainingTargets is C6's first step (docs/internals/moves.md §12.2): clear (AbortMove CAS) every
 // move aimed at a draining node, so no partition lands on a node that is leaving, except a
 // move whose source is dead or has no member record: the draining node may hold the only
 // live copy, which it force-promotes and then drains off like any partition it owns
@@ -48,7 +48,7 @@ func (c *Controller) clearDrainingTargets(ctx context.Context) error {
 	return nil
 }
 
-// decommission is C6's removal step (spec/moves.md §12.3), under the placement lock from its
+// decommission is C6's removal step (docs/internals/moves.md §12.3), under the placement lock from its
 // read of placement until the last removal, so neither a flip nor a topic create can land a
 // partition on a node being removed. Draining members are taken in drainingOrder; a draining
 // node D is removed from the Raft configuration (its member record stays) when it owns
@@ -110,7 +110,7 @@ func (c *Controller) decommission(ctx context.Context) error {
 	return nil
 }
 
-// backlogDrained asks m itself for its ingress backlog (spec/cluster.md §8.2). No prober,
+// backlogDrained asks m itself for its ingress backlog (docs/internals/node-rpc.md §6). No prober,
 // or a failed call, counts as a backlog.
 func (c *Controller) backlogDrained(ctx context.Context, m meta.Member) bool {
 	if c.cfg.Prober == nil {
@@ -160,7 +160,7 @@ func (c *Controller) handOffLeadership(ctx context.Context, v *clusterView) {
 }
 
 // Decommission starts draining member id (POST /v1/cluster/members/{id}/decommission,
-// spec/api.md §2.17). It runs on the leader, after a barrier, under the placement lock:
+// docs/internals/http-api.md §2.17). It runs on the leader, after a barrier, under the placement lock:
 // unknown id → meta.ErrNotFound; the up-front verdict is computed; a dry run returns it and
 // changes nothing; a verdict that is not allowed returns it with ErrRefused and changes
 // nothing; otherwise the drain flag is set (op 18; already set → nothing proposed) and the

@@ -8,7 +8,7 @@ import (
 )
 
 // duty is one job of a controller pass. Duties run in list order on the controller
-// goroutine; a duty with placement set runs under the placement lock (spec/cluster.md §7.2)
+// goroutine; a duty with placement set runs under the placement lock (docs/internals/metastore.md §12)
 // from its first read of placement until its last proposal.
 type duty struct {
 	name      string // C1 … C9, for logs
@@ -38,7 +38,7 @@ func (c *Controller) dutyList() []duty {
 	}
 }
 
-// runPass runs one pass: a barrier (a fresh leader trusts its FSM only after one, spec §5.2),
+// runPass runs one pass: a barrier (a fresh leader trusts its FSM only after one, docs/internals/metastore.md §9),
 // then every duty. A duty's failure is logged and the next duty runs, unless the failure
 // means leadership or the metastore is gone.
 func (c *Controller) runPass(ctx context.Context) {

@@ -8,7 +8,7 @@ import (
 	"narad.dev/broker/internal/meta"
 )
 
-// collectMembers is C9 (spec/cluster.md §6.5): delete (op 19) the record of a member that is
+// collectMembers is C9 (docs/internals/metastore.md §11): delete (op 19) the record of a member that is
 // out of the Raft configuration, owns no partition, is no move's target, and has been dead
 // for at least RemoveDeadAfter on this leader's own clock (dead_since, so a stamp inherited
 // from an earlier leader never counts). RemoveMember re-checks ownership in Apply.

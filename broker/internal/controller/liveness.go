@@ -8,7 +8,7 @@ import (
 	"narad.dev/broker/internal/meta"
 )
 
-// liveness is C1 (spec/cluster.md §6.4): a member whose last heartbeat is older than
+// liveness is C1 (docs/internals/metastore.md §11): a member whose last heartbeat is older than
 // DeadAfter is marked dead; dead_since is kept per member on this leader's clock, set when
 // it first observes the member dead and cleared when the member is alive again.
 //

@@ -8,7 +8,7 @@ import (
 	"narad.dev/broker/internal/placement"
 )
 
-// planMoves is C5, the rebalance planner (spec/moves.md §11): it computes the fewest moves
+// planMoves is C5, the rebalance planner (docs/internals/moves.md §11): it computes the fewest moves
 // that balance the count of owned partitions over the live, non-draining members
 // (placement.Rebalance) and aims the first MaxInFlightMoves − in_flight of them with
 // SetAssignmentTarget (expected owner = the source). It runs under the placement lock after

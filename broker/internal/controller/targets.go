@@ -16,7 +16,7 @@ const (
 	clearTargetDraining  = "target_draining"   // C6: moves are never aimed at a leaving node
 )
 
-// clearDeadTargets is C4 (spec/moves.md §10): only a destination gives up its own move, and
+// clearDeadTargets is C4 (docs/internals/moves.md §10): only a destination gives up its own move, and
 // a dead one cannot, so the leader clears (AbortMove CAS, expected target = T) the target of
 // every in-flight move whose target T has no member record, has been dead for at least
 // DeadTargetAbortAfter as measured by this leader's own dead_since (a new leader never acts

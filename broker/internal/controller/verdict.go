@@ -6,7 +6,7 @@ import (
 	"narad.dev/broker/internal/meta"
 )
 
-// Decommission reason codes (spec/api.md §2.16): the 409 refusal, dry runs,
+// Decommission reason codes (docs/internals/http-api.md §2.16): the 409 refusal, dry runs,
 // decommission_blocked and narad_decommission_blocked{node,reason} all use them.
 const (
 	ReasonMinVoters      = "min_voters"
@@ -135,7 +135,7 @@ func (v *clusterView) voterReasonsWith(id string, spare int) []string {
 	return out
 }
 
-// upfront returns every reason refused up front (spec/api.md §2.16): the voter guards, and,
+// upfront returns every reason refused up front (docs/internals/http-api.md §2.16): the voter guards, and,
 // when id owns partitions, no_receivers (no other alive, non-draining member can take them)
 // and dead_owner (id is dead, so its partitions' data cannot leave).
 func (v *clusterView) upfront(id string) []string {

@@ -17,7 +17,7 @@ const (
 	advanceRetry = 100 * time.Millisecond
 )
 
-// advancer makes the WAL checkpoint durable off the pass's path (spec/produce-consume.md §4.1,
+// advancer makes the WAL checkpoint durable off the pass's path (docs/internals/produce-path.md §4,
 // last step). A pass moves the in-memory checkpoint (committedAhead's base) at once and hands
 // the new value here; the next pass scans from it while this goroutine writes it and compacts.
 // Requests coalesce: a write in progress is followed by one write of the newest value, started

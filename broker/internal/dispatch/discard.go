@@ -10,7 +10,7 @@ type topicInc struct {
 	topic, incarnation string
 }
 
-// discardConfirmed is the discard path (spec/produce-consume.md §4.4), the only way an accepted
+// discardConfirmed is the discard path (docs/internals/produce-path.md §7), the only way an accepted
 // record dies undelivered. The caller has seen the topic absent (or another incarnation) in the
 // local replica; discarding further needs the replica caught up AND the Raft leader confirming
 // the absence. Anything less — not caught up, leader unreachable, leader says it exists — keeps

@@ -1,4 +1,4 @@
-// Package dispatch is the node's produce dispatcher (spec/produce-consume.md §4): it reads
+// Package dispatch is the node's produce dispatcher (docs/internals/produce-path.md §4): it reads
 // accepted records from the ingress WAL, commits them at their partition owners, and advances
 // the WAL checkpoint past what is finished. It knows the cluster only through the Topology and
 // Committer interfaces it defines (no meta, engine, rpc or api imports).
@@ -22,7 +22,7 @@ import (
 	"narad.dev/broker/internal/wal"
 )
 
-// Pass parameters (spec/produce-consume.md §4.1, §9).
+// Pass parameters (docs/internals/produce-path.md §4, §11).
 const (
 	MinWindow            = 4096  // first window; lower clamp
 	MaxWindow            = 65536 // upper clamp
@@ -33,7 +33,7 @@ const (
 	DefaultCommitFanout  = 16
 	DefaultCommitTimeout = 30 * time.Second // a slow fsync is not a dead node
 	DefaultBackoff       = time.Second      // per-destination retry pacing after a failure
-	DefaultRerouteGrace  = 3 * time.Second  // from the first failure of a streak [seed 004]
+	DefaultRerouteGrace  = 3 * time.Second  // from the first failure of a streak (docs/internals/produce-path.md §6)
 	DefaultPassWait      = time.Second      // a pass waits this long for its commits, then leaves hung ones running
 	errorLogInterval     = 10 * time.Second // a persisting WAL error is logged at most this often
 )
@@ -203,7 +203,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 }
 
-// Undispatched is the backlog of spec/produce-consume.md §2.6:
+// Undispatched is the backlog of docs/internals/produce-path.md §10:
 // next_seq − checkpoint − |committedAhead ∩ [checkpoint, next_seq)|. It reads the state of the
 // last finished pass, so it may over-count records finished since, never under-count. Safe for
 // concurrent use.

@@ -216,7 +216,7 @@ func (d *Dispatcher) bucket() {
 	}
 }
 
-// resolve decides each source bucket's fate (spec/produce-consume.md §4.2, §4.3).
+// resolve decides each source bucket's fate (docs/internals/produce-path.md §5, §6).
 func (d *Dispatcher) resolve(ctx context.Context, now time.Time) {
 	s := &d.scratch
 	for i := range s.srcs {

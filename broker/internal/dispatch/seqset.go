@@ -9,7 +9,7 @@ import (
 // MaxWindow × Lookahead = 65,536 × 16 seqs.
 const seqSetBits = MaxWindow * Lookahead
 
-// seqSet is committedAhead (spec/produce-consume.md §4.1): the finished seqs at or above the
+// seqSet is committedAhead (docs/internals/produce-path.md §4): the finished seqs at or above the
 // checkpoint, as a ring bitmap of fixed size (no allocation per record). Invariant: every member
 // lies in [base, base+seqSetBits), and count is the number of members.
 type seqSet struct {

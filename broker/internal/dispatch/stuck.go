@@ -13,7 +13,7 @@ type partKey struct {
 	partition int
 }
 
-// stuckState is a destination in a failure streak (spec/produce-consume.md §4.3). It is cleared
+// stuckState is a destination in a failure streak (docs/internals/produce-path.md §6). It is cleared
 // by one successful commit to that partition.
 type stuckState struct {
 	firstFailedAt time.Time // start of the streak; the reroute grace runs from here

@@ -56,7 +56,7 @@ type Topology interface {
 	// CaughtUp reports whether the local replica has applied everything the leader committed
 	// (AppliedCaughtUp); the discard path is closed otherwise.
 	CaughtUp() bool
-	// ConfirmAbsent asks the Raft leader (leader-confirmed read, cluster.md §5.3) whether topic
+	// ConfirmAbsent asks the Raft leader (leader-confirmed read, docs/internals/metastore.md §9) whether topic
 	// with this incarnation is gone (deleted, or recreated as another incarnation). Any failure →
 	// (false, err): the records are kept.
 	ConfirmAbsent(ctx context.Context, topic, incarnation string) (bool, error)

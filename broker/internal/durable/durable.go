@@ -1,4 +1,4 @@
-// Package durable holds the crash-safe file primitives of spec/storage.md §17.1: atomic
+// Package durable holds the crash-safe file primitives of docs/internals/storage-format.md §1: atomic
 // replace (temp + fsync + rename + dir fsync), directory creation with parent fsyncs, and
 // fdatasync. Every file that must survive a crash is written through one of these.
 package durable
@@ -16,7 +16,7 @@ import (
 )
 
 // ErrDirMissing is returned when a write targets a directory that no longer exists: a deleted
-// topic's partition directory is never resurrected by a late writer (spec/storage.md §12.2, §13.2).
+// topic's partition directory is never resurrected by a late writer (docs/internals/storage-format.md §13, §14.2).
 var ErrDirMissing = errors.New("partition directory missing")
 
 // TempSuffix marks temp files; every scanner ignores names containing it and Open removes them.

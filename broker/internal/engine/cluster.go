@@ -12,7 +12,7 @@ import (
 	"narad.dev/broker/internal/wal"
 )
 
-// Cluster timeouts (spec/cluster.md §13).
+// Cluster timeouts (docs/internals/metastore.md §14).
 const (
 	peerCallTimeout      = 5 * time.Second  // default peer RPC
 	forwardCreateTimeout = 75 * time.Second // a create may wait behind the leader's create gate
@@ -24,7 +24,7 @@ const (
 	awaitTopicTimeout    = 1 * time.Second // a follower's wait for a topic the leader already has
 )
 
-// Peers is the engine's view of the node-to-node RPC (spec/cluster.md §10.3); the server
+// Peers is the engine's view of the node-to-node RPC (docs/internals/node-rpc.md §4); the server
 // implements it over the cluster port. addr is always a peer's cluster address. Errors wrap
 // the api sentinels (ErrNotFound, ErrExists, ErrConflict, ErrInvalid, ErrStale, ErrGone,
 // ErrUnavailable) or ErrNotOwner / meta.ErrNotLeader for a 421, so callers can branch on them.

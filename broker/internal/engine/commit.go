@@ -13,7 +13,7 @@ import (
 )
 
 // CommitLocal is the owner-side commit of one batch for one partition
-// (spec/produce-consume.md §5.1): gates (owner, handoff freeze: checked before the produce
+// (docs/internals/produce-path.md §8): gates (owner, handoff freeze: checked before the produce
 // lock and again under it, so a refused commit appends nothing), commit time stamped before the produce lock and
 // raised under it to the newest time committed, then the log's append → fsync → verify →
 // hwm persist → advance. It returns the first assigned offset.
@@ -37,7 +37,7 @@ func (e *Engine) CommitLocal(ctx context.Context, topic, incarnation string, p i
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
-	if pt.frozen() { // fast gate (spec/moves.md §3.2): a handoff freeze refuses commits
+	if pt.frozen() { // fast gate (docs/internals/moves.md §3.2): a handoff freeze refuses commits
 		return 0, frozenErr(topic, p)
 	}
 	if err := faults.Check(FaultCommitAfterGate); err != nil {

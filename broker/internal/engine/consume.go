@@ -17,7 +17,7 @@ import (
 )
 
 // reprobeInterval bounds one park of a long-poll before the partitions are scanned again
-// (spec/produce-consume.md §6.7: remote owners are re-probed every 250 ms). A variable only so
+// (docs/internals/consume-and-leases.md §1: remote owners are re-probed every 250 ms). A variable only so
 // that tests can prove a wake-up came from a notice, not from the re-probe timer.
 var reprobeInterval = 250 * time.Millisecond
 
@@ -40,7 +40,7 @@ func limitsOf(t meta.Topic) consume.Limits {
 }
 
 // Consume implements api.Backend: replay, pinned queue and queue consumes, routed to the
-// partition owners (spec/produce-consume.md §6.7). With req.LocalOnly (the node-to-node plane)
+// partition owners (docs/internals/consume-and-leases.md §1). With req.LocalOnly (the node-to-node plane)
 // only this node's partitions are served and nothing is forwarded.
 func (e *Engine) Consume(ctx context.Context, t meta.Topic, req service.ConsumeRequest) ([]service.Message, error) {
 	if req.Max < 1 {

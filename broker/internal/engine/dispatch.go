@@ -16,7 +16,7 @@ type RemoteCommitter interface {
 	CommitRemote(ctx context.Context, addr, topic, incarnation string, partition int, recs []wal.Record) error
 }
 
-// LeaderConfirmer answers leader-confirmed topic reads (spec/cluster.md §5.3).
+// LeaderConfirmer answers leader-confirmed topic reads (docs/internals/metastore.md §9).
 type LeaderConfirmer interface {
 	ConfirmTopic(ctx context.Context, name string) (meta.Topic, bool, error)
 }

@@ -54,7 +54,7 @@ type Config struct {
 	// Peers is the node RPC client. nil: the engine serves only what this node owns and
 	// leads (a node that never talks to peers; most tests).
 	Peers Peers
-	// PlacementLock is the controller's placement lock (spec/cluster.md §7.2), held by the
+	// PlacementLock is the controller's placement lock (docs/internals/metastore.md §12), held by the
 	// leader while it places a new topic's or a partition increase's partitions. nil: a lock
 	// of the engine's own (a node without a controller).
 	PlacementLock sync.Locker
@@ -77,7 +77,7 @@ type Engine struct {
 	now     func() time.Time
 
 	// draining is the local decommission flag; admitted counts produces between admission
-	// and answer (spec/produce-consume.md §3 step 1: increment before reading the flag).
+	// and answer (docs/internals/produce-path.md §2 step 1: increment before reading the flag).
 	draining atomic.Bool
 	admitted atomic.Int64
 
@@ -188,7 +188,7 @@ func (e *Engine) DispatcherStarted(backlog func() uint64) { e.undispatched.Store
 func (e *Engine) SetDraining(on bool) { e.draining.Store(on) }
 
 // refreshDraining copies this node's drain flag from its own replica into the accept path:
-// a node marked for decommission refuses client produce with 503 (spec/moves.md §12.2), also
+// a node marked for decommission refuses client produce with 503 (docs/internals/moves.md §12.2), also
 // after a restart, since the flag survives re-registration. Called on member events for this
 // node, at start and every second.
 func (e *Engine) refreshDraining() {
@@ -298,7 +298,7 @@ func (e *Engine) DrainingSeen() bool {
 // RefusingProduce reports whether the accept path now answers 503 for draining.
 func (e *Engine) RefusingProduce() bool { return e.draining.Load() }
 
-// Undispatched is the ingress backlog (spec/produce-consume.md §2.6); 0 before the
+// Undispatched is the ingress backlog (docs/internals/produce-path.md §10); 0 before the
 // dispatcher starts.
 func (e *Engine) Undispatched() uint64 {
 	if f := e.undispatched.Load(); f != nil {

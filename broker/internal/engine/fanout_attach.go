@@ -10,7 +10,7 @@ import (
 )
 
 // AttachChild implements api.FanoutBackend: a follower forwards the attach to the leader
-// (op 15), which records the attach point and proposes the link (spec/fanout.md R-ATTACH).
+// (op 15), which records the attach point and proposes the link (docs/internals/fanout.md §5).
 func (e *Engine) AttachChild(ctx context.Context, parent, child string, delayMs int64) (meta.Topic, error) {
 	var fwd meta.Topic
 	forwarded, err := e.forwardWrite(ctx, func(addr string) (uint64, error) {

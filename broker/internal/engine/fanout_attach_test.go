@@ -9,7 +9,7 @@ import (
 	"narad.dev/broker/internal/service"
 )
 
-// spec/fanout.md R-ATTACH 5: records committed after the attach point was read but before the
+// docs/internals/fanout.md §5: records committed after the attach point was read but before the
 // attach committed sit at or past the recorded offsets, so the child receives them; records
 // committed before the reads are not copied.
 func TestRecordsCommittedWhileTheAttachIsInFlightAreDelivered(t *testing.T) {
@@ -55,7 +55,7 @@ func TestRecordsCommittedWhileTheAttachIsInFlightAreDelivered(t *testing.T) {
 	}
 }
 
-// spec/fanout.md R-DESC: the children listing never opens a partition log; a closed log is
+// docs/internals/fanout.md §9: the children listing never opens a partition log; a closed log is
 // described from its directory (exact after a clean close).
 func TestChildrenListingNeverOpensAClosedParentLog(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)

@@ -127,7 +127,7 @@ func benchFanout(b *testing.B, children int) {
 	}
 }
 
-// BenchmarkFanoutOneCursor: one child, one busy parent partition (issue 4: one cursor copies at
+// BenchmarkFanoutOneCursor: one child, one busy parent partition (one cursor copies at
 // least 50 % of the single-partition produce commit rate).
 func BenchmarkFanoutOneCursor(b *testing.B) { benchFanout(b, 1) }
 

@@ -28,7 +28,7 @@ func (e *Engine) BindFanout(r FanoutStatus) {
 	e.remoteStatus = r.RemoteStatus
 }
 
-// Children implements api.FanoutBackend (spec §2.13): every parent partition reports its high
+// Children implements api.FanoutBackend (docs/internals/http-api.md §2.13): every parent partition reports its high
 // watermark and cursor positions, locally or from its owner (op 17, 16 in flight); a partition
 // that cannot report makes its children's listing incomplete. Nothing opens a partition log.
 func (e *Engine) Children(ctx context.Context, parent meta.Topic) []service.ChildStatus {

@@ -13,7 +13,7 @@ import (
 	"narad.dev/broker/internal/service"
 )
 
-// Remote children (spec/fanout.md §13): a link stored under r/<parent>\x00<id> whose cursors
+// Remote children (docs/internals/fanout.md §13): a link stored under r/<parent>\x00<id> whose cursors
 // send into another Narad cluster's batch produce. Attach runs the target checks and reads
 // the start point on the node that received the request, before any proposal; the proposal
 // itself is forwarded to the leader by the metastore.
@@ -191,7 +191,7 @@ func remoteListing(l meta.RemoteLink) service.ChildStatus {
 		Cursors: []service.ChildCursor{}, RecoveryPoint: map[string]int64{}}
 }
 
-// remoteChildren lists parent's remote links with the reports of its partitions (spec §2.13):
+// remoteChildren lists parent's remote links with the reports of its partitions (docs/internals/http-api.md §2.13):
 // state = the worst state any running cursor reports (incomplete when a partition did not
 // report), recovery_point = each reporting partition's cursor position.
 func (e *Engine) remoteChildren(parent meta.Topic, reports []*PartitionCursors, owners []string) []service.ChildStatus {

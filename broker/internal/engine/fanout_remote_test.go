@@ -151,7 +151,7 @@ func payloads(prefix string, n int) []string {
 	return out
 }
 
-// spec/fanout.md §13 rule 4: each start mode records its own per-partition start — the
+// docs/internals/fanout.md §13 rule 4: each start mode records its own per-partition start — the
 // committed HWM (attach, the default), the first offset the consumers have not resolved
 // (consumer_frontier), the oldest retained record (oldest).
 func TestRemoteAttachOffsetsFollowTheStartMode(t *testing.T) {
@@ -202,7 +202,7 @@ func TestRemoteAttachOffsetsFollowTheStartMode(t *testing.T) {
 	}
 }
 
-// spec/fanout.md §13: the listing shows the most severe state any partition's cursor reports
+// docs/internals/fanout.md §13: the listing shows the most severe state any partition's cursor reports
 // with that cursor's last error, the recovery point (each partition's unadvanced position),
 // and never the password.
 func TestRemoteListingAggregatesStateRecoveryPointAndLastError(t *testing.T) {
@@ -279,7 +279,7 @@ func TestRemoteListingAggregatesStateRecoveryPointAndLastError(t *testing.T) {
 	}
 }
 
-// spec/fanout.md §13 (moves): a remote link's cursor file rides in the partition's transfer
+// docs/internals/fanout.md §13 (moves): a remote link's cursor file rides in the partition's transfer
 // listing like a local child's, and an owner that installs it resumes from the copied position
 // instead of the link's attach offsets.
 func TestRemoteCursorFileTravelsWithTheMoveAndTheNewOwnerResumesFromIt(t *testing.T) {

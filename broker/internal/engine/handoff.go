@@ -13,7 +13,7 @@ import (
 	"narad.dev/broker/internal/transfer"
 )
 
-// ErrFrozen: the partition is frozen for a move's handoff (spec/moves.md §3). A commit refused
+// ErrFrozen: the partition is frozen for a move's handoff (docs/internals/moves.md §3). A commit refused
 // with it appended nothing; it also wraps errcode.ErrUnavailable (503), which the dispatcher and
 // the fan-out cursors retry like any 503.
 var ErrFrozen = errors.New("partition frozen for a move handoff")
@@ -29,10 +29,10 @@ const (
 	FaultCommitAfterGate = "engine.commit_after_gate"
 )
 
-// leaseDrainPoll paces the arm's wait for leases already out (spec/moves.md §3.3).
+// leaseDrainPoll paces the arm's wait for leases already out (docs/internals/moves.md §3.3).
 const leaseDrainPoll = 10 * time.Millisecond
 
-// freeze is the handoff freeze of one open partition (spec/moves.md §3.1). All fields are
+// freeze is the handoff freeze of one open partition (docs/internals/moves.md §3.1). All fields are
 // guarded by the partition's shardMu.
 //
 // Invariant: while the freeze is active (not ended and now < deadline, on the monotonic
@@ -60,7 +60,7 @@ func (pt *partition) frozen() bool {
 }
 
 // PrepareHandoff arms, re-arms or fences the handoff freeze of (topic, p) on its owner (node
-// RPC op 24, spec/moves.md §3.3).
+// RPC op 24, docs/internals/moves.md §3.3).
 //
 //   - Arm (no token): a new token replaces any earlier one; the deadline becomes now + ttl
 //     (req.TTL, or transfer.FreezeTTL); new reservations stop; the call waits up to

@@ -66,7 +66,7 @@ func TestFailedLogCommitIsRetriedUntilTheRecordLands(t *testing.T) {
 		// exact: a failed commit leaves nothing behind, so the record lands exactly once.
 		// A failed hwm persist puts the log in failed state; the reopen keeps the tail
 		// hidden and the retry appends after it, so a later advance may expose a duplicate
-		// (storage.md §6.5: duplicates, never loss).
+		// (docs/internals/storage-format.md §7.4: duplicates, never loss).
 		exact bool
 	}{
 		{plog.FaultVerify, true, true},

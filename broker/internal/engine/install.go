@@ -39,7 +39,7 @@ func (e *Engine) StagingDir(topic string, partition int) string {
 	return e.layout().StagingDir(topic, partition)
 }
 
-// PrepareTopicDir implements transfer.Local (spec/moves.md §5.2). Under the topic open guard
+// PrepareTopicDir implements transfer.Local (docs/internals/moves.md §5.2). Under the topic open guard
 // it re-reads the topic record from the local replica and refuses with
 // transfer.ErrIncarnationChanged unless it still names incarnation: a delete and recreate
 // between the worker's read and the guard must not set the successor's live directory aside
@@ -55,7 +55,7 @@ func (e *Engine) PrepareTopicDir(topic, incarnation string) error {
 		return fmt.Errorf("prepare %s for incarnation %s: %w", topic, incarnation, transfer.ErrIncarnationChanged)
 	}
 	// Logs of another incarnation still registered point into the directory about to be set
-	// aside: close them first (storage.md §17.3).
+	// aside: close them first (docs/internals/storage-format.md §18).
 	for _, pt := range r.snapshot() {
 		if pt.key.topic == topic && pt.incarnation != incarnation {
 			r.closePartition(pt)
@@ -64,7 +64,7 @@ func (e *Engine) PrepareTopicDir(topic, incarnation string) error {
 	return r.prepareTopicDir(t)
 }
 
-// Install implements transfer.Local (spec/moves.md §5.9). Under the topic open guard with the
+// Install implements transfer.Local (docs/internals/moves.md §5.9). Under the topic open guard with the
 // partition's log closed: the topic dir's marker must still name incarnation (a topic without
 // an incarnation id skips the check); a copy already at the partition path — this node's own
 // copy from an earlier ownership that the stale-copy sweep has not judged — is quarantined
@@ -148,7 +148,7 @@ func (e *Engine) clearPathForInstall(topic string, partition int, incarnation, p
 	return nil
 }
 
-// RenameBack implements transfer.Local (spec/moves.md §7.9): under the topic open guard with
+// RenameBack implements transfer.Local (docs/internals/moves.md §7): under the topic open guard with
 // the log closed, and only while the topic dir's marker names incarnation and the path's
 // move.marker is byte for byte marker, it renames the path back to staging (removing a
 // leftover staging dir first) and fsyncs both parents. Otherwise nothing moves and the error

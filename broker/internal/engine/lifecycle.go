@@ -11,7 +11,7 @@ import (
 )
 
 // purgeLoop releases expired leases every second so redelivery after a consumer death takes
-// the visibility timeout, not "until someone polls" (spec/produce-consume.md §6.5). It also
+// the visibility timeout, not "until someone polls" (docs/internals/consume-and-leases.md §6). It also
 // closes the partitions this node no longer owns (closeLost) and re-reads this node's drain
 // flag.
 func (r *registry) purgeLoop(ctx context.Context) {
@@ -32,7 +32,7 @@ func (r *registry) purgeLoop(ctx context.Context) {
 // closeLost closes every open partition whose assignment in the local replica no longer
 // names this node (a move's flip applied, or the topic is gone): its log and shard close, so
 // leases answer 410, its handoff freeze ends, and long-poll waiters wake and re-route
-// (spec/produce-consume.md §6.6, spec/moves.md §3.3 rule 4).
+// (docs/internals/consume-and-leases.md §7, docs/internals/moves.md §3.3 rule 4).
 func (r *registry) closeLost() {
 	for _, pt := range r.snapshot() {
 		r.closeIfLost(pt.key.topic, pt.key.p)
@@ -64,7 +64,7 @@ func every(ctx context.Context, d time.Duration, f func()) {
 }
 
 // evictLoop closes logs untouched for IdleLogEviction once retention owes nothing and no
-// lease is out (spec/storage.md §10).
+// lease is out (docs/internals/storage-format.md §11).
 func (r *registry) evictLoop(ctx context.Context) { every(ctx, evictionScanInterval, r.evictIdle) }
 
 func (r *registry) evictIdle() {
@@ -96,7 +96,7 @@ func (r *registry) evictIdle() {
 }
 
 // retentionLoop deletes expired sealed segments of open logs every minute and of closed
-// logs owned here every five minutes, without opening them (spec/storage.md §9).
+// logs owned here every five minutes, without opening them (docs/internals/storage-format.md §10).
 func (r *registry) retentionLoop(ctx context.Context) {
 	lastCold := r.e.now()
 	every(ctx, retentionInterval, func() {

@@ -18,7 +18,7 @@ import (
 	"narad.dev/broker/internal/metrics"
 )
 
-// Loop cadences (spec/storage.md §18, spec/produce-consume.md §9).
+// Loop cadences (docs/internals/storage-format.md §10, §11, docs/internals/consume-and-leases.md §6).
 const (
 	expiryPurgeInterval   = 1 * time.Second // background lease purger
 	evictionScanInterval  = 1 * time.Minute // idle eviction scan
@@ -28,7 +28,7 @@ const (
 
 // partition is one open partition log on its owner, with its consume shard. The produce
 // lock (commitMu) serializes gate checks, commit-time stamping and the log commit, so commit
-// times never decrease along the partition (spec/produce-consume.md §5.2).
+// times never decrease along the partition (docs/internals/produce-path.md §9).
 type partition struct {
 	key         partKey
 	incarnation string
@@ -55,13 +55,13 @@ type partition struct {
 	head headCache
 }
 
-// registry owns the open partition logs of this node (spec/storage.md §10). Get opens lazily
+// registry owns the open partition logs of this node (docs/internals/storage-format.md §11). Get opens lazily
 // and stamps access; Peek never opens and never stamps.
 type registry struct {
 	e    *Engine
 	mu   sync.Mutex
 	open map[partKey]*partition
-	// guards is the topic open guard (spec/storage.md §17.3): Get holds it shared while it
+	// guards is the topic open guard (docs/internals/storage-format.md §18): Get holds it shared while it
 	// opens; purge holds it exclusively while it closes logs and removes directories.
 	guards sync.Map // topic → *sync.RWMutex
 	// closedLister lists closed partitions for a move's source without opening them.
@@ -134,7 +134,7 @@ func (r *registry) openPartition(t meta.Topic, pt *partition) error {
 	g.RLock()
 	defer g.RUnlock()
 	// Re-check under the guard: a caller holding an old topic record (a long-poll that spans a
-	// delete) must never recreate a purged directory (spec/storage.md §1 rule 2).
+	// delete) must never recreate a purged directory (docs/internals/storage-format.md §1).
 	if cur, ok := r.e.view.Topic(t.Name); !ok || cur.Incarnation != t.Incarnation {
 		return fmt.Errorf("%s: %w", t.Name, errcode.ErrTopicGone)
 	}
@@ -166,7 +166,7 @@ func (r *registry) openPartition(t meta.Topic, pt *partition) error {
 }
 
 // prepareTopicDir creates topics/<topic> with its incarnation marker. A directory left by a
-// deleted incarnation is set aside under .stale/ rather than reused (spec/storage.md §14).
+// deleted incarnation is set aside under .stale/ rather than reused (docs/internals/storage-format.md §15).
 func (r *registry) prepareTopicDir(t meta.Topic) error {
 	dir := r.topicDir(t.Name)
 	have, ok, err := datadir.ReadIncarnation(dir)
@@ -293,7 +293,7 @@ func (r *registry) closeAll() {
 }
 
 // purgeTopic closes the deleted incarnation's logs and removes its data. The applied delete is
-// the confirmation (spec/cluster.md §9): the directory goes only if its marker names the
+// the confirmation (docs/internals/metastore.md §13): the directory goes only if its marker names the
 // deleted incarnation or is absent.
 func (e *Engine) purgeTopic(topic, incarnation string) {
 	r := e.parts

@@ -14,7 +14,7 @@ import (
 	plog "narad.dev/broker/internal/log"
 )
 
-// Poller cadences (spec/metrics.md conventions).
+// Poller cadences (docs/internals/metrics.md).
 const (
 	gaugePollInterval   = 5 * time.Second
 	dataDirPollInterval = 30 * time.Second

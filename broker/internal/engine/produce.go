@@ -12,7 +12,7 @@ import (
 	"narad.dev/broker/internal/wal"
 )
 
-// Produce is the accept path on any node (spec/produce-consume.md §3): admit, refuse if
+// Produce is the accept path on any node (docs/internals/produce-path.md §2): admit, refuse if
 // draining, resolve partitions from the local replica (no liveness check), and append every
 // record to the ingress WAL under one fsync. It returns only after the records are durable.
 func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []service.ProduceRecord) error {
@@ -47,7 +47,7 @@ func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []service.Produ
 // counter per topic. Keyed and keyless picks skip partitions whose owner the local replica
 // shows dead (the next partition p+1, p+2, … mod n with a live owner), so new records do not
 // queue behind a dead owner; the dispatcher still reroutes what was accepted before the owner
-// died. Per-key order across such a skip is lost (spec/api.md §4.3).
+// died. Per-key order across such a skip is lost (docs/internals/http-api.md §4.3).
 func (e *Engine) pickPartition(t meta.Topic, r service.ProduceRecord) int {
 	n := t.Partitions
 	var p int

@@ -218,7 +218,7 @@ func (failingWAL) Append(context.Context, ...wal.Record) (uint64, error) {
 	return 0, wal.ErrFailed
 }
 
-// spec/moves.md §12.2, MV-49: the decommission flag in this node's own replica turns client
+// docs/internals/moves.md §12.2, MV-49: the decommission flag in this node's own replica turns client
 // produce into 503 within a moment, the flag survives a restart, and a cancel accepts again.
 func TestDrainFlagInTheReplicaRefusesProduceAcrossARestart(t *testing.T) {
 	dir := t.TempDir()

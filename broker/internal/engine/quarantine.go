@@ -10,7 +10,7 @@ import (
 	"narad.dev/broker/internal/durable"
 )
 
-// Quarantine (spec/storage.md §16): a copy that may hold the only instance of some records is
+// Quarantine (docs/internals/storage-format.md §17): a copy that may hold the only instance of some records is
 // renamed, never deleted. The names are the datadir package's (its doc draws the tree):
 //
 //	topics/<topic>/pNNNNN.quarantine[-<unixnano>]   a local partition copy
@@ -80,7 +80,7 @@ func (e *Engine) refreshQuarantine() []QuarantinedCopy {
 
 // pollQuarantine refreshes the quarantine gauges (the data-dir poller, every 30 s); at startup
 // it also lists every quarantined copy at error level, for an operator to reconcile
-// (spec/storage.md §16, spec/moves.md §9.7).
+// (docs/internals/storage-format.md §17, docs/internals/moves.md §9.7).
 func (e *Engine) pollQuarantine(startup bool) {
 	qs := e.refreshQuarantine()
 	if !startup {

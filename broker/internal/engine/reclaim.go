@@ -21,7 +21,7 @@ const FaultReclaimBeforeRemove = "engine.reclaim_before_remove"
 // or is the move target of: its path holds (or is about to hold) live data.
 var ErrCopyClaimed = errors.New("partition is owned by or moving to this node")
 
-// The stale-copy sweep's guarded filesystem steps (spec/moves.md §9). Each one closes the
+// The stale-copy sweep's guarded filesystem steps (docs/internals/moves.md §9). Each one closes the
 // partition's log and drops its consumer state, then acts under the topic's open guard and only
 // while (a) the local replica says the partition is neither owned by nor targeted at this
 // node, and (b) the topic directory's marker is absent or names the incarnation the caller
@@ -29,7 +29,7 @@ var ErrCopyClaimed = errors.New("partition is owned by or moving to this node")
 // this node opening the successor's partition under the path, thus refuses the step instead
 // of removing the successor's directory (transfer.ErrIncarnationChanged).
 
-// SetAsideCopy is the quarantine WITHOUT recovery of spec/moves.md §9.3: when the local copy
+// SetAsideCopy is the quarantine WITHOUT recovery of docs/internals/moves.md §9.3: when the local copy
 // of (topic, partition) holds records retention has not expired (retentionMs, segment mtimes;
 // 0 keeps everything) it is renamed to pNNNNN.quarantine[-N] untouched, else it is removed.
 // It returns the quarantine path, "" when the copy was removed.
@@ -48,7 +48,7 @@ func (e *Engine) SetAsideCopy(topic string, partition int, incarnation string, r
 	return quarantinedTo, err
 }
 
-// ReclaimCopy is the guarded reclaim of spec/moves.md §9.4: a copy without unexpired records
+// ReclaimCopy is the guarded reclaim of docs/internals/moves.md §9.4: a copy without unexpired records
 // is removed without recovery; otherwise the copy is recovered (opened as a log and closed)
 // and removed when its next offset is at most vouched, the position the owner vouches for,
 // or quarantined when it is ahead (records the owner never got; an operator reconciles).
@@ -132,7 +132,7 @@ func (e *Engine) removeCopy(path string) error {
 }
 
 // RemoveDeletedTopicDir removes topics/<topic> whose marker names incarnation, a deleted
-// incarnation whose purge never reached this node (spec/moves.md §9.5). The caller has the
+// incarnation whose purge never reached this node (docs/internals/moves.md §9.5). The caller has the
 // leader's confirmation that incarnation is gone; under the topic open guard this re-checks
 // that the marker is unchanged and the local record is still absent or another incarnation,
 // so a recreate this node served meanwhile keeps its directory. removed=false, nil: the
@@ -145,7 +145,7 @@ func (e *Engine) RemoveDeletedTopicDir(topic, incarnation string) (removed bool,
 }
 
 // RemoveStaleDir removes .stale/<topic>@<incarnation>, a deleted incarnation's directory set
-// aside by a preparation (spec/storage.md §14). The caller has the leader's confirmation that
+// aside by a preparation (docs/internals/storage-format.md §15). The caller has the leader's confirmation that
 // incarnation is gone; under the topic open guard this re-checks that the local record does
 // not name it.
 func (e *Engine) RemoveStaleDir(topic, incarnation string) (removed bool, err error) {

@@ -11,7 +11,7 @@ import (
 	"narad.dev/broker/internal/service"
 )
 
-// Queue-probe tuning (spec/produce-consume.md §6.7). A probe never waits on the owner; one
+// Queue-probe tuning (docs/internals/consume-and-leases.md §1). A probe never waits on the owner; one
 // that fails (a frozen or unreachable peer) benches that peer for probeBench so a consume on
 // this node is not slowed by every poll against it; dead members are skipped outright.
 const (

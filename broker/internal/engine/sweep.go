@@ -35,7 +35,7 @@ type SweepResult struct {
 // local replica alone; every failure to confirm keeps the data):
 //   - topics/<t> whose .incarnation names an incarnation the leader confirms gone, or with no
 //     marker while the leader confirms the topic absent (S1);
-//   - .stale/<t>@<inc> once the leader confirms that incarnation gone (spec/storage.md §14).
+//   - .stale/<t>@<inc> once the leader confirms that incarnation gone (docs/internals/storage-format.md §15).
 //
 // Quarantined copies are never removed by it, only counted. It needs a caught-up replica;
 // otherwise it does nothing (deferring is free). It updates the narad_orphan_topic_dirs
@@ -107,7 +107,7 @@ func (e *Engine) sweepOrphans(ctx context.Context, markerless bool) SweepResult 
 		}
 	}
 	// Quarantined copies (p*.quarantine, .moves/*.quarantine, what .stale still holds) are
-	// only counted: they wait for an operator (spec/storage.md §16).
+	// only counted: they wait for an operator (docs/internals/storage-format.md §17).
 	for _, q := range e.refreshQuarantine() {
 		res.Quarantined++
 		res.QuarBytes += q.Bytes

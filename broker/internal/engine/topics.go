@@ -27,7 +27,7 @@ func newID() string {
 }
 
 // CreateTopic implements api.Backend. Creates wait behind the create gate until the node has
-// caught up at boot (spec/cluster.md §1 step 3).
+// caught up at boot (docs/internals/metastore.md §1 step 3).
 func (e *Engine) CreateTopic(ctx context.Context, req service.CreateTopicRequest) (meta.Topic, error) {
 	select {
 	case <-e.createGate:
@@ -94,7 +94,7 @@ func (e *Engine) CreateTopicAsLeader(ctx context.Context, req service.CreateTopi
 	create := meta.TopicCreate{Topic: t, Schema: req.Schema}
 	var parent *placement.Parent
 	if req.Parent != "" {
-		// One-call child create (spec/api.md §2.2.1): the attach point is read first; the
+		// One-call child create (docs/internals/http-api.md §2.2.1): the attach point is read first; the
 		// link, the topic and placements away from the parent's owners land in one entry.
 		pt, ok := e.view.Topic(req.Parent)
 		if !ok {
@@ -129,8 +129,7 @@ func orDefault(v, def int64) int64 {
 	return v
 }
 
-// place assigns partitions [from, to) of a new topic or partition increase (spec/cluster.md
-// §7.1, placement package): candidates are alive, non-draining members sorted by id; owner =
+// place assigns partitions [from, to) of a new topic or partition increase (docs/internals/metastore.md §12, placement package): candidates are alive, non-draining members sorted by id; owner =
 // candidates[p mod n]. With no member records yet (first boot), this node takes them.
 func (e *Engine) place(topic string, from, to int) []meta.Assignment {
 	return e.placeUnder(topic, from, to, nil)

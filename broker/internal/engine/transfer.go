@@ -18,7 +18,7 @@ import (
 	"narad.dev/broker/internal/transfer"
 )
 
-// Cursor sidecar reads (spec/moves.md §4.1, storage.md §12.3): a file failing its CRC is read
+// Cursor sidecar reads (docs/internals/moves.md §4.1, docs/internals/storage-format.md §13): a file failing its CRC is read
 // again up to cursorRereads more times, cursorRereadGap apart (a reader can catch the owner's
 // in-place write half done), then left out of the listing: never shipped unverified.
 const (
@@ -32,11 +32,11 @@ const (
 var cursorReread func(path string, attempt int)
 
 // TransferListing is the source's transfer listing of (topic, p) (node RPC op 22,
-// spec/moves.md §4.1), served only by the owner. Read order (§4.1 rule 1): consumer frontier
+// docs/internals/moves.md §4.1), served only by the owner. Read order (§4.1 rule 1): consumer frontier
 // and acked-ahead (the shard's in-memory state when a shard exists, else the consumer files),
 // then the fan-out cursor files, then the HWM, then the segments, so no position in the
 // listing is ahead of the bytes it lets the destination copy. Segments stop at the committed
-// boundary (storage.md §7). A closed partition with a CLEAN hwm file is listed without being
+// boundary (docs/internals/storage-format.md §8). A closed partition with a CLEAN hwm file is listed without being
 // opened; any other closed partition is opened (recovered) first, so the HWM reported is the
 // recovered boundary. Errors as PrepareHandoff's.
 //
@@ -154,7 +154,7 @@ func (e *Engine) finishListing(l *transfer.Listing, t meta.Topic, dir string, se
 		}
 	}
 	// The file clock, not the engine's (tests step that one): the destination subtracts the
-	// two to carry segment ages across (spec/moves.md §6).
+	// two to carry segment ages across (docs/internals/moves.md §6).
 	l.ListedAtMs = time.Now().UnixMilli()
 	marker, err := transfer.ReadMarkerRaw(dir)
 	switch {
@@ -170,7 +170,7 @@ func (e *Engine) finishListing(l *transfer.Listing, t meta.Topic, dir string, se
 }
 
 // readConsumerFiles recovers the committed position from dir's consumer files the way a
-// shard would at first touch (spec/storage.md §13.4): max(checkpoint, journal), acked-ahead
+// shard would at first touch (docs/internals/storage-format.md §14.3): max(checkpoint, journal), acked-ahead
 // above it. has reports whether either file exists. An undecodable checkpoint counts as
 // absent (the journal still counts), as in recovery: a lower frontier costs redeliveries only.
 func readConsumerFiles(dir string) (c consume.Checkpoint, has bool, err error) {
@@ -310,7 +310,7 @@ func readCapped(path string, limit int64) ([]byte, error) {
 }
 
 // FetchSegmentChunk reads up to n (capped at transfer.ChunkBytes) committed bytes of segment
-// base of (topic, p) from byte position at (node RPC op 23, spec/moves.md §4.2), on the owner
+// base of (topic, p) from byte position at (node RPC op 23, docs/internals/moves.md §4.2), on the owner
 // only, into a new slice; nil when there is nothing to read. See ReadSegmentChunk.
 func (e *Engine) FetchSegmentChunk(ctx context.Context, topic string, p int, base, at int64, n int) ([]byte, error) {
 	buf := make([]byte, max(0, min(n, transfer.ChunkBytes)))
@@ -323,7 +323,7 @@ func (e *Engine) FetchSegmentChunk(ctx context.Context, topic string, p int, bas
 
 // ReadSegmentChunk reads up to len(buf) (capped at transfer.ChunkBytes) committed bytes of
 // segment base of (topic, p) from byte position at into buf and returns how many it read (op 23
-// and its stream, spec/moves.md §4.2), on the owner only. It never reads bytes at or past the
+// and its stream, docs/internals/moves.md §4.2), on the owner only. It never reads bytes at or past the
 // committed boundary; a short or empty read is normal at the end. An open log is read through
 // plog.Log.ReadCommitted; a closed one from its file, clamped to the boundary plog.ListClosed
 // computes (a closed log whose HWM is not exact is opened first). A segment the partition does

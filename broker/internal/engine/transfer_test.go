@@ -96,7 +96,7 @@ func listedCursor(t *testing.T, next int64) []byte {
 	return b
 }
 
-// The listing carries every field of spec/moves.md §4.1, the same whether the partition is
+// The listing carries every field of docs/internals/moves.md §4.1, the same whether the partition is
 // open or closed with a CLEAN hwm; a closed one is listed without being opened.
 func TestTransferListingReportsPositionsSidecarsAndSegments(t *testing.T) {
 	n := startNode(t, t.TempDir(), func(c *Config) { c.SegmentBytes = 512 })

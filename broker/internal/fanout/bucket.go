@@ -7,8 +7,8 @@ import (
 	plog "narad.dev/broker/internal/log"
 )
 
-// placement decides the child partition of each record of one commit round (R-BUCKET,
-// R-KEYLESS).
+// placement decides the child partition of each record of one commit round (docs/internals/fanout.md §6.1,
+// bucketing and keyless records).
 type placement struct {
 	partitions int            // the child's current partition count (> 0)
 	keepIndex  bool           // keyless records keep the parent partition index (counts match)
@@ -71,7 +71,7 @@ func bucketize(entries []plog.Entry, pl placement) (buckets [][]plog.Entry, targ
 }
 
 // entriesOf turns slab records into commit entries without copying: they alias the parent
-// log's decoded frames, which the child commit copies (R-SLAB 2).
+// log's decoded frames, which the child commit copies (docs/internals/fanout.md §7).
 func entriesOf(recs []plog.Record) []plog.Entry {
 	es := make([]plog.Entry, len(recs))
 	for i, r := range recs {
@@ -81,7 +81,7 @@ func entriesOf(recs []plog.Record) []plog.Entry {
 }
 
 // cloneEntry copies e off the parent log's buffers, so held records do not pin them during a
-// long outage (R-RETRY 2).
+// long outage (docs/internals/fanout.md §6.2).
 func cloneEntry(e plog.Entry) plog.Entry {
 	var c plog.Entry
 	if len(e.Key) > 0 {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Fan-out constants (spec/fanout.md §14). Config fields left zero take these.
+// Fan-out constants (docs/internals/fanout.md §14). Config fields left zero take these.
 const (
 	// ReconcileInterval is the Runner's tick; an attach or detach is picked up on the next one.
 	ReconcileInterval = 1 * time.Second

@@ -40,7 +40,7 @@ type cursor struct {
 	dueLag  atomic.Uint64 // float64 bits of the last due lag (delay children)
 }
 
-// run is the cursor loop (spec/fanout.md §6). It returns nil when ctx ends, and an error when the
+// run is the cursor loop (docs/internals/fanout.md §6). It returns nil when ctx ends, and an error when the
 // cursor must stop: anchor unconfirmed (ErrUnconfirmed), link gone, parent log unavailable,
 // cursor file unwritable, or an injected fault. Either way the cursor's series are forgotten.
 func (c *cursor) run(ctx context.Context) error {
@@ -174,7 +174,7 @@ func (c *cursor) reportWhileDelivering(s slab, pos int64) (stop func()) {
 	}
 }
 
-// report sets the cursor's lag series (R-LAG): offset lag always, due lag for a delay child.
+// report sets the cursor's lag series (docs/internals/fanout.md §9): offset lag always, due lag for a delay child.
 func (c *cursor) report(s slab, pos int64) {
 	if c.d.Remote != nil {
 		c.reportRemote(s, pos)

@@ -1,4 +1,4 @@
-// Package fanout copies a parent topic's committed records into its children (spec/fanout.md).
+// Package fanout copies a parent topic's committed records into its children (docs/internals/fanout.md).
 //
 // One Runner per node reconciles, once a second, the cursors the local metadata replica wants
 // (every link × every parent partition this node owns, Host.DesiredCursors) against the cursor

@@ -6,7 +6,7 @@ import (
 	plog "narad.dev/broker/internal/log"
 )
 
-// gateAt returns the MaxCommittedAt of a read at now (R-GATE 1): every record for a normal
+// gateAt returns the MaxCommittedAt of a read at now (docs/internals/fanout.md §8): every record for a normal
 // child, else now − delay on this node's clock, clamped to ≥ 1 so an extreme delay never
 // disables the gate.
 func gateAt(now time.Time, delayMs int64) int64 {
@@ -21,7 +21,7 @@ func gateAt(now time.Time, delayMs int64) int64 {
 }
 
 // dueSleep is how long a delay cursor whose head record (committed at notDueAt) is not due
-// sleeps: until notDueAt + delay, capped at wakeCap (R-GATE 2), and at least 1 ms so a record
+// sleeps: until notDueAt + delay, capped at wakeCap (docs/internals/fanout.md §8), and at least 1 ms so a record
 // that became due between the read and now costs one more read, never a spin.
 func dueSleep(now time.Time, notDueAt, delayMs int64, wakeCap time.Duration) time.Duration {
 	d := time.Duration(notDueAt+delayMs-now.UnixMilli()) * time.Millisecond
@@ -29,7 +29,7 @@ func dueSleep(now time.Time, notDueAt, delayMs int64, wakeCap time.Duration) tim
 }
 
 // dueLag is how far behind the due frontier a delay cursor runs, from the first due record it
-// just read (R-LAG): max(0, now − (committed_at + delay)), in seconds.
+// just read (docs/internals/fanout.md §9): max(0, now − (committed_at + delay)), in seconds.
 func dueLag(now time.Time, committedAt, delayMs int64) float64 {
 	ms := now.UnixMilli() - (committedAt + delayMs)
 	if ms < 0 {

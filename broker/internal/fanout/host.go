@@ -23,7 +23,7 @@ type Desired struct {
 	Remote *RemoteTarget
 }
 
-// key identifies a running cursor. A re-attach changes the epoch, hence the key (spec R-REC 1).
+// key identifies a running cursor. A re-attach changes the epoch, hence the key (docs/internals/fanout.md §4 item 1).
 type key struct {
 	parent    string
 	partition int
@@ -65,9 +65,9 @@ type Host interface {
 	DesiredCursors() (ds []Desired, complete bool)
 	// LatestDomainVersion is the newest version among the replica's topics, assignments,
 	// schemas, users and routing members (not heartbeats, not drain flags). The Runner skips a
-	// pass while it is unchanged (spec R-REC 4).
+	// pass while it is unchanged (docs/internals/fanout.md §4 item 4).
 	LatestDomainVersion() uint64
-	// CaughtUp reports the replica's AppliedCaughtUp (cluster.md §5.1). Cursors start only
+	// CaughtUp reports the replica's AppliedCaughtUp (docs/internals/metastore.md §9). Cursors start only
 	// while it is true.
 	CaughtUp() bool
 	// ParentLog returns the open local log of parent partition p (opening it if needed; the
@@ -83,7 +83,7 @@ type Host interface {
 	ParentPartitions(parent string) int
 	// LinkCurrent reports whether the local replica still links child to parent at epoch.
 	LinkCurrent(parent, child, epoch string) bool
-	// LeaderLink is a leader-confirmed read of the child's link (cluster.md §5.3; a node that is
+	// LeaderLink is a leader-confirmed read of the child's link (docs/internals/metastore.md §9; a node that is
 	// itself the leader passes a barrier first): attached is true when the leader's child record
 	// has this parent, and epoch is then its attach epoch. err means the answer could not be
 	// confirmed; the caller defers (anchors nothing, deletes nothing).
@@ -108,7 +108,7 @@ type ParentLog interface {
 	NotifyC() <-chan struct{}
 }
 
-// Observer receives the fan-out metrics (spec/fanout.md §9, metrics.md). Calls come from cursor
+// Observer receives the fan-out metrics (docs/internals/fanout.md §9, docs/internals/metrics.md §4). Calls come from cursor
 // goroutines concurrently; they must be fast and must not call back into the Runner.
 type Observer interface {
 	// Lag sets narad_fanout_lag_messages{parent,child,partition} = parent HWM − next_offset.

@@ -15,7 +15,7 @@ import (
 	plog "narad.dev/broker/internal/log"
 )
 
-// Idle delay-cursor benchmark parameters (issue 4: an idle delay child costs O(1)).
+// Idle delay-cursor benchmark parameters (docs/internals/fanout.md §8: an idle delay child costs O(1)).
 const (
 	// idleWindow is the measured wall-clock window. It is fixed and independent of b.N: the
 	// quantity measured is the cost of an idle cursor per unit of time, not per operation.

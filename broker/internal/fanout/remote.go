@@ -54,7 +54,7 @@ func (c *cursor) remoteObs() RemoteObserver {
 	return ro
 }
 
-// sendRemote hands the slab to the link's sender (spec/fanout.md §13 rules 1–2). nil means the
+// sendRemote hands the slab to the link's sender (docs/internals/fanout.md §13 rules 1–2). nil means the
 // target answered 202 for every record and the cursor may advance.
 func (c *cursor) sendRemote(ctx context.Context, s slab) error {
 	if c.sender == nil { // a cursor run without a Runner (tests): a sender of its own

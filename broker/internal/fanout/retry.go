@@ -15,12 +15,12 @@ import (
 var errLinkGone = errors.New("fanout: link gone")
 
 // commitAll commits entries (in slab order) to the child and returns nil once every record is
-// acknowledged by its child partition (R-CBA, R-RETRY). Each round buckets the records under
+// acknowledged by its child partition (docs/internals/fanout.md §6, docs/internals/fanout.md §6.2). Each round buckets the records under
 // the child's current partition count and commits the buckets, ≤ MaxInFlight at once, each with
 // its quick tries. Buckets that committed are never sent again: only the failed buckets'
 // records are kept (copied off the parent log), and after RetryBackoff the link is checked in
 // the local replica and those records are re-bucketed and retried. Fan-out never reroutes a
-// key to a sibling partition; it waits (R-STALL). Returns errLinkGone or ctx's error otherwise;
+// key to a sibling partition; it waits (docs/internals/fanout.md §6.3). Returns errLinkGone or ctx's error otherwise;
 // the caller must then not advance.
 func (c *cursor) commitAll(ctx context.Context, entries []plog.Entry) error {
 	held, copied := entries, false
@@ -74,7 +74,7 @@ func (c *cursor) commitAll(ctx context.Context, entries []plog.Entry) error {
 
 // commitBuckets commits every non-empty bucket, at most MaxInFlight at once, and returns the
 // partitions that still failed after their quick tries (with one of their errors). It returns
-// only after every attempt it started has returned (R-CBA 5).
+// only after every attempt it started has returned (docs/internals/fanout.md §6).
 func (c *cursor) commitBuckets(ctx context.Context, buckets [][]plog.Entry) (map[int]bool, error) {
 	var (
 		mu      sync.Mutex
@@ -105,7 +105,7 @@ func (c *cursor) commitBuckets(ctx context.Context, buckets [][]plog.Entry) (map
 	return failed, lastErr
 }
 
-// commitBucket is one bucket's quick tries: try, wait QuickBackoffs[0], try, … (R-RETRY 1).
+// commitBucket is one bucket's quick tries: try, wait QuickBackoffs[0], try, … (docs/internals/fanout.md §6.2).
 func (c *cursor) commitBucket(ctx context.Context, p int, entries []plog.Entry) error {
 	for i := 0; ; i++ {
 		cctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)

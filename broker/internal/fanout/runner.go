@@ -15,7 +15,7 @@ import (
 // ErrNoHost: NewRunner was given a Config without a Host.
 var ErrNoHost = errors.New("fanout: config has no host")
 
-// Runner is the fan-out reconciler of one node (R-REC): every tick it compares the desired
+// Runner is the fan-out reconciler of one node (docs/internals/fanout.md §4): every tick it compares the desired
 // cursors (Host.DesiredCursors) with the running ones, starts the missing ones while the
 // replica is caught up and stops those no longer desired.
 //
@@ -64,8 +64,8 @@ func (r *Runner) Run(ctx context.Context) error {
 	return nil
 }
 
-// tick runs one reconcile tick: a full pass unless the skip rule applies (R-REC 4), and the
-// orphan sweep on every SweepEveryTicks-th caught-up tick (R-REC 6).
+// tick runs one reconcile tick: a full pass unless the skip rule applies (docs/internals/fanout.md §4 item 4), and the
+// orphan sweep on every SweepEveryTicks-th caught-up tick (docs/internals/fanout.md §4 item 6).
 func (r *Runner) tick(ctx context.Context) {
 	caughtUp := r.host.CaughtUp()
 	sweep := false
@@ -91,7 +91,7 @@ func (r *Runner) tick(ctx context.Context) {
 // pass is one full comparison. It returns the desired cursor files (nil when the desired set
 // was incomplete) and whether the pass finished its work (else the next tick forces one). A
 // pass that could not start cursors because the replica is not caught up counts as finished:
-// the caught-up edge forces the next pass (R-REC 3).
+// the caught-up edge forces the next pass (docs/internals/fanout.md §4 item 3).
 func (r *Runner) pass(ctx context.Context, caughtUp bool) (map[slot]bool, bool) {
 	ds, complete := r.host.DesiredCursors()
 	want := make(map[slot]Desired, len(ds))
@@ -145,7 +145,7 @@ func (r *Runner) newCursor(d Desired) (*cursor, func(context.Context)) {
 }
 
 // CursorStatus reports the live state of the cursor of (parent, partition, child) on this
-// node, for the children listing (spec §2.13): stalled while it retries a child partition that
+// node, for the children listing (docs/internals/http-api.md §2.13): stalled while it retries a child partition that
 // keeps failing, and a delay child's due lag in seconds. A node without such a cursor reports
 // zero values.
 func (r *Runner) CursorStatus(parent string, partition int, child string) (stalled bool, dueLagSeconds float64) {

@@ -19,7 +19,7 @@ import (
 	plog "narad.dev/broker/internal/log"
 )
 
-// Remote link states (the children listing's state of a remote child, spec/fanout.md §13).
+// Remote link states (the children listing's state of a remote child, docs/internals/fanout.md §13).
 const (
 	RemoteActive           = "active"
 	RemoteUnreachable      = "target_unreachable"
@@ -99,8 +99,7 @@ func StateOf(err error) string {
 	return remoteStateUnconfigured
 }
 
-// Sender delivers one slab of a remote link's cursor to the target cluster (spec/fanout.md
-// §13): it splits the records into lanes by key hash (keyless records by parent partition),
+// Sender delivers one slab of a remote link's cursor to the target cluster (docs/internals/fanout.md §13): it splits the records into lanes by key hash (keyless records by parent partition),
 // sends each lane in order through the target's batch produce, and reports success only when
 // the target answered 202 for every record. It holds no records across calls: a failed slab
 // is read again by the cursor (duplicates on the target, never a gap).
@@ -311,7 +310,7 @@ func (s *Sender) sendLane(ctx context.Context, es []plog.Entry) (int64, error) {
 }
 
 // batchOf is the batch produce records of es: every payload base64, so its bytes arrive
-// exactly and the encoded body stays within 4/3 of SenderBatchBytes (spec/api.md §2.8).
+// exactly and the encoded body stays within 4/3 of SenderBatchBytes (docs/internals/http-api.md §2.8).
 func batchOf(es []plog.Entry) []client.BatchRecord {
 	recs := make([]client.BatchRecord, len(es))
 	for i, e := range es {

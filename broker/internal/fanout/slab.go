@@ -9,7 +9,7 @@ import (
 	plog "narad.dev/broker/internal/log"
 )
 
-// slab is one batch read by a cursor (R-SLAB). The records are contiguous parent offsets
+// slab is one batch read by a cursor (docs/internals/fanout.md §7). The records are contiguous parent offsets
 // interleaved with skipped ranges; next is the position after everything the slab covers.
 type slab struct {
 	recs     []plog.Record // alias the parent log's decoded frames: read-only
@@ -27,7 +27,7 @@ func (s *slab) progressed(from int64) bool { return s.next > from }
 // host handing out a closed log must not make a cursor spin).
 const maxClosedRetries = 3
 
-// readSlab reads the next slab from from (R-SLAB, R-GATE). The first read long-polls up to
+// readSlab reads the next slab from from (docs/internals/fanout.md §7, docs/internals/fanout.md §8). The first read long-polls up to
 // LongPoll on NotifyC; after the first records it tops up until MaxBatchRecords or
 // MaxBatchBytes, or until Linger expires. Only a slab's first record may exceed MaxBatchBytes
 // by itself. A delay child reads with MaxCommittedAt = now − delay
@@ -92,7 +92,7 @@ func (c *cursor) readSlab(ctx context.Context, from int64) (slab, error) {
 			if oldest <= s.next {
 				return c.partial(s, fmt.Errorf("read %d below oldest %d: %w", s.next, oldest, rerr))
 			}
-			s.dropped += oldest - s.next // R-DROP: counted after the durable advance
+			s.dropped += oldest - s.next // docs/internals/fanout.md §9: counted after the durable advance
 			s.next = oldest
 		case errors.Is(rerr, plog.ErrCorruptRecord):
 			c.log.Warn("fanout skipping unreadable parent record", "offset", s.next, "err", rerr)
@@ -146,7 +146,7 @@ func waitNotify(ctx context.Context, notify <-chan struct{}, d time.Duration) er
 
 // acquire returns the parent log to read at from. When the cursor's log was closed (idle
 // eviction) and the closed directory's exact HWM shows nothing at or past from, it returns nil
-// without opening the log or stamping its access (R-SLAB 5); only backlog reopens it.
+// without opening the log or stamping its access (docs/internals/fanout.md §7); only backlog reopens it.
 func (c *cursor) acquire(from int64) (ParentLog, error) {
 	if c.plog != nil {
 		return c.plog, nil

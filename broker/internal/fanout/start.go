@@ -25,14 +25,14 @@ const (
 // later tick.
 var (
 	// ErrUnconfirmed: an anchor was needed but the leader did not confirm this link's epoch
-	// (unreachable, or it disagrees). Nothing was written (R-START 2, R-EPOCH 3).
+	// (unreachable, or it disagrees). Nothing was written (docs/internals/fanout.md §5, docs/internals/fanout.md §10).
 	ErrUnconfirmed = errors.New("fanout: anchor not confirmed by the leader")
 	// errParentLog: the host could not provide the parent log (not owner, topic gone, open
 	// failure); the cursor stops.
 	errParentLog = errors.New("fanout: parent log unavailable")
 )
 
-// startOffset is where a cursor with no usable file starts (R-START rows 2, 3; rows 4–5 are
+// startOffset is where a cursor with no usable file starts (docs/internals/fanout.md §5 rows 2, 3; rows 4–5 are
 // decided by legacyStart): attach_offsets[p] exactly; 0 for a partition added after the
 // attach; legacy = true for a link without attach offsets.
 func startOffset(attachOffsets []int64, p int) (off int64, legacy bool) {
@@ -46,7 +46,7 @@ func startOffset(attachOffsets []int64, p int) (off int64, legacy bool) {
 	}
 }
 
-// start opens the cursor file and returns the position to resume from (R-START row 1), or
+// start opens the cursor file and returns the position to resume from (docs/internals/fanout.md §5 row 1), or
 // anchors a new one (rows 2–5) when the file is missing, of another epoch, or corrupt.
 func (c *cursor) start(ctx context.Context) (int64, error) {
 	path := cursorfile.Path(c.d.Dir, c.d.Child)
@@ -56,7 +56,7 @@ func (c *cursor) start(ctx context.Context) (int64, error) {
 		c.w = w
 		return st.NextOffset, nil
 	case err == nil:
-		w.Close() // never resume another attachment's position (R-EPOCH 2)
+		w.Close() // never resume another attachment's position (docs/internals/fanout.md §10)
 		c.log.Info("fanout cursor file belongs to another epoch; anchoring", "file_epoch", st.Epoch)
 	case errors.Is(err, cursorfile.ErrNotExist):
 	case errors.Is(err, cursorfile.ErrCorrupt):
@@ -69,7 +69,7 @@ func (c *cursor) start(ctx context.Context) (int64, error) {
 }
 
 // anchor writes the starting position after the leader confirmed the link's epoch, before any
-// record is fanned out (R-START 2–3). Unconfirmed → ErrUnconfirmed, no file touched.
+// record is fanned out (docs/internals/fanout.md §5). Unconfirmed → ErrUnconfirmed, no file touched.
 func (c *cursor) anchor(ctx context.Context) (int64, error) {
 	epoch, attached, err := c.host.LeaderLink(ctx, c.d.Parent, c.d.Child)
 	if err != nil {
@@ -98,11 +98,11 @@ func (c *cursor) anchor(ctx context.Context) (int64, error) {
 	return pos, nil
 }
 
-// legacyStart is where a link without attach offsets starts (R-START rows 4–5): the parent
+// legacyStart is where a link without attach offsets starts (docs/internals/fanout.md §5 rows 4–5): the parent
 // partition's oldest retained offset when its move.marker lists this (child, epoch) — the
 // link existed when a move installed the copy, so its records must not be skipped — else the
 // live tail (HWM). A marker that cannot be decoded vouches for nothing either way; the
-// cursor then starts at the oldest offset, erring towards duplicates (R-START rule 4).
+// cursor then starts at the oldest offset, erring towards duplicates (docs/internals/fanout.md §5).
 func (c *cursor) legacyStart() (pos int64, tail bool, err error) {
 	lg, err := c.openLog()
 	if err != nil {

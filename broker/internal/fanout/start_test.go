@@ -12,7 +12,7 @@ import (
 	"narad.dev/broker/internal/transfer"
 )
 
-// R-START rows 4–5: a legacy link (no attach offsets) with no cursor file starts at the
+// docs/internals/fanout.md §5 rows 4–5: a legacy link (no attach offsets) with no cursor file starts at the
 // oldest retained offset when the partition's move.marker lists (child, epoch), and at the
 // live tail otherwise.
 func TestLegacyLinkStartRowsFourAndFive(t *testing.T) {

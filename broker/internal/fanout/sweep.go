@@ -10,7 +10,7 @@ import (
 // sweepConfirmTimeout bounds one leader-confirmed read of the orphan sweep.
 const sweepConfirmTimeout = 10 * time.Second
 
-// sweep deletes orphan cursor files (R-REC 6, R-EPOCH 4): in every owned parent partition
+// sweep deletes orphan cursor files (docs/internals/fanout.md §4 item 6, docs/internals/fanout.md §10): in every owned parent partition
 // directory, a cursor file whose link the local replica no longer has (not in want) and that
 // no cursor owns is deleted only after a leader-confirmed read says the link is dissolved
 // (child absent or attached elsewhere). Unconfirmed → kept until the next sweep. A file whose

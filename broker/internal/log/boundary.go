@@ -1,6 +1,6 @@
 package log
 
-// boundaryPos is the committed boundary (storage.md §7): the byte position, in the boundary
+// boundaryPos is the committed boundary (docs/internals/storage-format.md §8): the byte position, in the boundary
 // segment (the last segment whose base ≤ hwm), of the first frame whose base ≥ hwm, or that
 // segment's size if it has none. Bytes before it hold only records below the HWM.
 type boundaryPos struct {

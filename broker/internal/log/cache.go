@@ -2,7 +2,7 @@ package log
 
 import "slices"
 
-// Read-path cache bounds per log (storage.md §11.2, §18).
+// Read-path cache bounds per log (docs/internals/storage-format.md §11).
 const (
 	decodeCacheFrames = 64
 	decodeCacheBytes  = 8 << 20

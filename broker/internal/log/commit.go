@@ -34,7 +34,7 @@ type frameMeta struct {
 }
 
 // Commit durably appends entries as consecutive offsets stamped committedAtMs and makes them
-// visible (produce-consume.md §5.1 steps 8–11): encode envelopes, write frame(s) to the active
+// visible (docs/internals/produce-path.md §8 steps 8–11): encode envelopes, write frame(s) to the active
 // segment, fsync it, VerifyDurable, persist the new HWM, advance the HWM, update the
 // committed boundary, broadcast. It returns the first assigned offset.
 //

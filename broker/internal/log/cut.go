@@ -10,11 +10,11 @@ import (
 )
 
 // This file holds the two helpers a move destination needs to finish a staged copy of a
-// CLOSED log directory (spec/moves.md §5.4): writing the exact high watermark the copy must
+// CLOSED log directory (docs/internals/moves.md §5.4): writing the exact high watermark the copy must
 // reproduce, and cutting a copy that recovers past it back to it. Neither may run while the
 // directory is open as a Log.
 
-// WriteHWMFile replaces dir's hwm file with (hwm, clean) in the format of storage.md §6.2,
+// WriteHWMFile replaces dir's hwm file with (hwm, clean) in the format of docs/internals/storage-format.md §7.2,
 // atomically and durably (temp, fsync, rename, directory fsync). It returns
 // durable.ErrDirMissing, creating nothing, when dir does not exist.
 func WriteHWMFile(dir string, hwm int64, clean bool) error {
@@ -28,7 +28,7 @@ func WriteHWMFile(dir string, hwm int64, clean bool) error {
 	return nil
 }
 
-// CutTail cuts the closed log in dir back to hwm (storage.md §7): the boundary segment (the
+// CutTail cuts the closed log in dir back to hwm (docs/internals/storage-format.md §8): the boundary segment (the
 // last whose base ≤ hwm) is truncated at its first valid frame whose base ≥ hwm, and every
 // later segment is removed, so the directory recovers to next_offset ≤ hwm. Frames below hwm
 // are never touched, and a damaged region is never stepped over without a CRC-valid frame
@@ -83,7 +83,7 @@ func CutTail(dir string, hwm int64) (cut bool, err error) {
 }
 
 // firstFrameAtOrAbove returns the position of the first CRC-valid frame of the segment file
-// whose base offset is ≥ hwm, resyncing past damage like recovery does (storage.md §8).
+// whose base offset is ≥ hwm, resyncing past damage like recovery does (docs/internals/storage-format.md §9).
 func firstFrameAtOrAbove(in segFileInfo, hwm int64) (pos int64, found bool, err error) {
 	f, err := os.Open(in.path)
 	if err != nil {
@@ -140,7 +140,7 @@ func truncateSynced(path string, size int64) error {
 // whole frame: a copy staged from a current source never does.
 var ErrTornCopy = errors.New("log: active segment ends in a partial frame")
 
-// VerifyTail is the move verify's read of a closed log directory (spec/moves.md §5.4): the
+// VerifyTail is the move verify's read of a closed log directory (docs/internals/moves.md §5.4): the
 // offset the directory would recover to (next) and the high watermark its hwm file holds,
 // clamped to next as Open clamps it. Unlike Open it reads only the active (last) segment —
 // the verify proves the tail the final drain wrote, not the sealed segments, which the new

@@ -1,5 +1,5 @@
 // Package log is Narad's partition log: the durable, offset-addressed record store of one
-// topic partition (spec/storage.md §2–§11).
+// topic partition (docs/internals/storage-format.md §2–§11).
 //
 // A partition directory holds segment files (`%020d.log`, frames back to back, §2–§3) and the
 // `hwm` file (§6.2). Records are wrapped in the keyed envelope v2 (§3.1), packed into CRC-32C
@@ -20,7 +20,7 @@
 // # Writer model
 //
 // Single writer = the holder of the write lock. Every write in Narad is a commit (the
-// dispatcher's owner-side commit, produce-consume.md §5), so there is no background flusher
+// dispatcher's owner-side commit, docs/internals/produce-path.md §8), so there is no background flusher
 // goroutine and no in-memory append buffer: Commit encodes, writes, fsyncs, verifies, persists
 // the HWM and advances it synchronously while holding the log's write mutex. Concurrent
 // Commit callers are serialized by that mutex; readers never take it.

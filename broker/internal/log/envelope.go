@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// envelopeVersion is the keyed record envelope v2 (storage.md §3.1); v1 (0x01) and anything
+// envelopeVersion is the keyed record envelope v2 (docs/internals/storage-format.md §4); v1 (0x01) and anything
 // else decode as corrupt.
 const envelopeVersion = 0x02
 

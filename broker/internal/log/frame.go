@@ -7,7 +7,7 @@ import (
 	"hash/crc32"
 )
 
-// Frame layout (storage.md §3), all integers big-endian:
+// Frame layout (docs/internals/storage-format.md §3), all integers big-endian:
 //
 //	0 magic 0xCAFE | 2 flags (bits 0–2 codec) | 3 record_count int32 | 7 base_offset int64 |
 //	15 uncompressed_len int32 | 19 stored_len int32 | 23 crc32c | 27 payload (stored_len)

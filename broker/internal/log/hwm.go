@@ -15,7 +15,7 @@ import (
 // HWMFileName is the name of the durable high-watermark file in a partition directory.
 const HWMFileName = "hwm"
 
-// hwm file layout (storage.md §6.2): hwm int64 BE | flags uint32 BE (bit 0 CLEAN) |
+// hwm file layout (docs/internals/storage-format.md §7.2): hwm int64 BE | flags uint32 BE (bit 0 CLEAN) |
 // CRC-32C over [0,12). 16 bytes sit in one sector, so the in-place pwrite is atomic on real
 // devices; the CRC catches the rest. A legacy v1 file is a bare 8-byte value.
 const (
@@ -106,7 +106,7 @@ type hwmFile struct {
 	f   *os.File
 	dir string
 	// needDirSync is true while the file's creation has not been made durable by an fsync of
-	// the partition directory (once per log lifetime, storage.md §6.3).
+	// the partition directory (once per log lifetime, docs/internals/storage-format.md §7.2).
 	needDirSync bool
 }
 

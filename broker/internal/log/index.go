@@ -2,7 +2,7 @@ package log
 
 import "slices"
 
-// Sparse index geometry (storage.md §11.2, §18): one anchor per ~32 KiB, stride widened so a
+// Sparse index geometry (docs/internals/storage-format.md §11): one anchor per ~32 KiB, stride widened so a
 // segment has at most ~2048 anchors; at most 2 sealed-segment indexes are hot at once.
 const (
 	indexStride     = 32 << 10

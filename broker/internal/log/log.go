@@ -75,7 +75,7 @@ type Log struct {
 }
 
 // Open opens (creating if needed) the partition log in dir and runs crash recovery
-// (storage.md §8): temp files removed, segments scanned, torn tail of the active segment
+// (docs/internals/storage-format.md §9): temp files removed, segments scanned, torn tail of the active segment
 // truncated, HWM loaded and re-persisted with CLEAN=0, committed boundary computed.
 func Open(dir string, opts Options) (*Log, error) {
 	opts, err := opts.normalize()

@@ -9,7 +9,7 @@ import (
 )
 
 // Codec selects how new frames are compressed. Reads always take the codec from each frame's
-// flags, never from Options, so a log may be reopened with another codec (storage.md §4).
+// flags, never from Options, so a log may be reopened with another codec (docs/internals/storage-format.md §5).
 type Codec uint8
 
 const (
@@ -41,7 +41,7 @@ func ParseCodec(s string) (Codec, error) {
 	return 0, fmt.Errorf("log: unknown codec %q (want none or zstd)", s)
 }
 
-// Compression levels accepted by Options.CompressionLevel (storage.md §4).
+// Compression levels accepted by Options.CompressionLevel (docs/internals/storage-format.md §5).
 const (
 	LevelFastest = "fastest" // default
 	LevelDefault = "default"
@@ -74,7 +74,7 @@ func zstdLevel(s string) (zstd.EncoderLevel, error) {
 	return 0, fmt.Errorf("log: unknown compression level %q (want fastest, default, better or best)", s)
 }
 
-// DefaultSegmentBytes is the roll threshold of the active segment (64 MiB, storage.md §18).
+// DefaultSegmentBytes is the roll threshold of the active segment (64 MiB, docs/internals/storage-format.md §11).
 // A segment may exceed it by one commit's frames.
 const DefaultSegmentBytes int64 = 64 << 20
 

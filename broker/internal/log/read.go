@@ -106,7 +106,7 @@ func (l *Log) readRange(from int64, maxRecords, maxBytes int, maxCommittedAt int
 }
 
 // frameFor returns the decoded frame containing off (oldest ≤ off < hwm). Lookup order
-// (storage.md §11.2): decode cache, nav cache, sparse index + header walk, then read, CRC
+// (docs/internals/storage-format.md §11): decode cache, nav cache, sparse index + header walk, then read, CRC
 // check, decode and cache. Caller holds mu shared.
 func (l *Log) frameFor(off int64) (*decodedFrame, error) {
 	seg := l.segmentFor(off)

@@ -51,7 +51,7 @@ func scanSegment(seg *segment, size int64, idx *sparseIndex) (segScan, error) {
 	return sc, nil
 }
 
-// recover rebuilds the in-memory state from the directory (storage.md §8 steps 2–5).
+// recover rebuilds the in-memory state from the directory (docs/internals/storage-format.md §9 steps 2–5).
 // persisted is the content of the hwm file.
 func (l *Log) recover(persisted hwmState) error {
 	infos, err := listSegments(l.dir)

@@ -22,7 +22,7 @@ func expired(mtime time.Time, retentionMs int64, now time.Time) bool {
 }
 
 // ApplyRetention deletes whole sealed segments of the open log, oldest first, while they are
-// expired (mtime < now − retention, storage.md §9); it stops at the first sealed segment that
+// expired (mtime < now − retention, docs/internals/storage-format.md §10); it stops at the first sealed segment that
 // is not, so retained offsets stay contiguous. The active segment is never deleted;
 // retentionMs ≤ 0 keeps everything. It runs under the write lock, dropping their decode-cache, nav-cache and index entries so no reader dereferences a
 // removed file.
@@ -102,7 +102,7 @@ func (l *Log) RetentionOwed(retentionMs int64, now time.Time) bool {
 }
 
 // ColdRetention applies retention to the CLOSED log in dir without opening it (the cold
-// retention walk, storage.md §9): it stats segment files and deletes expired sealed ones by
+// retention walk, docs/internals/storage-format.md §10): it stats segment files and deletes expired sealed ones by
 // the same oldest-first rule as ApplyRetention;
 // the hwm file and the active segment are never touched. The caller holds the topic's open
 // guard exclusively so the log cannot be opened meanwhile.

@@ -12,7 +12,7 @@ import (
 )
 
 // SegmentFileName returns the file name of the segment whose first record may be base
-// (`%020d.log`, storage.md §1).
+// (`%020d.log`, docs/internals/storage-format.md §2).
 func SegmentFileName(base int64) string { return fmt.Sprintf("%020d.log", base) }
 
 // ParseSegmentFileName returns the base offset of a segment file name, or ok=false if name

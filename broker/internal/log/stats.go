@@ -15,8 +15,7 @@ type Stats struct {
 	HighWatermark   int64     // exclusive upper bound of visible offsets
 	OldestSegmentAt time.Time // mtime of the oldest segment (the retention clock)
 	// Exact reports whether HighWatermark is a real boundary: always for an open log; for a
-	// closed directory only if its hwm file is 16 bytes, CRC-valid and CLEAN=1 (storage.md
-	// §6.6), or there is no hwm file and no record bytes.
+	// closed directory only if its hwm file is 16 bytes, CRC-valid and CLEAN=1 (docs/internals/storage-format.md §7.5), or there is no hwm file and no record bytes.
 	Exact bool
 }
 

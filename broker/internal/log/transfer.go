@@ -16,7 +16,7 @@ import (
 // retention deleted it since the listing).
 var ErrNoSegment = errors.New("log: no such segment")
 
-// SegmentInfo is one segment of a committed listing (spec/storage.md §7, spec/moves.md §4.1).
+// SegmentInfo is one segment of a committed listing (docs/internals/storage-format.md §8, docs/internals/moves.md §4.1).
 type SegmentInfo struct {
 	Base int64 // base offset (the file name)
 	// Size is the committed byte length: the file size for a segment below the boundary
@@ -29,7 +29,7 @@ type SegmentInfo struct {
 }
 
 // CommittedListing returns the HWM and the segments that hold committed bytes
-// (spec/storage.md §7 rule 1): every segment below the boundary segment at its file size, the
+// (docs/internals/storage-format.md §8): every segment below the boundary segment at its file size, the
 // boundary segment at the committed boundary position, and nothing after it (those segments
 // hold only hidden-tail records). The HWM and the boundary are read together under the write
 // lock, so the listed bytes end exactly at the HWM's frame boundary: no listed position is
@@ -124,8 +124,8 @@ func (l *Log) ReadCommitted(base, at int64, buf []byte) (int, error) {
 }
 
 // ListClosed lists the committed bytes of the CLOSED log in dir without opening it
-// (spec/storage.md §7, "Closed, HWM exact"). exact is true only when the hwm file is 16 bytes,
-// CRC-valid and CLEAN (storage.md §6.6) and the boundary segment's frame headers walk (no
+// (docs/internals/storage-format.md §8, "Closed, HWM exact"). exact is true only when the hwm file is 16 bytes,
+// CRC-valid and CLEAN (docs/internals/storage-format.md §7.5) and the boundary segment's frame headers walk (no
 // CRC, no decode) cleanly up to the HWM; then hwm and segs are as CommittedListing would
 // report them after an open. With exact false the caller must open the log (recovery decides
 // the boundary) and use CommittedListing; hwm and segs are then meaningless. The caller keeps
@@ -260,7 +260,7 @@ func closedBoundary(f segFileInfo, hwm int64, memo *ClosedLister) (int64, bool, 
 	return pos, exact, nil
 }
 
-// walkClosedBoundary walks the frame headers of the boundary segment (storage.md §11.3: no
+// walkClosedBoundary walks the frame headers of the boundary segment (docs/internals/storage-format.md §11: no
 // CRC, no decode) to the first frame whose base is ≥ hwm. The walk is exact only if every
 // header parses and lies within the file, no frame straddles hwm, and a walk that reaches the
 // end of the file ends exactly at hwm (records below hwm must all be there); anything else

@@ -9,11 +9,11 @@ import (
 )
 
 // Unexpired describes the record bytes of a CLOSED partition directory that retention has
-// not expired (storage.md §9: a segment is expired when retention_ms > 0 and its mtime is
+// not expired (docs/internals/storage-format.md §10: a segment is expired when retention_ms > 0 and its mtime is
 // older than now − retention_ms; retention 0 keeps everything). It is read from the
 // directory listing and frame headers only: nothing is opened as a log, recovered or
 // written, so a copy judged by it can be set aside exactly as it was found
-// (spec/moves.md §9.3: quarantine without recovering).
+// (docs/internals/moves.md §9.3: quarantine without recovering).
 type Unexpired struct {
 	Segments int   // segments holding unexpired record bytes
 	Bytes    int64 // their total size

@@ -147,7 +147,7 @@ func isFrameDamage(err error) bool {
 }
 
 // walkHeaders visits frame headers of seg from pos without reading payloads or checking CRCs
-// (storage.md §11.3), until visit returns true or the walk leaves the file. At a header that
+// (docs/internals/storage-format.md §11), until visit returns true or the walk leaves the file. At a header that
 // does not parse or runs past size it jumps to the next resync point; it never steps over one.
 func walkHeaders(w *windowReader, seg *segment, size, pos int64, visit func(pos int64, h frameHeader) bool) error {
 	for pos < size {

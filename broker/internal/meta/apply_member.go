@@ -64,7 +64,7 @@ func (x *txn) memberDead(c *memberIDCmd) Result {
 }
 
 // setDraining is op 18: set or clear the decommission flag. It bumps no domain version
-// (drain flags are not routing changes; spec/cluster.md §4).
+// (drain flags are not routing changes; docs/internals/metastore.md §8).
 func (x *txn) setDraining(c *drainCmd) Result {
 	cur, ok := x.member(c.ID)
 	if !ok {
@@ -79,7 +79,7 @@ func (x *txn) setDraining(c *drainCmd) Result {
 	return okResult()
 }
 
-// removeMember is op 19: delete a member record (garbage collection, spec/cluster.md §6.5).
+// removeMember is op 19: delete a member record (garbage collection, docs/internals/metastore.md §11).
 // Refused while the member still owns a partition or is a move's target: its record is
 // needed to route to, or abort towards, that node.
 func (x *txn) removeMember(c *memberIDCmd) Result {

@@ -27,7 +27,7 @@ func (x *txn) setAssignmentTarget(c *setTargetCmd) Result {
 	return Result{Outcome: OutcomeOK, Assignment: a}
 }
 
-// completeMove is op 16, the ownership flip CAS (seed 004 §Ownership flip): owner already the
+// completeMove is op 16, the ownership flip CAS (docs/internals/moves.md §5.10): owner already the
 // target with no target set → CASAlreadyDone; owner == expected_owner and target == target →
 // owner := target, target cleared (CASDone); anything else → refused with the current record.
 func (x *txn) completeMove(c *completeMoveCmd) Result {

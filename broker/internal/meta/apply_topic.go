@@ -183,7 +183,7 @@ func (x *txn) deleteTopic(c *deleteTopicCmd) Result {
 // putSchema is op 4: add the next schema version to a topic that is not an attached child,
 // and the same version to each of its children (their history mirrors the parent's). A doc
 // equal to the latest version adds nothing (a retried proposal is idempotent). The additive
-// compatibility rule (api.md §2.5) is checked by the proposer, which holds the compiler.
+// compatibility rule (docs/internals/http-api.md §2.5) is checked by the proposer, which holds the compiler.
 func (x *txn) putSchema(c *putSchemaCmd) Result {
 	t, ok := x.topic(c.Topic)
 	if !ok {

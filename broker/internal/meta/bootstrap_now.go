@@ -15,8 +15,7 @@ func (s *Store) HasState() bool {
 }
 
 // BootstrapSelf bootstraps a new cluster with this node as its single voter, on a running
-// Store that has no Raft state (the join loop's "no peer answered" decision, spec/cluster.md
-// §6.1). With state it does nothing and returns nil.
+// Store that has no Raft state (the join loop's "no peer answered" decision, docs/internals/metastore.md §11). With state it does nothing and returns nil.
 func (s *Store) BootstrapSelf() error {
 	if s.HasState() {
 		return nil

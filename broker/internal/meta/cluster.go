@@ -34,7 +34,7 @@ func (s *Store) Leader() (id, addr string) {
 // the durable FSM is further ahead).
 func (s *Store) AppliedIndex() uint64 { return max(s.raft.AppliedIndex(), s.fsm.applied()) }
 
-// AppliedCaughtUp reports spec/cluster.md §5.1: a leader is known; this node is the leader or
+// AppliedCaughtUp reports docs/internals/metastore.md §9: a leader is known; this node is the leader or
 // heard from it within LeaderContactMax; and everything this node knows to be committed has
 // been applied to the FSM (Raft's applied index ≥ commit index, with no batch still queued
 // for or inside the FSM). The freshness clause is what catches a restarted replica whose
@@ -117,7 +117,7 @@ func (s *Store) WaitCaughtUp(ctx context.Context) error {
 }
 
 // Barrier blocks until this node's FSM has applied every entry committed before the call
-// (spec/cluster.md §5.2). Leader only: a follower gets ErrNotLeader. Bounded by
+// (docs/internals/metastore.md §9). Leader only: a follower gets ErrNotLeader. Bounded by
 // BarrierTimeout and ctx.
 func (s *Store) Barrier(ctx context.Context) error {
 	if s.closed.Load() {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Op numbers of the replicated commands (spec/cluster.md §3.4). Values are append-only: a
+// Op numbers of the replicated commands (docs/internals/metastore.md §7). Values are append-only: a
 // number is never reused or renumbered.
 const (
 	OpCreateTopic         uint8 = 1

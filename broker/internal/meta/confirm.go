@@ -9,11 +9,11 @@ import (
 )
 
 // ErrUnconfirmed is returned by Confirm* reads that could not be confirmed by the leader. The
-// caller keeps its data and retries later ("deferring is free", spec/cluster.md §9).
+// caller keeps its data and retries later ("deferring is free", docs/internals/metastore.md §13).
 var ErrUnconfirmed = errors.New("leader read unconfirmed")
 
 // LeaderReader performs a leader-confirmed read on the current leader over node RPC
-// (spec/cluster.md §5.3, ops 20 and 28). It is implemented by the rpc layer.
+// (docs/internals/metastore.md §9, ops 20 and 28). It is implemented by the rpc layer.
 //
 // Contract: return found=false with a nil error only for an authoritative 404 from the
 // leader; return an error for every other failure (unreachable, 421, 503, undecodable, a

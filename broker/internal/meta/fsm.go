@@ -34,7 +34,7 @@ type appliedRecord struct {
 	Term  uint64 `json:"term"`
 }
 
-// fsm is the replicated state machine, durable in its own pebble DB (spec/cluster.md §2.3).
+// fsm is the replicated state machine, durable in its own pebble DB (docs/internals/metastore.md §4).
 //
 // Invariant: m/applied is written in the same pebble batch as the mutations of the entry it
 // names, so the DB always holds exactly the effect of entries 1…m/applied; Apply skips any

@@ -2,7 +2,7 @@ package meta
 
 import "encoding/binary"
 
-// FSM keyspace (spec/cluster.md §2.3). Every value is JSON with the field names of types.go.
+// FSM keyspace (docs/internals/metastore.md §4). Every value is JSON with the field names of types.go.
 // Topic names, member IDs and usernames never contain 0x00 (their character rules exclude it),
 // so "<name>\x00" bounds a per-topic prefix exactly.
 const (
@@ -11,7 +11,7 @@ const (
 	prefixMember     = "n/"
 	prefixUser       = "u/"
 	prefixSchema     = "s/"
-	prefixRemote     = "r/" // remote links r/<parent>\x00<id> (fanout.md §13)
+	prefixRemote     = "r/" // remote links r/<parent>\x00<id> (docs/internals/fanout.md §13)
 	prefixCluster    = "c/"
 )
 

@@ -9,7 +9,7 @@ import (
 )
 
 // TransferLeadership hands Raft leadership to the voter id (decommission of the leader,
-// spec/moves.md §12.3 condition 6): the leader stops taking proposals, brings id up to date
+// docs/internals/moves.md §12.3 condition 6): the leader stops taking proposals, brings id up to date
 // and tells it to start an election at once. addr "" takes id's address from the Raft
 // configuration. It returns once id has taken over, or with an error when the transfer did
 // not finish; either way the caller re-checks IsLeader.

@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// LogStore is the Raft log and stable store on one pebble DB (spec/cluster.md §2.2).
+// LogStore is the Raft log and stable store on one pebble DB (docs/internals/metastore.md §3).
 //
 // Keys: 'L' + u64 BE index → encoded raft.Log; 'S' + key → stable value. Every write is
 // committed with pebble.Sync before it returns: the Raft log is the durability root of the

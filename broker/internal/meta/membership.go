@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Raft membership (spec/cluster.md §6): the Raft configuration says who votes; the member
+// Raft membership (docs/internals/metastore.md §11): the Raft configuration says who votes; the member
 // records say who is alive. Configuration changes run on the leader only; each is bounded by
 // ctx and Config.ApplyTimeout. Errors: ErrNotLeader when this node is not the leader (nothing
 // changed; retry on the leader), ErrTimeout when ctx or the timeout ends first, ErrNoLeader
@@ -74,7 +74,7 @@ func (s *Store) raftServer(id string) (RaftServer, bool) {
 	return RaftServer{}, false
 }
 
-// AddNonvoter admits id at addr as a non-voter (JoinCluster, spec/cluster.md §6.2).
+// AddNonvoter admits id at addr as a non-voter (JoinCluster, docs/internals/metastore.md §11).
 // Idempotent: a server already present at addr (voter or not) is left unchanged; a changed
 // address re-adds it at the new address (a voter keeps its vote).
 func (s *Store) AddNonvoter(ctx context.Context, id, addr string) error {
@@ -122,7 +122,7 @@ func (s *Store) DemoteVoter(ctx context.Context, id string) error {
 	})
 }
 
-// RemoveServer removes id from the Raft configuration (decommission, spec/cluster.md §6.5);
+// RemoveServer removes id from the Raft configuration (decommission, docs/internals/metastore.md §11);
 // its member record is kept. An absent id is a no-op.
 func (s *Store) RemoveServer(ctx context.Context, id string) error {
 	if _, ok := s.raftServer(id); !ok {

@@ -174,7 +174,7 @@ func (s *Store) RootSeeded() bool {
 	return s.fsm.getRecord(keyRootSeeded, &seeded) && seeded
 }
 
-// Domain versions (spec/cluster.md §4). A cache keyed on one of these is valid while it is
+// Domain versions (docs/internals/metastore.md §8). A cache keyed on one of these is valid while it is
 // unchanged. Every value is drawn from one counter, so versions never repeat across domains.
 
 // TopicVersion is the version of one topic record (max of its own bumps and the floor).

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Remote-link start modes (spec/fanout.md §13 rule 4): where a new remote link's cursors start
+// Remote-link start modes (docs/internals/fanout.md §13 rule 4): where a new remote link's cursors start
 // on each parent partition.
 const (
 	StartAttach           = "attach"            // the committed HWM while the attach ran (default)
@@ -20,7 +20,7 @@ const (
 // so a child name with this prefix never collides with a local child.
 const RemotePrefix = "remote:"
 
-// RemoteLink is a remote child of a parent (spec/fanout.md §13), stored under
+// RemoteLink is a remote child of a parent (docs/internals/fanout.md §13), stored under
 // r/<parent>\x00<id>. Its cursors are the fan-out cursors of the parent partitions, named by
 // ID; only the commit differs (a sender into the target cluster's batch produce).
 //

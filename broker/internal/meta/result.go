@@ -84,7 +84,7 @@ func refused(format string, args ...any) Result {
 // CASResult is the verdict of the assignment compare-and-swap commands (ops 15–17).
 type CASResult uint8
 
-// CAS results (spec/cluster.md §3.4).
+// CAS results (docs/internals/metastore.md §7).
 const (
 	CASDone        CASResult = iota + 1 // the swap happened
 	CASAlreadyDone                      // the desired state already held (op 15: same target; op 16: already flipped)

@@ -15,7 +15,7 @@ import (
 	"narad.dev/broker/internal/durable"
 )
 
-// Metastore constants (spec/cluster.md §2.1, §13).
+// Metastore constants (docs/internals/metastore.md §2, §14).
 const (
 	DefaultApplyTimeout = 5 * time.Second // a proposal's enqueue + commit wait
 	BarrierTimeout      = 5 * time.Second
@@ -41,7 +41,7 @@ type Config struct {
 	// node has no Raft state at all. Consulted only on an empty disk; a node with state never
 	// re-bootstraps.
 	Bootstrap bool
-	// BootstrapServers is the initial voter configuration (spec/cluster.md §6.1: every initial
+	// BootstrapServers is the initial voter configuration (docs/internals/metastore.md §11: every initial
 	// member bootstraps the identical list). nil → {NodeID at the transport's address}.
 	BootstrapServers []raft.Server
 	// Logger receives the metastore's logs; Raft's own logs are routed into it at warn and

@@ -1,7 +1,7 @@
 // Package meta is Narad's metadata store: a hashicorp/raft replicated state machine whose
 // state (topics, assignments, members, users, schemas, fan-out links) is durable in pebble.
 //
-// This file holds the state model shared by every layer (spec/cluster.md §3). The records are
+// This file holds the state model shared by every layer (docs/internals/metastore.md §6). The records are
 // JSON-encoded in the FSM with these field names, which are therefore stable.
 package meta
 
@@ -11,7 +11,7 @@ import (
 	"narad.dev/broker/internal/errcode"
 )
 
-// Limits and defaults of the state model (spec/api.md §1.7). Units are in the names.
+// Limits and defaults of the state model (docs/internals/http-api.md §1.7). Units are in the names.
 const (
 	MaxPartitions              = 108
 	MinPartitions              = 3
@@ -41,7 +41,7 @@ const (
 	RoleChild      = "child"
 )
 
-// Topic is the replicated record of one topic (spec/cluster.md §3.1).
+// Topic is the replicated record of one topic (docs/internals/metastore.md §6).
 // Incarnation never changes for the life of the record; a delete + recreate gets a new one.
 type Topic struct {
 	Name                      string   `json:"name"`
@@ -66,7 +66,7 @@ type Topic struct {
 }
 
 // Assignment says which node serves a partition now (Owner) and where it should end up
-// (Target, empty when settled). Exactly one owner at every log position (spec/cluster.md §3.2).
+// (Target, empty when settled). Exactly one owner at every log position (docs/internals/metastore.md §6).
 type Assignment struct {
 	Topic     string `json:"topic"`
 	Partition int    `json:"partition"`
@@ -74,7 +74,7 @@ type Assignment struct {
 	Target    string `json:"target_id,omitempty"`
 }
 
-// Member statuses as stored. Draining is a separate flag (spec/cluster.md §3.3).
+// Member statuses as stored. Draining is a separate flag (docs/internals/metastore.md §6).
 const (
 	MemberAlive = "alive"
 	MemberDead  = "dead"
@@ -90,7 +90,7 @@ type Member struct {
 	Draining      bool   `json:"draining"`
 }
 
-// Grant actions (spec/api.md §1.3).
+// Grant actions (docs/internals/http-api.md §1.3).
 const (
 	ActionProduce = "produce"
 	ActionConsume = "consume"

@@ -1,12 +1,12 @@
 package meta
 
 // ValidTopicName reports whether name matches ^[A-Za-z0-9._-]{1,255}$ and is not "." or ".."
-// (spec/api.md §1.7).
+// (docs/internals/http-api.md §1.7).
 func ValidTopicName(name string) bool {
 	return name != "." && name != ".." && validName(name, 255)
 }
 
-// ValidUsername reports whether name matches ^[A-Za-z0-9._-]{1,64}$ (spec/api.md §1.7).
+// ValidUsername reports whether name matches ^[A-Za-z0-9._-]{1,64}$ (docs/internals/http-api.md §1.7).
 func ValidUsername(name string) bool { return validName(name, 64) }
 
 func validName(s string, maxLen int) bool {
@@ -54,7 +54,7 @@ func checkTopicFields(t Topic) (Result, bool) {
 	return Result{}, true
 }
 
-// retentionCoversDelay is the delay-child rule (spec/api.md §1.7): a parent of a delay child
+// retentionCoversDelay is the delay-child rule (docs/internals/http-api.md §1.7): a parent of a delay child
 // (delay > 0) keeps records forever (0) or for at least delay + 1 h.
 func retentionCoversDelay(retentionMs, delayMs int64) bool {
 	return delayMs == 0 || retentionMs == 0 || retentionMs >= delayMs+MinRetentionMs

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 )
 
-// domainVersions are the in-memory per-domain version counters (spec/cluster.md §4).
+// domainVersions are the in-memory per-domain version counters (docs/internals/metastore.md §8).
 //
 // Invariant: every bump draws from one shared counter, so a new version is larger than every
 // earlier version of any domain, and a key's effective version max(key, floor) never goes

@@ -1,4 +1,4 @@
-// Package metrics defines every Prometheus family of spec/metrics.md on one registry per
+// Package metrics defines every Prometheus family of docs/internals/metrics.md on one registry per
 // process. Names, types and label sets here are part of the contract (MT-1 checks them).
 // Lower layers never import this package: they report through small observer interfaces
 // that the engine adapts to these collectors.
@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// storageBuckets are the storage latency buckets of spec/metrics.md §5.
+// storageBuckets are the storage latency buckets of docs/internals/metrics.md §5.
 var storageBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1}
 
 // Metrics holds every collector. Create one with New per process.

@@ -12,7 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// family is one row of spec/metrics.md: name, type, label names (in any order) and, for
+// family is one row of docs/internals/metrics.md: name, type, label names (in any order) and, for
 // histograms with specified buckets, the bucket upper bounds.
 type family struct {
 	name    string
@@ -32,7 +32,7 @@ var (
 	tp       = []string{"topic", "partition"}
 )
 
-// golden is spec/metrics.md §1–§8, written out from the spec (MT-1).
+// golden is docs/internals/metrics.md §1–§8, family by family.
 var golden = []family{
 	// §1 HTTP
 	{"narad_http_requests_total", counter, []string{"route", "method", "status"}, nil},
@@ -101,7 +101,7 @@ var golden = []family{
 	{"narad_connections_refused_total", counter, []string{"port", "reason"}, nil},
 }
 
-// proposed is spec/metrics.md §9: optional, but if registered they must match.
+// proposed is docs/internals/metrics.md §9: optional, but if registered they must match.
 var proposed = []family{
 	{"narad_moves_freeze_seconds", histogram, nil, nil},
 	{"narad_reconcile_passes_total", counter, []string{"loop", "kind"}, nil},

@@ -12,7 +12,7 @@ import (
 
 // Store is the subset of *meta.Store the runner and its workers read and propose through.
 // Reads are the local replica's; ConfirmAssignment is the leader-confirmed read of
-// spec/cluster.md §5.3 (an error means unconfirmed); CompleteMove is the flip CAS (op 16;
+// docs/internals/metastore.md §9 (an error means unconfirmed); CompleteMove is the flip CAS (op 16;
 // result 0 with an error means the outcome is unknown). Methods may be called from any
 // goroutine.
 type Store interface {
@@ -30,12 +30,12 @@ type Store interface {
 
 var _ Store = (*meta.Store)(nil)
 
-// Sweeper is the stale-copy sweep the runner drives (spec/moves.md §2 rule 5, §9).
+// Sweeper is the stale-copy sweep the runner drives (docs/internals/moves.md §2 rule 5, §9).
 type Sweeper interface {
 	Sweep(ctx context.Context) error
 }
 
-// Defaults of the move constants (spec/moves.md §16).
+// Defaults of the move constants (docs/internals/moves.md §16).
 const (
 	DefaultTick              = time.Second      // the runner's reconcile tick
 	DefaultFullPassEvery     = 30 * time.Second // a full pass at least this often

@@ -13,7 +13,7 @@ import (
 )
 
 // dispose handles the staging copy of a worker that ends without its flip committing
-// (spec/moves.md §5.11). An install left at the partition path with its flip unresolved is
+// (docs/internals/moves.md §5.11). An install left at the partition path with its flip unresolved is
 // not touched: the stale-copy sweep judges it (§9.6).
 //
 //  1. Default: remove the staging copy.

@@ -1,4 +1,4 @@
-// Package move is the destination side of a partition move (spec/moves.md §2, §5–§8): the
+// Package move is the destination side of a partition move (docs/internals/moves.md §2, §5–§8): the
 // move runner, which every second looks for partitions targeted at this node and keeps one
 // worker per such move, and the worker, which copies the partition from its owner, freezes
 // the owner for the last tail, verifies and installs the copy and flips ownership with the

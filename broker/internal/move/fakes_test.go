@@ -285,7 +285,7 @@ func sortStrings(s []string) {
 // ---- local engine ----
 
 // fakeLocal is a minimal real transfer.Local over a temp data dir: renames with the
-// incarnation and marker checks of spec/moves.md §5.9 and §7.9.
+// incarnation and marker checks of docs/internals/moves.md §5.9, §7.
 type fakeLocal struct {
 	root       string
 	mu         sync.Mutex

@@ -22,7 +22,7 @@ const FaultVerify = "move.verify"
 // errUnverified: the staged copy does not recover to exactly the HWM.
 var errUnverified = errors.New("staged copy does not verify")
 
-// writePositions writes the staged copy's positions (spec/moves.md §5.6): consumer.offset
+// writePositions writes the staged copy's positions (docs/internals/moves.md §5.6): consumer.offset
 // with the frontier clamped below hwm and acked-ahead offsets below hwm, the exact CLEAN hwm
 // file, and the fan-out cursor sidecars last, each parsed again and lowered to hwm if past
 // it. force marks a force-promote (the clamp is expected there and not warned about twice).
@@ -156,7 +156,7 @@ func (w *worker) verifyFailed(err error) error {
 	return fmt.Errorf("%w: %w", errBlocked, err)
 }
 
-// stampAges gives each staged segment the age its source copy has (spec/moves.md §6): mtime
+// stampAges gives each staged segment the age its source copy has (docs/internals/moves.md §6): mtime
 // = received_at − (listed_at_ms − mtime_ms). A listing without the fields, or an mtime more
 // than FutureMtimeSkew ahead of listed_at, leaves the write time.
 func (w *worker) stampAges(l transfer.Listing) {
@@ -174,7 +174,7 @@ func (w *worker) stampAges(l transfer.Listing) {
 	}
 }
 
-// seal makes the staged copy durable and writes its move marker (spec/moves.md §5.7):
+// seal makes the staged copy durable and writes its move marker (docs/internals/moves.md §5.7):
 // every file is fsynced, then move.marker (durable_at_ms stamped) and the staging directory.
 // It returns the marker's bytes as written.
 func (w *worker) seal(hwm int64, force bool) ([]byte, transfer.Marker, error) {

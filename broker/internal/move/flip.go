@@ -32,7 +32,7 @@ const (
 	outcomeForcePromoted = "force_promoted"
 )
 
-// install renames the staged copy into the partition path (spec/moves.md §5.9).
+// install renames the staged copy into the partition path (docs/internals/moves.md §5.9).
 func (w *worker) install(marker []byte, m transfer.Marker) error {
 	w.setPhase(transfer.PhaseInstalled)
 	if err := w.cfg.Local.Install(w.topic, w.p, w.incarnation, w.staging); err != nil {
@@ -103,7 +103,7 @@ func (w *worker) completed(f *freeze) {
 		"copied_bytes", w.copiedBytes(), "duration", now.Sub(w.started))
 }
 
-// resolve settles a flip that did not answer "committed" (spec/moves.md §7), with the
+// resolve settles a flip that did not answer "committed" (docs/internals/moves.md §7), with the
 // install in place. It re-proposes while the flip can still commit — under the re-armed,
 // fenced freeze and within ReproposeLimit of the first unknown proposal, or as a
 // force-promote once the source has been dead long enough (§7.8) — and takes the copy off
@@ -221,7 +221,7 @@ func (w *worker) confirm(ctx context.Context) (meta.Assignment, bool, error) {
 }
 
 // markForce rewrites the installed copy's marker with force: true before a force flip of an
-// unconfirmed install (spec/moves.md §7 rule 8, our choice).
+// unconfirmed install (docs/internals/moves.md §7 rule 8, our choice).
 func (w *worker) markForce() error {
 	m := w.markerStruct
 	m.Force = true

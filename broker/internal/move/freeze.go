@@ -11,7 +11,7 @@ import (
 	"narad.dev/broker/internal/transfer"
 )
 
-// freeze is one handoff freeze this worker armed on the source (spec/moves.md §3, §5.4).
+// freeze is one handoff freeze this worker armed on the source (docs/internals/moves.md §3, §5.4).
 // While it is held, a goroutine presents its token every RearmEvery; a refused re-arm marks
 // it lapsed, and whoever relies on it goes back to arming a fresh one.
 type freeze struct {

@@ -12,7 +12,7 @@ import (
 )
 
 // observeSource reads the source's member record and reports whether it has been dead long
-// enough to force-promote (spec/moves.md §8 rule 2): the leader's heartbeat stamp is older
+// enough to force-promote (docs/internals/moves.md §8 rule 2): the leader's heartbeat stamp is older
 // than ForcePromoteAfter AND this worker has itself watched it read dead that long on its
 // own clock. The own clock starts at the first dead reading and restarts when the source
 // reads alive; a source with no member record reads dead with no stamp.
@@ -53,7 +53,7 @@ func (w *worker) sourceDown(ctx context.Context) (done bool, err error) {
 // errBehind: a force-promote gate failed; the worker keeps waiting for the source.
 var errBehind = errors.New("move: cannot force-promote")
 
-// forcePromote promotes the staged copy of a dead source (spec/moves.md §8 rules 3–5): only
+// forcePromote promotes the staged copy of a dead source (docs/internals/moves.md §8 rules 3–5): only
 // if the session reached the source and the copy recovers to at least the source's last
 // listed HWM (and, so that a gap in a sealed segment cannot hide behind a later one, holds
 // every byte that listing reported). It skips the freeze, works from the last listing, cuts the copy to its HWM,

@@ -171,7 +171,7 @@ func TestForcePromoteClampsPositionsToTheHWM(t *testing.T) {
 	}
 }
 
-// spec/moves.md §7 rule 8: a source that dies while the flip is unconfirmed leads to a
+// docs/internals/moves.md §7 rule 8: a source that dies while the flip is unconfirmed leads to a
 // force-promote flip of the installed copy, its marker rewritten with force first.
 func TestSourceDeathWithAnUnconfirmedFlipForcePromotesTheInstall(t *testing.T) {
 	h := newHarness(t, 4096)

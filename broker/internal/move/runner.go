@@ -18,7 +18,7 @@ var ErrMisconfigured = errors.New("move: runner config lacks a store, source or 
 // topicsPage is how many topics one metastore read of a pass returns.
 const topicsPage = 256
 
-// key names one move worker (spec/moves.md §2 rule 1): a re-plan to another target is a
+// key names one move worker (docs/internals/moves.md §2 rule 1): a re-plan to another target is a
 // different worker. On one node target is always the node itself.
 type key struct {
 	topic     string
@@ -26,7 +26,7 @@ type key struct {
 	target    string
 }
 
-// Runner is the move runner of one node (spec/moves.md §2): every tick it compares the
+// Runner is the move runner of one node (docs/internals/moves.md §2): every tick it compares the
 // moves targeted at this node with its running workers, starts the missing ones while the
 // replica is caught up and cancels those no longer desired; every SweepEveryTicks-th tick it
 // runs the stale-copy sweep.
@@ -75,7 +75,7 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // tick runs one reconcile tick: the sweep on its own cadence (skipped ticks count), then a
-// full pass unless the skip rule applies (spec/moves.md §2 rule 2).
+// full pass unless the skip rule applies (docs/internals/moves.md §2 rule 2).
 func (r *Runner) tick(ctx context.Context) {
 	caughtUp := r.cfg.Store.AppliedCaughtUp()
 	if r.ticks%r.cfg.SweepEveryTicks == 0 {
@@ -120,7 +120,7 @@ func (r *Runner) desired() map[key]want {
 
 // pass is one full comparison; it reports whether it finished its work (else the next tick
 // forces another). Unlike the fan-out runner's, a pass that could not start a worker because
-// the replica is not caught up is unfinished (spec/moves.md §2 rule 3: the next tick reads
+// the replica is not caught up is unfinished (docs/internals/moves.md §2 rule 3: the next tick reads
 // again).
 func (r *Runner) pass(ctx context.Context, caughtUp bool) bool {
 	desired := r.desired()

@@ -159,7 +159,7 @@ func TestRefusedPreparationWarnsOnceAndRetries(t *testing.T) {
 	h.checkInstalled()
 }
 
-// spec/moves.md §5.11 rule 3: a worker that ends while this node owns the partition keeps
+// docs/internals/moves.md §5.11 rule 3: a worker that ends while this node owns the partition keeps
 // (sets aside) a staging copy the partition path may lack.
 func TestEndingWhileOwningKeepsACopyThePathMayLack(t *testing.T) {
 	h := newHarness(t, 2048)

@@ -21,7 +21,7 @@ import (
 )
 
 // session is one copy session: the staged copy in the staging directory and what the worker
-// learned from the source while making it (spec/moves.md §5.1).
+// learned from the source while making it (docs/internals/moves.md §5.1).
 //
 // Invariant: the staged copy never holds more of a segment than some listing reported — a
 // listing shorter than the staged file cuts it back, and a segment no longer listed is
@@ -47,7 +47,7 @@ func newSession(dir string) *session {
 	return &session{dir: dir, synced: map[int64]bool{}, bgSem: make(chan struct{}, 1)}
 }
 
-// syncLater fsyncs a sealed segment whose last chunk landed (spec/moves.md §5.7 rule 1) in the
+// syncLater fsyncs a sealed segment whose last chunk landed (docs/internals/moves.md §5.7 rule 1) in the
 // background, so the copy of the next segment does not wait for the write-back. seal fsyncs
 // every file again before the marker, so a failure here only loses the head start.
 func (s *session) syncLater(path string, log *slog.Logger) {
@@ -239,7 +239,7 @@ func (w *worker) copySegment(ctx context.Context, addr string, seg transfer.Segm
 		return copied, false, err
 	}
 	full = have == seg.Size
-	if seg.Sealed && full && !s.synced[seg.Base] { // spec/moves.md §5.7 rule 1
+	if seg.Sealed && full && !s.synced[seg.Base] { // docs/internals/moves.md §5.7 rule 1
 		s.syncLater(path, w.log)
 		s.synced[seg.Base] = true
 	}
@@ -400,7 +400,7 @@ func (w *worker) fetch(ctx context.Context, addr string, base, at int64, n int) 
 	return b, nil
 }
 
-// catchUp is the pre-copy (spec/moves.md §5.3): passes 50 ms apart until a pass from pass 1
+// catchUp is the pre-copy (docs/internals/moves.md §5.3): passes 50 ms apart until a pass from pass 1
 // on copies ≤ LagBytes (converged), or MaxPasses passes, or NoProgressPasses passes in a row
 // without a new minimum (freeze anyway: a non-converged cutover).
 func (w *worker) catchUp(ctx context.Context) error {

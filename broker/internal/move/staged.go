@@ -13,7 +13,7 @@ const directAlign = 4096
 // directWrites turns direct chunk writes on; the benchmarks turn it off to compare.
 var directWrites = true
 
-// stagedFile is a staged segment being copied (spec/moves.md §5.3). Chunks of a sealed
+// stagedFile is a staged segment being copied (docs/internals/moves.md §5.3). Chunks of a sealed
 // segment go to the disk with direct I/O when the platform and the filesystem allow it and
 // the chunk is aligned (whole 1 MiB chunks from an aligned position: all of a bulk copy but
 // the active segment). The copy then never dirties the page cache, so it neither pays the

@@ -18,7 +18,7 @@ import (
 // after RetryBackoff).
 var (
 	// errEnded: the flip can never commit (refused, re-planned, topic gone); the worker
-	// ends without a flip and disposes of its staging copy (spec/moves.md §5.11).
+	// ends without a flip and disposes of its staging copy (docs/internals/moves.md §5.11).
 	errEnded = errors.New("move: the flip cannot commit")
 	// errBlocked: the worker stops working and holds its slot until cancelled (§5.5).
 	errBlocked = errors.New("move: blocked")
@@ -31,7 +31,7 @@ var (
 	errSourceCall = errors.New("move: source call failed")
 )
 
-// worker is the destination side of one move (spec/moves.md §5): it holds one copy session
+// worker is the destination side of one move (docs/internals/moves.md §5): it holds one copy session
 // for its life and retries in place after failures.
 //
 // Invariant: the worker proposes the flip only with a verified, durable copy installed at
@@ -91,7 +91,7 @@ func newWorker(r *Runner, k key, d want) *worker {
 }
 
 // run is the worker goroutine: attempts until the flip commits, the move ends, or ctx ends;
-// then it disposes of whatever a move without a flip leaves (spec/moves.md §5.11).
+// then it disposes of whatever a move without a flip leaves (docs/internals/moves.md §5.11).
 func (w *worker) run(ctx context.Context) {
 	defer w.clearBlocked()
 	defer func() {

@@ -15,7 +15,7 @@ import (
 	"narad.dev/broker/internal/wal"
 )
 
-// commitRPCTimeout bounds one CommitProduceBatch call (spec/produce-consume.md §4.1: a slow
+// commitRPCTimeout bounds one CommitProduceBatch call (docs/internals/produce-path.md §4: a slow
 // fsync is not a dead node).
 const commitRPCTimeout = 30 * time.Second
 
@@ -177,7 +177,7 @@ func (p Peers) topicWrite(ctx context.Context, addr string, create bool, call fu
 	}
 	rep, err := call(c)
 	if err != nil {
-		// Outcome unknown: the leader may have applied it (api.md: 503, retry).
+		// Outcome unknown: the leader may have applied it (docs/internals/http-api.md §1.6: 503, retry).
 		return meta.Topic{}, 0, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, addr, err)
 	}
 	if err := leaderError(rep.Status, rep.Reason, rep.Error, create); err != nil {
@@ -238,7 +238,7 @@ func (p Peers) ConfirmAssignment(ctx context.Context, leaderID, leaderAddr, topi
 	return decodeLeaderRead[meta.Assignment](leaderID, rep.Status, rep.Reason, rep.Error, rep.LeaderRead, rep.AssignmentJson)
 }
 
-// decodeLeaderRead applies the caller rules of spec/cluster.md §5.3 to a leader-read reply:
+// decodeLeaderRead applies the caller rules of docs/internals/metastore.md §9 to a leader-read reply:
 // only a reply marked leader_read confirms anything; 404 is authoritatively absent, 200 carries
 // the JSON record; everything else is unconfirmed.
 func decodeLeaderRead[T any](leaderID string, status int32, reason, msg string, marked bool, body []byte) (T, bool, error) {

@@ -9,7 +9,7 @@ import (
 	"narad.dev/broker/internal/rpc/nodepb"
 )
 
-// joinRPCTimeout bounds one JoinCluster call (spec/cluster.md §13).
+// joinRPCTimeout bounds one JoinCluster call (docs/internals/metastore.md §14).
 const joinRPCTimeout = 5 * time.Second
 
 // AskToJoin sends JoinCluster (op 21) to addr and, on a 421 with a hint, to the leader. ok means

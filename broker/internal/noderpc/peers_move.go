@@ -18,11 +18,11 @@ import (
 )
 
 // prepareCallTimeout bounds one PrepareHandoff call: the default deadline plus the lease drain
-// an arm may spend before it reads the listing (spec/moves.md §3.3).
+// an arm may spend before it reads the listing (docs/internals/moves.md §3.3).
 const prepareCallTimeout = rpc.DefaultCallTimeout + transfer.LeaseDrainBound
 
 // ErrPeerTooOld reports a peer that does not implement the op (gRPC Unimplemented): it runs
-// an older release (spec/cluster.md §10.1).
+// an older release (docs/internals/node-rpc.md §3).
 var ErrPeerTooOld = errors.New("peer does not implement this op")
 
 // transferSource implements transfer.Source over node RPC ops 22–24: every error wraps

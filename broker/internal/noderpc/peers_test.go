@@ -8,7 +8,7 @@ import (
 	"narad.dev/broker/internal/meta"
 )
 
-// spec/cluster.md §5.3 caller rules: only a reply marked leader_read confirms; 404 is
+// docs/internals/metastore.md §9 caller rules: only a reply marked leader_read confirms; 404 is
 // authoritatively absent; 421, 503, an unmarked or undecodable reply are unconfirmed.
 func TestLeaderReadRepliesConfirmOnlyWhenMarked(t *testing.T) {
 	cases := []struct {

@@ -8,7 +8,7 @@ import (
 )
 
 // nodeProber implements controller.Prober over NodeStatus (op 29): what a member says about
-// itself, for the promotion check of spec/cluster.md §6.3 and the decommission backlog guard
+// itself, for the promotion check of docs/internals/metastore.md §11 and the decommission backlog guard
 // of §8.2.
 type nodeProber struct{ p Peers }
 

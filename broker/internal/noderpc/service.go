@@ -15,7 +15,7 @@ import (
 	"narad.dev/broker/internal/wal"
 )
 
-// Service serves the node-to-node RPCs of spec/cluster.md §10.3 on this node. Replies carry
+// Service serves the node-to-node RPCs of docs/internals/node-rpc.md §4 on this node. Replies carry
 // the op's status in HTTP vocabulary; 421 means "not the owner / not the leader".
 type Service struct {
 	nodepb.UnimplementedNodeServer
@@ -149,7 +149,7 @@ func (s *Service) CommitProduceBatch(ctx context.Context, req *nodepb.CommitProd
 }
 
 // GetTopic (op 20): a local read, or with leader_read a leader-confirmed read behind a barrier
-// issued after the request arrived (spec/cluster.md §5.3).
+// issued after the request arrived (docs/internals/metastore.md §9).
 func (s *Service) GetTopic(ctx context.Context, req *nodepb.GetTopicRequest) (*nodepb.GetTopicReply, error) {
 	if req.LeaderRead {
 		if !s.store.IsLeader() {
@@ -196,7 +196,7 @@ func (s *Service) JoinCluster(ctx context.Context, req *nodepb.JoinClusterReques
 	}
 	if m, ok := s.store.Member(req.Id); ok && m.Draining && newLife {
 		// A re-join after a decommission is a new life: it may receive partitions again
-		// (spec/cluster.md §6.2).
+		// (docs/internals/metastore.md §11).
 		if err := s.store.SetMemberDraining(ctx, req.Id, false); err != nil {
 			s.log.Warn("clear drain flag of re-joining node", "node", req.Id, "err", err)
 		}

@@ -15,7 +15,7 @@ import (
 	"narad.dev/broker/internal/transfer"
 )
 
-// MoveSource is the source side of a partition move (ops 22–24, spec/moves.md §3–§4),
+// MoveSource is the source side of a partition move (ops 22–24, docs/internals/moves.md §3–§4),
 // implemented by *engine.Engine. Its errors answer by errcode.Source: ErrNotOwner (421),
 // ErrTopicGone or ErrNotFound (404), the fence sentinels (409 with a reason), else 503.
 type MoveSource interface {
@@ -30,7 +30,7 @@ type MoveReporter interface {
 	Report(topic string, p int) (transfer.Report, bool)
 }
 
-// Decommissioner is the leader's decommission surface (op 25, spec/moves.md §12),
+// Decommissioner is the leader's decommission surface (op 25, docs/internals/moves.md §12),
 // implemented by *controller.Controller. Errors: meta.ErrNotFound (404), controller.ErrRefused
 // (409, the Verdict carries the reasons), controller.ErrRemoved (409), meta.ErrNotLeader (421
 // on the node plane), else 503.
@@ -54,7 +54,7 @@ var ErrMoveUnwired = errors.New("moves are not available on this node")
 // badPartition reports a request naming no topic or a negative partition (400).
 func badPartition(topic string, p int32) bool { return topic == "" || p < 0 }
 
-// ListPartitionSegments (op 22): the owner's transfer listing (spec/moves.md §4.1).
+// ListPartitionSegments (op 22): the owner's transfer listing (docs/internals/moves.md §4.1).
 func (s *Service) ListPartitionSegments(ctx context.Context, req *nodepb.ListPartitionSegmentsRequest) (*nodepb.ListPartitionSegmentsReply, error) {
 	if badPartition(req.Topic, req.Partition) {
 		return &nodepb.ListPartitionSegmentsReply{Status: 400, Error: "topic and a partition ≥ 0 are required"}, nil
@@ -88,7 +88,7 @@ func (s *Service) segmentRefusal(topic string, p int32, base, at, n int64) (int3
 	return 0, ""
 }
 
-// FetchSegmentChunk (op 23): up to len committed bytes of one segment (spec/moves.md §4.2);
+// FetchSegmentChunk (op 23): up to len committed bytes of one segment (docs/internals/moves.md §4.2);
 // a length over transfer.ChunkBytes is clamped to it.
 func (s *Service) FetchSegmentChunk(ctx context.Context, req *nodepb.FetchSegmentChunkRequest) (*nodepb.FetchSegmentChunkReply, error) {
 	if st, msg := s.segmentRefusal(req.Topic, req.Partition, req.Base, req.At, int64(req.Len)); st != 0 {
@@ -103,7 +103,7 @@ func (s *Service) FetchSegmentChunk(ctx context.Context, req *nodepb.FetchSegmen
 	return &nodepb.FetchSegmentChunkReply{Status: 200, Data: buf[:min(k, len(buf))]}, nil
 }
 
-// StreamSegment (op 23 streamed, cluster.md §10.1): the committed bytes of one segment from
+// StreamSegment (op 23 streamed, docs/internals/node-rpc.md §1): the committed bytes of one segment from
 // at on, up to len, in replies of at most chunk (≤ transfer.ChunkBytes); the stream ends early at the
 // committed boundary (a short read). A refusal or a failed read is one reply with its status,
 // as op 23 answers it, after the chunks already sent. A stream opened with the segment codec
@@ -153,7 +153,7 @@ func (s *Service) StreamSegment(req *nodepb.StreamSegmentRequest, stream nodepb.
 	return nil
 }
 
-// PrepareHandoff (op 24): arm, re-arm or fence the handoff freeze (spec/moves.md §3.3).
+// PrepareHandoff (op 24): arm, re-arm or fence the handoff freeze (docs/internals/moves.md §3.3).
 func (s *Service) PrepareHandoff(ctx context.Context, req *nodepb.PrepareHandoffRequest) (*nodepb.PrepareHandoffReply, error) {
 	switch {
 	case badPartition(req.Topic, req.Partition):

@@ -20,7 +20,7 @@ const (
 
 // WatchPeers keeps one WatchCommits stream (op 33) open to every other member, feeding each
 // notice into the engine so queue long-polls parked here wake within milliseconds of a commit
-// on the partition's owner (issue 3; v1 polled and was late by up to its re-probe interval).
+// on the partition's owner, instead of waiting for the next re-probe.
 // It returns when ctx ends.
 func WatchPeers(ctx context.Context, store *meta.Store, e *engine.Engine, p Peers, self string, logger *slog.Logger) {
 	type watch struct {

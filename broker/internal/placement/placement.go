@@ -1,4 +1,4 @@
-// Package placement decides which member owns a new partition (spec/cluster.md §7.1). It is
+// Package placement decides which member owns a new partition (docs/internals/metastore.md §12). It is
 // pure: callers read members and assignments, call Place, and propose the result under the
 // leader's placement lock (§7.2).
 package placement

@@ -24,7 +24,7 @@ type Plan struct {
 }
 
 // Rebalance computes the fewest moves that balance the count of owned partitions over the
-// receiving nodes (spec/moves.md §11.2). It is pure: the controller reads members, topics and
+// receiving nodes (docs/internals/moves.md §11). It is pure: the controller reads members, topics and
 // assignments under the placement lock after a barrier, and proposes Plan.Moves with
 // SetAssignmentTarget (expected owner = Move.From).
 //

@@ -9,7 +9,7 @@ import (
 	"narad.dev/broker/internal/rpc/nodepb"
 )
 
-// Client call deadlines (spec/cluster.md §10.3, §13). A caller's own earlier deadline wins;
+// Client call deadlines (docs/internals/node-rpc.md §4, docs/internals/metastore.md §14). A caller's own earlier deadline wins;
 // a call without one gets these.
 const (
 	DefaultCallTimeout = 5 * time.Second  // every op unless listed below

@@ -1,4 +1,4 @@
-// Package rpc is Narad's node-to-node layer (spec/cluster.md §10): gRPC with the typed
+// Package rpc is Narad's node-to-node layer (docs/internals/node-rpc.md): gRPC with the typed
 // messages of package nodepb, and hashicorp/raft's network transport, both on one TCP
 // listener (the cluster port), told apart by the first byte of each connection.
 //

@@ -32,8 +32,7 @@ const maxPendingHandshakes = 1024
 // ErrStreamLayerTaken is returned when a second StreamLayer is created on one Mux.
 var ErrStreamLayerTaken = errors.New("rpc: mux already has a raft stream layer")
 
-// Mux splits one cluster-port listener into a gRPC listener and a Raft stream (spec/cluster.md
-// §10.1). Every connection first sends a kind byte (RaftTag or GRPCTag; anything else is
+// Mux splits one cluster-port listener into a gRPC listener and a Raft stream (docs/internals/node-rpc.md §1). Every connection first sends a kind byte (RaftTag or GRPCTag; anything else is
 // closed), then, under cluster TLS (WithTLS), runs the TLS server handshake, then the cluster
 // handshake of handshake.go. Only a connection that passed all three within HandshakeTimeout
 // reaches a listener: Raft's Accept, or the gRPC listener (as the connection after TLS,

@@ -10,7 +10,7 @@ import (
 	"narad.dev/broker/internal/rpc/nodepb"
 )
 
-// MaxMessageBytes is the largest payload a node RPC carries (spec/cluster.md §13, RPC frame
+// MaxMessageBytes is the largest payload a node RPC carries (docs/internals/metastore.md §14, RPC frame
 // payload max); the gRPC message limit adds messageSlack for the envelope around it.
 const MaxMessageBytes = 16 << 20
 

@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Raft transport settings (spec/cluster.md §2.1).
+// Raft transport settings (docs/internals/metastore.md §2).
 const (
 	RaftMaxPool = 3                // pooled outgoing connections per peer
 	RaftTimeout = 10 * time.Second // per-RPC I/O deadline of the network transport

@@ -12,7 +12,7 @@ import (
 // ErrNoCACertificates is returned by LoadClusterTLS for a CA file without a PEM certificate.
 var ErrNoCACertificates = errors.New("rpc: cluster CA file holds no certificate")
 
-// ClusterTLS is the TLS configuration of the cluster port (spec/cluster.md §2.1, §10.1): one
+// ClusterTLS is the TLS configuration of the cluster port (docs/internals/metastore.md §2, docs/internals/node-rpc.md §1): one
 // node certificate used both to serve (gRPC and Raft) and, under mutual TLS, to dial peers.
 //
 // With a CA (mutual TLS) servers require a client certificate that chains to the CA

@@ -11,7 +11,7 @@ import (
 )
 
 // CheckCompatible decides whether newDoc may replace oldDoc as a topic's schema: "backward
-// compatible (additive only)" (spec/api.md §2.5). Both documents must compile (else
+// compatible (additive only)" (docs/internals/http-api.md §2.5). Both documents must compile (else
 // ErrInvalidSchema). The check is structural and conservative: what it cannot prove additive it
 // refuses with an error wrapping ErrIncompatible that names the JSON pointer of the offending
 // keyword.

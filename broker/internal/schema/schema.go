@@ -1,5 +1,5 @@
 // Package schema validates produce payloads against a topic's JSON Schema and decides whether a
-// new schema version may replace the current one (spec/api.md §2.2 `schema`, §2.5).
+// new schema version may replace the current one (docs/internals/http-api.md §2.2 `schema`, §2.5).
 //
 // Schemas are compiled with github.com/santhosh-tekuri/jsonschema/v6 (default draft 2020-12).
 // Compilation never touches the network or the file system: only the embedded JSON Schema

@@ -100,7 +100,7 @@ func (c *clusterService) leaderBlocked(ctx context.Context) (reachable bool, blo
 	return err == nil, nil
 }
 
-// Decommission starts (or dry-runs) or cancels a member's decommission (spec/api.md §2.17),
+// Decommission starts (or dry-runs) or cancels a member's decommission (docs/internals/http-api.md §2.17),
 // on the leader directly or through op 25 elsewhere, and maps the leader's answer: 200/204
 // succeed, 400/404/409 are refusals, anything else (421 leadership moved, 503) is retryable.
 func (c *clusterService) Decommission(ctx context.Context, req api.DecommissionRequest) (api.DecommissionResult, error) {

@@ -49,8 +49,7 @@ var (
 	_ api.ClusterBackend = (*clusterService)(nil)
 )
 
-// clusterService is the api.ClusterBackend of the /v1/cluster endpoints (spec/api.md
-// §2.16–§2.19). Reads come from this node's replica; writes go to the leader (proposals
+// clusterService is the api.ClusterBackend of the /v1/cluster endpoints (docs/internals/http-api.md §2.16–§2.19). Reads come from this node's replica; writes go to the leader (proposals
 // forward; decommission is op 25).
 type clusterService struct {
 	store clusterStore
@@ -160,7 +159,7 @@ func (c *clusterService) localDetail(mv *api.Move) {
 	mv.Detail = &rep
 }
 
-// AbortMove runs the algorithm of spec/api.md §2.19: read, CAS-clear the target read, read
+// AbortMove runs the algorithm of docs/internals/http-api.md §2.19: read, CAS-clear the target read, read
 // back from the leader; done only if the owner is unchanged and the move to that target is
 // gone. want is the target the caller expects ("" = whichever).
 func (c *clusterService) AbortMove(ctx context.Context, topic string, part int, want string) (api.AbortedMove, error) {

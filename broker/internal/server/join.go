@@ -15,16 +15,16 @@ import (
 // events).
 const eventJoin = "cluster.join"
 
-// Join cadence (spec/cluster.md §13).
+// Join cadence (docs/internals/metastore.md §14).
 const (
 	joinInterval      = 2 * time.Second
 	bootstrapAfterTry = 3 // rounds with no cluster found before the lowest initial member bootstraps
 )
 
-// joinCluster is the join loop of spec/cluster.md §6.2: until this node's Raft knows a leader,
+// joinCluster is the join loop of docs/internals/metastore.md §11: until this node's Raft knows a leader,
 // ask the --join peers (following leader hints) to admit it as a non-voter. A node listed first
 // (lowest id) in --initial-members that finds no existing cluster for a few rounds, and has no
-// Raft state, bootstraps a new one instead (issue 3's deterministic bootstrap rule).
+// Raft state, bootstraps a new one instead (docs/internals/metastore.md §11: only initial members bootstrap, and only on an empty disk).
 func joinCluster(ctx context.Context, cfg config.Serve, store *meta.Store, p noderpc.Peers, advertise string, logger *slog.Logger) error {
 	mayBootstrap := isLowestInitialMember(cfg.NodeID, cfg.InitialMembers)
 	quiet := 0 // rounds in which no peer knew of a cluster

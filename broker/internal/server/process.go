@@ -278,7 +278,7 @@ func (p *process) newEngine() error {
 	return nil
 }
 
-// newMoves builds the partition moves (spec/moves.md): this node's destination runner, its
+// newMoves builds the partition moves (docs/internals/moves.md): this node's destination runner, its
 // stale-copy sweep, and the objects behind the source, report and decommission endpoints.
 func (p *process) newMoves() error {
 	cfg, store, e := p.cfg, p.store, p.e

@@ -1,4 +1,4 @@
-// Package server wires one Narad node together (spec/cluster.md §1): configuration, the
+// Package server wires one Narad node together (docs/internals/metastore.md §1): configuration, the
 // cluster port (node RPC + Raft), the metastore, the ingress WAL, the engine, the dispatcher
 // and the HTTP API, in the load-bearing boot order, and takes them down in reverse on
 // shutdown.

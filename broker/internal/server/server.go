@@ -22,7 +22,7 @@ import (
 	"narad.dev/broker/internal/noderpc"
 )
 
-// Boot and liveness constants (spec/cluster.md §13).
+// Boot and liveness constants (docs/internals/metastore.md §14).
 const (
 	caughtUpWait      = 60 * time.Second // startup wait for AppliedCaughtUp
 	heartbeatInterval = 5 * time.Second
@@ -49,7 +49,7 @@ func Run(ctx context.Context, cfg config.Serve, stderr io.Writer) error {
 	return err
 }
 
-// boot runs the boot-order steps between the listeners and readiness (spec/cluster.md §1):
+// boot runs the boot-order steps between the listeners and readiness (docs/internals/metastore.md §1):
 // wait until the replica is caught up, seed the root admin once, and register this member.
 func boot(ctx context.Context, cfg config.Serve, store *meta.Store, e *engine.Engine, nodes noderpc.Peers, logger *slog.Logger, clusterAddr, httpAddr string) error {
 	if len(cfg.Join) > 0 {
@@ -77,7 +77,7 @@ func boot(ctx context.Context, cfg config.Serve, store *meta.Store, e *engine.En
 		res := e.SweepOrphans(ctx)
 		switch {
 		case res.Quarantined > 0:
-			// Data set aside for an operator is listed loudly at every start (spec/storage.md §16).
+			// Data set aside for an operator is listed loudly at every start (docs/internals/storage-format.md §17).
 			logger.Error("quarantined copies await an operator (see the quarantined copy lines)", "quarantined", res.Quarantined,
 				"bytes", res.QuarBytes, "removed", res.Removed, "orphans", res.Orphans)
 		case res.Removed+res.Orphans > 0:
@@ -152,8 +152,7 @@ func seedRoot(ctx context.Context, cfg config.Serve, store *meta.Store, logger *
 	return nil
 }
 
-// heartbeat upserts this member's record every interval (5 s by default, spec/cluster.md
-// §6.4); a follower's heartbeat is forwarded to the leader.
+// heartbeat upserts this member's record every interval (5 s by default, docs/internals/metastore.md §11); a follower's heartbeat is forwarded to the leader.
 func heartbeat(ctx context.Context, store *meta.Store, me meta.Member, interval time.Duration, logger *slog.Logger) {
 	if interval <= 0 {
 		interval = heartbeatInterval

@@ -2,9 +2,9 @@ package service
 
 import "narad.dev/broker/internal/errcode"
 
-// ChildStatus is one entry of GET /v1/topics/{parent}/children (spec §2.13).
+// ChildStatus is one entry of GET /v1/topics/{parent}/children (docs/internals/http-api.md §2.13).
 //
-// A remote child (spec/fanout.md §13) also carries id, kind, epoch, target, start,
+// A remote child (docs/internals/fanout.md §13) also carries id, kind, epoch, target, start,
 // recovery_point and last_error; its credentials never appear here.
 type ChildStatus struct {
 	Name          string        `json:"name"`
@@ -35,7 +35,7 @@ type ChildCursor struct {
 	HighWatermark   int64  `json:"high_watermark"`
 }
 
-// Fan-out child states (spec §2.13).
+// Fan-out child states (docs/internals/http-api.md §2.13).
 const (
 	ChildActive     = "active"
 	ChildStalled    = "stalled"

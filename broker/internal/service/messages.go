@@ -36,7 +36,7 @@ type Message struct {
 // AckOp is what an ack request does to a lease.
 type AckOp int
 
-// Ack operations (spec/api.md §2.11).
+// Ack operations (docs/internals/http-api.md §2.11).
 const (
 	OpAck AckOp = iota
 	OpExtend

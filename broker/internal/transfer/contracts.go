@@ -20,7 +20,7 @@ type Source interface {
 	// SegmentStream. A source that predates the stream fails the stream's first Recv with
 	// ErrStreamUnsupported; the destination then uses Fetch.
 	Stream(ctx context.Context, addr, topic string, partition int, base, at, n int64, chunk int) (SegmentStream, error)
-	// Prepare arms, re-arms or fences the handoff freeze (op 24, spec/moves.md §3.3). An arm
+	// Prepare arms, re-arms or fences the handoff freeze (op 24, docs/internals/moves.md §3.3). An arm
 	// returns the full listing read under the source's produce lock plus Token; a re-arm or
 	// fence returns Token, HighWatermark and ExpiresInMs only.
 	Prepare(ctx context.Context, addr, topic string, partition int, req PrepareRequest) (Listing, error)
@@ -38,27 +38,26 @@ type SegmentStream interface {
 // ErrStreamUnsupported: the source does not serve the segment stream (an older release).
 var ErrStreamUnsupported = errors.New("source does not serve the segment stream")
 
-// Local is what a move destination needs from its own node's engine (spec/moves.md §5.2,
-// §5.9, §7.9). Every method that acts on a partition path runs under the topic's open guard
-// (spec/storage.md §17.3) with the partition's log closed.
+// Local is what a move destination needs from its own node's engine (docs/internals/moves.md §5.2, §5.9, §7). Every method that acts on a partition path runs under the topic's open guard
+// (docs/internals/storage-format.md §18) with the partition's log closed.
 type Local interface {
 	// PartitionDir returns <data>/topics/<topic>/pNNNNN (datadir.Layout.PartitionDir).
 	PartitionDir(topic string, partition int) string
 	// StagingDir returns <data>/.moves/<topic>-<partition> (datadir.Layout.StagingDir; not
 	// created).
 	StagingDir(topic string, partition int) string
-	// PrepareTopicDir readies topics/<topic> for incarnation (moves.md §5.2): under the topic
+	// PrepareTopicDir readies topics/<topic> for incarnation (docs/internals/moves.md §5.2): under the topic
 	// open guard it re-reads the topic record and refuses with ErrIncarnationChanged unless
 	// it still names incarnation; a directory whose marker names another incarnation is set
 	// aside to .stale/<topic>@<old>; the marker is stamped if absent.
 	PrepareTopicDir(topic, incarnation string) error
-	// Install renames the staged copy into the partition path (moves.md §5.9): refused with
+	// Install renames the staged copy into the partition path (docs/internals/moves.md §5.9): refused with
 	// ErrIncarnationChanged unless .incarnation still names incarnation; a copy already at the
 	// path is quarantined to pNNNNN.quarantine when it holds unexpired records (error log),
 	// removed when it holds none; consumer state is dropped before and after the rename;
 	// the directories renamed into are fsynced.
 	Install(topic string, partition int, incarnation, staging string) error
-	// RenameBack takes an install off the partition path back to staging (moves.md §7.9),
+	// RenameBack takes an install off the partition path back to staging (docs/internals/moves.md §7),
 	// only while .incarnation names incarnation and the path's move.marker is byte for byte
 	// marker (the install this worker made); otherwise ErrNotInstalled and nothing moves.
 	RenameBack(topic string, partition int, incarnation, staging string, marker []byte) error

@@ -1,5 +1,5 @@
-// Package transfer holds what both sides of a partition move share (spec/moves.md §4, §5;
-// spec/storage.md §15): the transfer listing a source reports, the freeze request a
+// Package transfer holds what both sides of a partition move share (docs/internals/moves.md §4, §5;
+// docs/internals/storage-format.md §16): the transfer listing a source reports, the freeze request a
 // destination sends, the sentinel errors both map to and from node-RPC statuses, the move
 // marker file and the destination's report of a move.
 //

@@ -7,7 +7,7 @@ import (
 	"narad.dev/broker/internal/errcode"
 )
 
-// Move constants shared by both sides (spec/moves.md §16).
+// Move constants shared by both sides (docs/internals/moves.md §16).
 const (
 	FreezeTTL       = 30 * time.Second       // a freeze lapses this long after its last arm or re-arm
 	LeaseDrainBound = 500 * time.Millisecond // PrepareHandoff waits at most min(this, ttl/4) for leases
@@ -31,7 +31,7 @@ type Cursor struct {
 	Record []byte `json:"record"`
 }
 
-// Listing is a source's transfer info (spec/moves.md §4.1). The source reads the consumer
+// Listing is a source's transfer info (docs/internals/moves.md §4.1). The source reads the consumer
 // frontier and the cursors first, then the HWM, then the segments, so no position in a
 // listing is ahead of the bytes it lets the destination copy.
 type Listing struct {
@@ -49,7 +49,7 @@ type Listing struct {
 	ExpiresInMs     int64     `json:"expires_in,omitempty"` // re-arm / fence replies: freeze time left
 
 	// ReceivedAt is the destination's clock when the listing arrived (set by the RPC client,
-	// never sent): segment ages are stamped relative to it (spec/moves.md §6).
+	// never sent): segment ages are stamped relative to it (docs/internals/moves.md §6).
 	ReceivedAt time.Time `json:"-"`
 }
 
@@ -62,7 +62,7 @@ func (l Listing) Bytes() int64 {
 	return n
 }
 
-// PrepareRequest is a PrepareHandoff call (op 24, spec/moves.md §3.3): no token arms a new
+// PrepareRequest is a PrepareHandoff call (op 24, docs/internals/moves.md §3.3): no token arms a new
 // freeze; a token re-arms the freeze it names; a token with Fence also requires the source's
 // current HWM to equal ExpectHWM.
 type PrepareRequest struct {
@@ -104,7 +104,7 @@ func FenceError(code string) error {
 	return ErrFreezeLapsed
 }
 
-// Report is a destination's own view of one move (op 30, spec/api.md §2.18 `detail`).
+// Report is a destination's own view of one move (op 30, docs/internals/http-api.md §2.18 `detail`).
 type Report struct {
 	ReportedBy     string `json:"reported_by"`
 	Phase          string `json:"phase"`
@@ -117,7 +117,7 @@ type Report struct {
 	StartedAt      int64  `json:"started_at"` // Unix seconds
 }
 
-// Worker phases (spec/moves.md §5.1; api.md §2.18 detail.phase).
+// Worker phases (docs/internals/moves.md §5.1; docs/internals/http-api.md §2.18 detail.phase).
 const (
 	PhaseCopying          = "copying"
 	PhaseFreezing         = "freezing"

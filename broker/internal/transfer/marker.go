@@ -29,7 +29,7 @@ type Link struct {
 	Epoch string `json:"epoch"`
 }
 
-// Marker is the content of move.marker (spec/storage.md §15). It is written by a move
+// Marker is the content of move.marker (docs/internals/storage-format.md §16). It is written by a move
 // install into the installed partition directory and survives every later move and restart.
 type Marker struct {
 	V             int    `json:"v"`
@@ -47,7 +47,7 @@ type Marker struct {
 
 // The encoding is one JSON line whose first member is the CRC: `{"crc":"xxxxxxxx",…}` with
 // CRC-32C (8 lowercase hex) over every byte after the value's closing quote to EOF, the
-// cursor file's convention (spec/storage.md §12, §15).
+// cursor file's convention (docs/internals/storage-format.md §13, §16).
 const (
 	markerCRCPrefix  = `{"crc":"`
 	markerCRCEnd     = len(markerCRCPrefix) + 8 // the closing quote

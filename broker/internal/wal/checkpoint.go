@@ -76,7 +76,7 @@ func (w *WAL) Advance(cp uint64) error {
 
 // compact deletes segments whose every seq is below the checkpoint. A fully finished active
 // segment of at least RollFinishedBytes is rolled first (the next batch opens a new segment),
-// so an idle WAL stays under about 1 MiB (spec/produce-consume.md §2.5). Segments are deleted
+// so an idle WAL stays under about 1 MiB (docs/internals/storage-format.md §12.3). Segments are deleted
 // oldest first, so the survivors always start at or below the checkpoint.
 func (w *WAL) compact() error {
 	w.writeMu.Lock()

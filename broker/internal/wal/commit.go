@@ -23,7 +23,7 @@ type batch struct {
 }
 
 // Append durably appends recs with consecutive seqs, in order, in one sync batch, and returns
-// the first seq. It returns only after the batch's fdatasync (spec/produce-consume.md §2.3): the
+// the first seq. It returns only after the batch's fdatasync (docs/internals/produce-path.md §3): the
 // frames are copied into the shared staging buffer, the sync loop writes everything staged with
 // one write and one fdatasync, and every caller of that batch returns together.
 //

@@ -7,7 +7,7 @@ import (
 	"hash/crc32"
 )
 
-// Frame layout (spec/produce-consume.md §2.1):
+// Frame layout (docs/internals/storage-format.md §12.1):
 //
 //	0  4  magic "NWAL" (0x4E57414C)
 //	4  4  payload length, uint32 BE, 1 … MaxRecordBytes

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Record formats (spec/produce-consume.md §2.2). Format 2 adds the topic incarnation; format 1
+// Record formats (docs/internals/storage-format.md §12.2). Format 2 adds the topic incarnation; format 1
 // (v1, no incarnation) still decodes with Incarnation "" (unknown).
 const (
 	recordFormat1 = 1

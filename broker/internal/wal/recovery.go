@@ -12,7 +12,7 @@ import (
 	"narad.dev/broker/internal/durable"
 )
 
-// Open opens (creating if needed) the WAL in dir and recovers it (spec/produce-consume.md §2.4):
+// Open opens (creating if needed) the WAL in dir and recovers it (docs/internals/storage-format.md §12.4):
 // every segment is scanned; corruption that runs to EOF in the last segment is a torn tail and
 // is truncated; corruption followed by a later valid frame, corruption in an earlier segment,
 // a seq gap between segments, or a checkpoint outside the recovered range fails the open with

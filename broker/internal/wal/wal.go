@@ -1,4 +1,4 @@
-// Package wal is the node's ingress write-ahead log (spec/produce-consume.md §2): every accepted
+// Package wal is the node's ingress write-ahead log (docs/internals/storage-format.md §12): every accepted
 // produce is framed, group-committed (one write + one fdatasync shared by all concurrent
 // callers) and only then acknowledged. The dispatcher reads records back in seq order and
 // advances the checkpoint once their owners have durably committed them; compaction then
@@ -20,7 +20,7 @@ import (
 	"time"
 )
 
-// Defaults (spec/produce-consume.md §9).
+// Defaults (docs/internals/produce-path.md §11).
 const (
 	DefaultSegmentBytes = 64 << 20              // segment roll size
 	DefaultSyncInterval = 10 * time.Millisecond // backstop for a missed sync-loop wake-up

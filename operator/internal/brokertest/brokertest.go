@@ -143,7 +143,7 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// decommission follows spec/api.md §2.17: dry run → 200 verdict, refusal → 409, start → 204,
+// decommission follows docs/internals/http-api.md §2.17: dry run → 200 verdict, refusal → 409, start → 204,
 // cancel (DELETE) → 204 or 409 when the member already left Raft, unknown member → 404.
 func (f *Fake) decommission(w http.ResponseWriter, r *http.Request, id string) {
 	idx := -1

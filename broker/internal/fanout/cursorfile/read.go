@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Re-read policy for a record failing its check (spec/storage.md §12.3: the first read plus up
+// Re-read policy for a record failing its check (docs/internals/storage-format.md §13: the first read plus up
 // to 3 more, 10 ms apart). A reader can catch the owner's in-place write half done; the CRC
 // turns that into a retry instead of a fabricated position.
 const (

@@ -70,7 +70,7 @@ func TestReadOfACorruptFileStopsWhenTheContextEnds(t *testing.T) {
 	}
 }
 
-// spec/storage.md §19 ST-12: a reader looping while the writer advances never returns an
+// docs/internals/storage-format.md §13: a reader looping while the writer advances never returns an
 // offset that was not written as a whole record, and never sees the position go backwards.
 func TestConcurrentReaderNeverSeesAnOffsetNotWrittenWhole(t *testing.T) {
 	path := tempCursor(t)

@@ -56,7 +56,7 @@ var (
 	// ErrNotExist: there is no cursor file. It wraps fs.ErrNotExist.
 	ErrNotExist = fmt.Errorf("cursor file missing: %w", fs.ErrNotExist)
 	// ErrCorrupt: the file failed its check on every re-read; the caller takes the
-	// corrupt-cursor path (spec/fanout.md R-START rule 1).
+	// corrupt-cursor path (docs/internals/fanout.md §5).
 	ErrCorrupt = errors.New("cursor file corrupt")
 	// ErrInvalid: a child, epoch or offset that cannot be recorded (empty or unsafe child or
 	// epoch, a '/' in a child, longer than MaxChildLen or MaxEpochLen, negative offset).

@@ -222,7 +222,7 @@ func (w *Writer) Close() error {
 }
 
 // Remove deletes the cursor file at path and fsyncs its directory. The caller removes a file
-// only after the leader confirmed that its link is dissolved (spec/storage.md §12.4). A file or
+// only after the leader confirmed that its link is dissolved (docs/internals/storage-format.md §13). A file or
 // directory that is already gone is not an error.
 func Remove(path string) error {
 	if err := os.Remove(path); err != nil {

@@ -12,7 +12,7 @@ import (
 	"narad.dev/broker/internal/transfer"
 )
 
-// Quarantine reasons (spec/moves.md §9.3 a–d, §9.4); they appear in the decision log lines.
+// Quarantine reasons (docs/internals/moves.md §9.3 a–d, §9.4); they appear in the decision log lines.
 const (
 	ReasonOwnerListsNoRecords   = "owner_lists_no_records"            // a
 	ReasonOwnerHasNoMarker      = "owner_has_no_marker"               // b
@@ -31,7 +31,7 @@ type localSegment struct {
 }
 
 // sweepCopy judges the local copy of (t, p), t being the topic record read before anything
-// else (spec/moves.md §9.1).
+// else (docs/internals/moves.md §9.1).
 func (s *Sweeper) sweepCopy(ctx context.Context, t meta.Topic, p int) {
 	self := s.cfg.NodeID
 	inc := t.Incarnation
@@ -47,7 +47,7 @@ func (s *Sweeper) sweepCopy(ctx context.Context, t meta.Topic, p int) {
 		}
 		return
 	}
-	// Re-check the local state after the confirmation (spec/cluster.md §9 rule 2).
+	// Re-check the local state after the confirmation (docs/internals/metastore.md §13 rule 2).
 	if cur, ok := s.cfg.Store.Topic(t.Name); !ok || cur.Incarnation != inc {
 		return
 	}
@@ -139,7 +139,7 @@ func (s *Sweeper) refused(err error, attrs []any) {
 }
 
 // judge computes the position the owner vouches for, V = owner HWM capped at the owner
-// marker's hwm (spec/moves.md §9.2), and the reason to quarantine without recovering, "" when
+// marker's hwm (docs/internals/moves.md §9.2), and the reason to quarantine without recovering, "" when
 // none of §9.3 a–d holds. It assumes the local copy holds unexpired records.
 func judge(l transfer.Listing, local []localSegment, self string) (vouched int64, marker transfer.Marker, reason string) {
 	vouched = l.HighWatermark
@@ -176,7 +176,7 @@ func judge(l transfer.Listing, local []localSegment, self string) (vouched int64
 }
 
 // listLocal lists the segment files of the local copy at path without opening it as a log,
-// judging each by the topic's retention (storage.md §9: expired when retention > 0 and mtime <
+// judging each by the topic's retention (docs/internals/storage-format.md §10: expired when retention > 0 and mtime <
 // now − retention; an empty segment holds no records).
 func listLocal(path string, retentionMs int64, now time.Time) ([]localSegment, error) {
 	ents, err := os.ReadDir(path)

@@ -1,7 +1,7 @@
-// Package sweep is the stale-copy sweep (spec/moves.md §9): the move runner calls Sweep on
+// Package sweep is the stale-copy sweep (docs/internals/moves.md §9): the move runner calls Sweep on
 // its first tick and every 30th after, and it reclaims the partition copies that moves left on
 // this node's disk without ever deleting data on the strength of the local replica alone
-// (spec/cluster.md §9). A partition copy of a live topic that this node no longer owns and is
+// (docs/internals/metastore.md §13). A partition copy of a live topic that this node no longer owns and is
 // not the target of is judged against its owner's transfer listing: removed when the owner
 // vouches for it, quarantined for an operator otherwise (copy.go).
 //
@@ -27,7 +27,7 @@ import (
 	"narad.dev/broker/internal/transfer"
 )
 
-// Defaults (spec/moves.md §16).
+// Defaults (docs/internals/moves.md §16).
 const (
 	// DefaultLegacyMarkerGrace: an owner marker without durable_at_ms comes from an older
 	// destination whose copy may still sit in its page cache; the copy here is left alone
@@ -145,7 +145,7 @@ func (s *Sweeper) sweepTopicDir(ctx context.Context, name string) {
 		s.log.Debug("sweep: topic dir marker unreadable; deferring", "topic", name, "err", err)
 		return
 	}
-	// The incarnation is read from the replica FIRST, ownership after (spec/moves.md §9.1).
+	// The incarnation is read from the replica FIRST, ownership after (docs/internals/moves.md §9.1).
 	t, known := s.cfg.Store.Topic(name)
 	if !known || (hasMarker && t.Incarnation != marker) {
 		return // a deleted topic's data: the engine's orphan sweep owns it

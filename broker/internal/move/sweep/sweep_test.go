@@ -328,7 +328,7 @@ func TestSweepReportsOnlyAnUnlistableDataDir(t *testing.T) {
 	}
 }
 
-// MV-37 (spec/moves.md §9.6): a destination that died with its flip unconfirmed comes back
+// MV-37 (docs/internals/moves.md §9.6): a destination that died with its flip unconfirmed comes back
 // after the controller cleared the move; the install it left at the partition path carries
 // its own move marker (a copy of the owner's records, from the owner to this node). The sweep
 // never trusts a copy's own marker: the owner, which never got the partition from that

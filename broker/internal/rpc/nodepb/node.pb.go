@@ -1,4 +1,4 @@
-// Node-to-node RPC of Narad (spec/cluster.md §10). Regenerate with hack/gen-proto.sh; the
+// Node-to-node RPC of Narad (docs/internals/node-rpc.md). Regenerate with hack/gen-proto.sh; the
 // generated Go code is committed so builds never need protoc.
 //
 // Rules every message follows:
@@ -148,7 +148,7 @@ type ConsumeRequest struct {
 	WaitMs int64 `protobuf:"varint,4,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
 	// true: serve only partitions this node owns, never forward (the queue-mode probe).
 	LocalOnly bool `protobuf:"varint,5,opt,name=local_only,json=localOnly,proto3" json:"local_only,omitempty"`
-	// Most messages to return (api.md §6.1); 0 is read as 1.
+	// Most messages to return (docs/internals/http-api.md §6.1); 0 is read as 1.
 	MaxMessages   int32 `protobuf:"varint,6,opt,name=max_messages,json=maxMessages,proto3" json:"max_messages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -232,7 +232,7 @@ type Message struct {
 	Offset    int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
 	Key       []byte                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
 	Payload   []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
-	// Commit-time stamp of the record (unix milliseconds, produce-consume.md §5.2).
+	// Commit-time stamp of the record (unix milliseconds, docs/internals/produce-path.md §9).
 	CommittedAtMs int64 `protobuf:"varint,5,opt,name=committed_at_ms,json=committedAtMs,proto3" json:"committed_at_ms,omitempty"`
 	// "partition:offset:nonce"; empty on replay.
 	ReceiptHandle string `protobuf:"bytes,6,opt,name=receipt_handle,json=receiptHandle,proto3" json:"receipt_handle,omitempty"`
@@ -1044,7 +1044,7 @@ func (x *CommitProduceBatchReply) GetReason() string {
 type GetTopicRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Ask for a leader-confirmed read (cluster.md §5.3).
+	// Ask for a leader-confirmed read (docs/internals/metastore.md §9).
 	LeaderRead    bool `protobuf:"varint,2,opt,name=leader_read,json=leaderRead,proto3" json:"leader_read,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -1,4 +1,4 @@
-// Node-to-node RPC of Narad (spec/cluster.md §10). Regenerate with hack/gen-proto.sh; the
+// Node-to-node RPC of Narad (docs/internals/node-rpc.md). Regenerate with hack/gen-proto.sh; the
 // generated Go code is committed so builds never need protoc.
 //
 // Rules every message follows:
@@ -59,20 +59,20 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // Node is served by every node on its cluster port (shared with Raft). Each RPC names its op
-// number from spec/cluster.md §10.3. Unknown RPCs answer gRPC Unimplemented.
+// number from docs/internals/node-rpc.md §4. Unknown RPCs answer gRPC Unimplemented.
 type NodeClient interface {
 	// Op 2. Served by the partition owner (or by any node when local_only=false).
 	// Client deadline: wait_ms + 2 s.
 	Consume(ctx context.Context, in *ConsumeRequest, opts ...grpc.CallOption) (*ConsumeReply, error)
 	// Op 8. Served by the partition owner.
 	TopicPartitionStats(ctx context.Context, in *TopicPartitionStatsRequest, opts ...grpc.CallOption) (*TopicPartitionStatsReply, error)
-	// Op 11. Served by the partition owner (produce-consume.md §5). Client deadline: 30 s.
+	// Op 11. Served by the partition owner (docs/internals/produce-path.md §8). Client deadline: 30 s.
 	CommitProduceBatch(ctx context.Context, in *CommitProduceBatchRequest, opts ...grpc.CallOption) (*CommitProduceBatchReply, error)
-	// Op 20. Any node; leader_read=true only on the Raft leader (cluster.md §5.3).
+	// Op 20. Any node; leader_read=true only on the Raft leader (docs/internals/metastore.md §9).
 	GetTopic(ctx context.Context, in *GetTopicRequest, opts ...grpc.CallOption) (*GetTopicReply, error)
 	// Op 21. Raft leader only: adds the caller as a non-voter.
 	JoinCluster(ctx context.Context, in *JoinClusterRequest, opts ...grpc.CallOption) (*JoinClusterReply, error)
-	// Op 29. Any node, about itself (cluster.md §8.1).
+	// Op 29. Any node, about itself (docs/internals/node-rpc.md §6).
 	NodeStatus(ctx context.Context, in *NodeStatusRequest, opts ...grpc.CallOption) (*NodeStatusReply, error)
 	// Op 31. Served by the partition owner; entries applied one by one, results in request order.
 	AckBatch(ctx context.Context, in *AckBatchRequest, opts ...grpc.CallOption) (*AckBatchReply, error)
@@ -83,7 +83,7 @@ type NodeClient interface {
 	AlterTopic(ctx context.Context, in *TopicWriteRequest, opts ...grpc.CallOption) (*TopicWriteReply, error)
 	DeleteTopic(ctx context.Context, in *TopicWriteRequest, opts ...grpc.CallOption) (*TopicWriteReply, error)
 	// Op 28. Raft leader only: a leader read of one assignment behind a barrier issued after
-	// the request arrived (cluster.md §5.3).
+	// the request arrived (docs/internals/metastore.md §9).
 	GetAssignment(ctx context.Context, in *GetAssignmentRequest, opts ...grpc.CallOption) (*GetAssignmentReply, error)
 	// Op 32. Raft leader only: applies one encoded metastore command proposed on a follower
 	// (member registration and heartbeats (op 9), users (ops 12–14) and every other metadata
@@ -101,25 +101,25 @@ type NodeClient interface {
 	// Op 17. Served by the owner of parent partitions: cursor positions read from the cursor
 	// files (never opens a log).
 	FanoutCursors(ctx context.Context, in *FanoutCursorsRequest, opts ...grpc.CallOption) (*FanoutCursorsReply, error)
-	// Op 22. Served by the partition owner (moves.md §4.1): the transfer listing of committed
+	// Op 22. Served by the partition owner (docs/internals/moves.md §4.1): the transfer listing of committed
 	// bytes, read in the order frontier and cursors → HWM → segments.
 	ListPartitionSegments(ctx context.Context, in *ListPartitionSegmentsRequest, opts ...grpc.CallOption) (*ListPartitionSegmentsReply, error)
-	// Op 23. Served by the partition owner (moves.md §4.2): up to len committed bytes of one
+	// Op 23. Served by the partition owner (docs/internals/moves.md §4.2): up to len committed bytes of one
 	// segment, never at or past the committed boundary.
 	FetchSegmentChunk(ctx context.Context, in *FetchSegmentChunkRequest, opts ...grpc.CallOption) (*FetchSegmentChunkReply, error)
-	// Op 23, streamed (cluster.md §10.1: server streaming for segment transfer). Served by the
+	// Op 23, streamed (docs/internals/node-rpc.md §1: server streaming for segment transfer). Served by the
 	// partition owner: the committed bytes of one segment from `at` on, up to `len`, as a
 	// stream of replies of at most 1 MiB each; the stream ends early at the committed boundary
 	// (normal: the destination re-lists). An error is one reply with its status, ending the
 	// stream. A destination that gets Unimplemented falls back to op 23's single chunks.
 	StreamSegment(ctx context.Context, in *StreamSegmentRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FetchSegmentChunkReply], error)
-	// Op 24. Served by the partition owner (moves.md §3.3): arm, re-arm or fence the handoff
+	// Op 24. Served by the partition owner (docs/internals/moves.md §3.3): arm, re-arm or fence the handoff
 	// freeze. Client deadline: 5 s + the lease drain bound.
 	PrepareHandoff(ctx context.Context, in *PrepareHandoffRequest, opts ...grpc.CallOption) (*PrepareHandoffReply, error)
 	// Op 25. Raft leader only (421 + hint elsewhere): start, dry-run or cancel a decommission,
-	// or report the leader's current blocked reasons (moves.md §12, api.md §2.17).
+	// or report the leader's current blocked reasons (docs/internals/moves.md §12, docs/internals/http-api.md §2.17).
 	DecommissionMember(ctx context.Context, in *DecommissionMemberRequest, opts ...grpc.CallOption) (*DecommissionMemberReply, error)
-	// Op 30. Served by a move's destination: its own report of the move (api.md §2.18 detail).
+	// Op 30. Served by a move's destination: its own report of the move (docs/internals/http-api.md §2.18 detail).
 	MoveReport(ctx context.Context, in *MoveReportRequest, opts ...grpc.CallOption) (*MoveReportReply, error)
 }
 
@@ -374,20 +374,20 @@ func (c *nodeClient) MoveReport(ctx context.Context, in *MoveReportRequest, opts
 // for forward compatibility.
 //
 // Node is served by every node on its cluster port (shared with Raft). Each RPC names its op
-// number from spec/cluster.md §10.3. Unknown RPCs answer gRPC Unimplemented.
+// number from docs/internals/node-rpc.md §4. Unknown RPCs answer gRPC Unimplemented.
 type NodeServer interface {
 	// Op 2. Served by the partition owner (or by any node when local_only=false).
 	// Client deadline: wait_ms + 2 s.
 	Consume(context.Context, *ConsumeRequest) (*ConsumeReply, error)
 	// Op 8. Served by the partition owner.
 	TopicPartitionStats(context.Context, *TopicPartitionStatsRequest) (*TopicPartitionStatsReply, error)
-	// Op 11. Served by the partition owner (produce-consume.md §5). Client deadline: 30 s.
+	// Op 11. Served by the partition owner (docs/internals/produce-path.md §8). Client deadline: 30 s.
 	CommitProduceBatch(context.Context, *CommitProduceBatchRequest) (*CommitProduceBatchReply, error)
-	// Op 20. Any node; leader_read=true only on the Raft leader (cluster.md §5.3).
+	// Op 20. Any node; leader_read=true only on the Raft leader (docs/internals/metastore.md §9).
 	GetTopic(context.Context, *GetTopicRequest) (*GetTopicReply, error)
 	// Op 21. Raft leader only: adds the caller as a non-voter.
 	JoinCluster(context.Context, *JoinClusterRequest) (*JoinClusterReply, error)
-	// Op 29. Any node, about itself (cluster.md §8.1).
+	// Op 29. Any node, about itself (docs/internals/node-rpc.md §6).
 	NodeStatus(context.Context, *NodeStatusRequest) (*NodeStatusReply, error)
 	// Op 31. Served by the partition owner; entries applied one by one, results in request order.
 	AckBatch(context.Context, *AckBatchRequest) (*AckBatchReply, error)
@@ -398,7 +398,7 @@ type NodeServer interface {
 	AlterTopic(context.Context, *TopicWriteRequest) (*TopicWriteReply, error)
 	DeleteTopic(context.Context, *TopicWriteRequest) (*TopicWriteReply, error)
 	// Op 28. Raft leader only: a leader read of one assignment behind a barrier issued after
-	// the request arrived (cluster.md §5.3).
+	// the request arrived (docs/internals/metastore.md §9).
 	GetAssignment(context.Context, *GetAssignmentRequest) (*GetAssignmentReply, error)
 	// Op 32. Raft leader only: applies one encoded metastore command proposed on a follower
 	// (member registration and heartbeats (op 9), users (ops 12–14) and every other metadata
@@ -416,25 +416,25 @@ type NodeServer interface {
 	// Op 17. Served by the owner of parent partitions: cursor positions read from the cursor
 	// files (never opens a log).
 	FanoutCursors(context.Context, *FanoutCursorsRequest) (*FanoutCursorsReply, error)
-	// Op 22. Served by the partition owner (moves.md §4.1): the transfer listing of committed
+	// Op 22. Served by the partition owner (docs/internals/moves.md §4.1): the transfer listing of committed
 	// bytes, read in the order frontier and cursors → HWM → segments.
 	ListPartitionSegments(context.Context, *ListPartitionSegmentsRequest) (*ListPartitionSegmentsReply, error)
-	// Op 23. Served by the partition owner (moves.md §4.2): up to len committed bytes of one
+	// Op 23. Served by the partition owner (docs/internals/moves.md §4.2): up to len committed bytes of one
 	// segment, never at or past the committed boundary.
 	FetchSegmentChunk(context.Context, *FetchSegmentChunkRequest) (*FetchSegmentChunkReply, error)
-	// Op 23, streamed (cluster.md §10.1: server streaming for segment transfer). Served by the
+	// Op 23, streamed (docs/internals/node-rpc.md §1: server streaming for segment transfer). Served by the
 	// partition owner: the committed bytes of one segment from `at` on, up to `len`, as a
 	// stream of replies of at most 1 MiB each; the stream ends early at the committed boundary
 	// (normal: the destination re-lists). An error is one reply with its status, ending the
 	// stream. A destination that gets Unimplemented falls back to op 23's single chunks.
 	StreamSegment(*StreamSegmentRequest, grpc.ServerStreamingServer[FetchSegmentChunkReply]) error
-	// Op 24. Served by the partition owner (moves.md §3.3): arm, re-arm or fence the handoff
+	// Op 24. Served by the partition owner (docs/internals/moves.md §3.3): arm, re-arm or fence the handoff
 	// freeze. Client deadline: 5 s + the lease drain bound.
 	PrepareHandoff(context.Context, *PrepareHandoffRequest) (*PrepareHandoffReply, error)
 	// Op 25. Raft leader only (421 + hint elsewhere): start, dry-run or cancel a decommission,
-	// or report the leader's current blocked reasons (moves.md §12, api.md §2.17).
+	// or report the leader's current blocked reasons (docs/internals/moves.md §12, docs/internals/http-api.md §2.17).
 	DecommissionMember(context.Context, *DecommissionMemberRequest) (*DecommissionMemberReply, error)
-	// Op 30. Served by a move's destination: its own report of the move (api.md §2.18 detail).
+	// Op 30. Served by a move's destination: its own report of the move (docs/internals/http-api.md §2.18 detail).
 	MoveReport(context.Context, *MoveReportRequest) (*MoveReportReply, error)
 	mustEmbedUnimplementedNodeServer()
 }

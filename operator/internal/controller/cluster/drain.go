@@ -18,11 +18,11 @@ import (
 	"narad.dev/operator/naming"
 )
 
-// Raft roles of a member (spec/api.md §2.16).
+// Raft roles of a member (docs/internals/http-api.md §2.16).
 const drainRoleNone = "none" // removed from the Raft configuration
 
 // topicDescribeConcurrency is how many topics are described at once to sum a draining node's bytes
-// (spec/cluster.md §13: stats fetch concurrency 16).
+// (docs/internals/metastore.md §14: stats fetch concurrency 16).
 const topicDescribeConcurrency = 16
 
 // drainStep is what the scale-down does next with the node it is removing.
@@ -41,7 +41,7 @@ const (
 
 // nextDrainStep is the scale-down gate for one node: the StatefulSet may only shrink past a
 // node that owns no partition and is out of the Raft configuration, after a decommission
-// (spec/cluster.md §12 "Scale in"). found is false when the node is not in the members list
+// (docs/kubernetes.md#in). found is false when the node is not in the members list
 // (it never joined, or its record was collected): nothing of the cluster lives on it.
 func nextDrainStep(m client.Member, found bool) (step drainStep, reason, message string) {
 	switch {
@@ -68,7 +68,7 @@ func verdictGate(node string, v *client.DecommissionVerdict) (ok bool, reason, m
 	return false, degradedScaleDownRefused, refusalMessage(node, v.Reasons)
 }
 
-// refusalMessage names the node and the brokers' reason codes (spec/api.md §2.16).
+// refusalMessage names the node and the brokers' reason codes (docs/internals/http-api.md §2.16).
 func refusalMessage(node string, reasons []string) string {
 	codes := "no reason given"
 	if len(reasons) > 0 {

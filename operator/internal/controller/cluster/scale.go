@@ -59,7 +59,7 @@ const (
 )
 
 // scale decides the StatefulSet replica count to apply now, decommissioning nodes through the
-// brokers before any pod goes (spec/cluster.md §12 "Scale in"): the highest ordinal first, one
+// brokers before any pod goes (docs/kubernetes.md#in): the highest ordinal first, one
 // at a time, dry run first; the StatefulSet shrinks past a node only once it owns nothing and
 // has left Raft; its claim is deleted or kept once its pod is gone. It sets the Draining and
 // Degraded conditions, st.Draining and st.ScalePreview, and nothing else of st.
@@ -78,7 +78,7 @@ func (r *Reconciler) scale(ctx context.Context, nc *naradv1.NaradCluster, sts *a
 }
 
 // scalingDown reports whether a decommission is under way: a node is draining or a drained
-// node's pod and claim are still going. Rolling restarts wait for it (spec/cluster.md §12:
+// node's pod and claim are still going. Rolling restarts wait for it (they must
 // never overlap with a rolling restart of the draining pod). A refused scale-down is not under
 // way and does not hold rolling updates.
 // st is the status scale just built (nc's persisted status when st is nil).

@@ -110,7 +110,7 @@ func sameLink(spec naradv1.FanoutLinkSpec, l client.ChildLink) (ok bool, reason,
 }
 
 // attachable decides whether an existing, unlisted child may be attached: fan-out is one level
-// deep and a child has a single parent (spec/api.md §2.12). The brokers decide the rest.
+// deep and a child has a single parent (docs/internals/http-api.md §2.12). The brokers decide the rest.
 func attachable(child client.Topic) (ok bool, reason, msg string) {
 	switch {
 	case child.Parent != "":
@@ -121,7 +121,7 @@ func attachable(child client.Topic) (ok bool, reason, msg string) {
 	return true, "", ""
 }
 
-// childCreateRequest is the one-call child create of spec/api.md §2.2.1 (createChild).
+// childCreateRequest is the one-call child create of docs/internals/http-api.md §2.2.1 (createChild).
 func childCreateRequest(spec naradv1.FanoutLinkSpec) client.CreateTopicRequest {
 	req := client.CreateTopicRequest{Name: spec.Child, Parent: spec.Parent, FanoutDelayMs: spec.DelayMs}
 	if spec.ChildPartitions != nil {

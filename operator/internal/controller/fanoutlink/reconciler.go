@@ -1,6 +1,6 @@
 // Package fanoutlink reconciles FanoutLink objects with fan-out links through the admin API.
 //
-// The brokers' children listing of the parent (spec/api.md §2.13) is the truth every pass
+// The brokers' children listing of the parent (docs/internals/http-api.md §2.13) is the truth every pass
 // starts from: a listed child with the spec's delay is the link (adopted if the operator did
 // not make it), a missing one is attached (again), and a child held some other way is a
 // refusal shown as state Failed with Degraded True. The parent and child Topic objects need

@@ -13,7 +13,7 @@ import (
 	"narad.dev/broker/client"
 )
 
-// Remote links (spec.remote, spec/fanout.md §13): the child is a topic of another Narad
+// Remote links (spec.remote, docs/internals/fanout.md §13): the child is a topic of another Narad
 // cluster. The brokers check the target at attach (it answers, the credentials work, the topic
 // exists and is not a delay child) and refuse with 422 and a reason, leaving no link; the
 // operator shows that reason as the Degraded reason. A listed link whose id is the target's

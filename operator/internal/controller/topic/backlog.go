@@ -16,7 +16,7 @@ import (
 )
 
 // consumerLagMetric is the owner's per-partition gauge high_watermark − (committed frontier + 1)
-// (spec/api.md §2.20). The describe answer (§2.4) has no consumer frontier, so the backlog is
+// (docs/internals/http-api.md §2.20). The describe answer (§2.4) has no consumer frontier, so the backlog is
 // read from here.
 const consumerLagMetric = "narad_consumer_lag_messages"
 

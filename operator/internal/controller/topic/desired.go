@@ -74,7 +74,7 @@ func describeAlter(a client.AlterTopicRequest) string {
 }
 
 // mentionsSchema guesses whether a refused create was refused for its schema. The API gives no
-// machine-readable field for it (spec/api.md §1.5), so this only picks the condition reason;
+// machine-readable field for it (docs/internals/http-api.md §1.5), so this only picks the condition reason;
 // the message always carries the brokers' own words.
 func mentionsSchema(err error) bool {
 	var e *client.Error

@@ -18,7 +18,7 @@ import (
 
 // SchemaAppliedAnnotation records on a Topic which spec.schema the operator last registered on
 // which broker topic: "<broker topic incarnation>/<digest of the canonical schema>". The describe
-// answer (spec/api.md §2.4) carries no schema, so this stamp is how the operator knows the
+// answer (docs/internals/http-api.md §2.4) carries no schema, so this stamp is how the operator knows the
 // broker holds the spec's schema: a different digest (spec changed) or incarnation (the topic
 // was made again) sends the schema again. A schema altered on the broker by hand, behind the
 // operator's back, is not seen.
