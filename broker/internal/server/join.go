@@ -11,10 +11,6 @@ import (
 	"narad.dev/broker/internal/noderpc"
 )
 
-// eventJoin is the audit event of a node admitted to the cluster (docs/operating.md, Audit
-// events).
-const eventJoin = "cluster.join"
-
 // Join cadence (docs/internals/metastore.md §14).
 const (
 	joinInterval      = 2 * time.Second
