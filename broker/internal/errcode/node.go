@@ -78,7 +78,7 @@ type Plane struct {
 	fallback error           // any other non-2xx status
 }
 
-// The planes of the node RPC (op numbers of docs/cluster.md's node RPC list).
+// The planes of the node RPC (op numbers of docs/internals/node-rpc.md).
 var (
 	// Data: the data-plane ops a partition owner answers (ops 8, 11, 17, 29, 30 and the whole
 	// reply of 31). A topic gone from the owner's replica reads as not found.
