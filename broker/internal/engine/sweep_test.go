@@ -12,6 +12,7 @@ import (
 	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/faults"
 	"narad.dev/broker/internal/service"
+	"narad.dev/broker/internal/testwait"
 )
 
 func writeDir(t *testing.T, dir, marker string) {
@@ -150,18 +151,21 @@ func TestOrphanSweepRemovesDeletedTopicDataOnlyAfterLeaderConfirmation(t *testin
 	}
 
 	faults.Clear(FaultSweepConfirm)
-	res = n.e.runningSweep(n.ctx())
-	if exists(gone) || exists(staleGone) {
-		t.Fatal("a confirmed-gone incarnation's dir was kept")
-	}
+	// A leader read can still miss its deadline on a loaded machine; the next pass confirms.
+	removed := 0
+	testwait.For(t, 10*time.Second, "the confirmed-gone incarnation's dirs to be removed", func() bool {
+		res = n.e.runningSweep(n.ctx())
+		removed += res.Removed
+		return !exists(gone) && !exists(staleGone)
+	})
 	if !exists(staleLive) {
 		t.Fatal("a .stale dir naming the live incarnation was removed")
 	}
 	if !exists(orphan) || testutil.ToFloat64(n.m.OrphanTopicDirs) != 1 {
 		t.Fatal("the running sweep removed a marker-less dir (the startup sweep's job) or stopped counting it")
 	}
-	if res.Removed != 2 {
-		t.Fatalf("result %+v, want 2 removed", res)
+	if removed != 2 {
+		t.Fatalf("%d removed in all, want 2", removed)
 	}
 }
 
