@@ -5,6 +5,11 @@
 // Data flows one way: api → engine → {meta, wal, log, consume}. The engine owns every
 // long-running loop it starts (expiry purger, offset committer, idle eviction, retention,
 // metrics poller); Run stops them all when its context ends.
+//
+// Fan-out lives in package fanout (docs/internals/fanout.md §15): the engine gives it what only
+// the engine has through fanout.Node (fanoutNode in fanout.go: replica view, partition
+// registry, HWM reads, the child commit through the produce path) and serves the fan-out and
+// remote-children endpoints by delegating to fanout.Links; the runner is bound by BindFanout.
 package engine
 
 import (
