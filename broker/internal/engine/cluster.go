@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/clock"
+	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
@@ -53,25 +54,7 @@ type Peers interface {
 	// CommitRemote runs op 11 on a partition's owner (the dispatcher's and fan-out's commit).
 	CommitRemote(ctx context.Context, addr, topic, incarnation string, partition int, recs []wal.Record) error
 	// FanoutCursors runs op 17 on the owner of a parent partition.
-	FanoutCursors(ctx context.Context, addr, parent string, partition int) (PartitionCursors, error)
-}
-
-// PartitionCursors is what an owner reports about one parent partition's cursors (op 17).
-type PartitionCursors struct {
-	HighWatermark int64
-	HWMKnown      bool // false: a closed partition without a durable boundary
-	Cursors       []CursorReport
-}
-
-// CursorReport is one cursor's durable position as its file records it.
-type CursorReport struct {
-	Child         string
-	Epoch         string
-	NextOffset    int64
-	Stalled       bool
-	DueLagSeconds float64
-	RemoteState   string // remote links: the running cursor's state ("" when none runs)
-	LastError     string // remote links: the running cursor's last send error
+	FanoutCursors(ctx context.Context, addr, parent string, partition int) (fanout.PartitionCursors, error)
 }
 
 // owner describes who serves a partition, from the local replica.

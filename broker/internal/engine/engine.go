@@ -5,6 +5,11 @@
 // Data flows one way: api → engine → {meta, wal, log, consume}. The engine owns every
 // long-running loop it starts (expiry purger, offset committer, idle eviction, retention,
 // metrics poller); Run stops them all when its context ends.
+//
+// Fan-out lives in package fanout (docs/internals/fanout.md §15): the engine gives it what only
+// the engine has through fanout.Node (fanoutNode in fanout.go: replica view, partition
+// registry, HWM reads, the child commit through the produce path) and serves the fan-out and
+// remote-children endpoints by delegating to fanout.Links; the runner is bound by BindFanout.
 package engine
 
 import (
@@ -18,6 +23,7 @@ import (
 
 	"narad.dev/broker/internal/consume"
 	"narad.dev/broker/internal/credseal"
+	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/hostlist"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
@@ -97,16 +103,14 @@ type Engine struct {
 	gateOnce        sync.Once
 	undispatched    atomic.Pointer[func() uint64] // set by DispatcherStarted; read by node RPCs already serving
 
-	peers         Peers        // Config.Peers
-	placementLock sync.Locker  // Config.PlacementLock, or a lock of its own
-	notices       noticeHub    // local "reservable" notices for WatchCommits streams
-	remote        remoteWake   // wakes long-polls parked on remote owners' partitions
-	probeSuspects suspects     // peers benched after a failed queue probe
-	parked        sync.Map     // topic → *atomic.Int32: queue long-polls parked here
-	cursorStatus  CursorStatus // bound by BindFanout
-	remoteStatus  RemoteStatus // bound by BindFanout
-	remoteHTTP    *http.Client // Config.RemoteHTTPClient
-	eventTasks    taskGroup    // goroutines started by OnMetaEvent; closed when Run ends
+	peers         Peers         // Config.Peers
+	placementLock sync.Locker   // Config.PlacementLock, or a lock of its own
+	notices       noticeHub     // local "reservable" notices for WatchCommits streams
+	remote        remoteWake    // wakes long-polls parked on remote owners' partitions
+	probeSuspects suspects      // peers benched after a failed queue probe
+	parked        sync.Map      // topic → *atomic.Int32: queue long-polls parked here
+	fan           *fanout.Links // the links service over fanoutNode; its runner bound by BindFanout
+	eventTasks    taskGroup     // goroutines started by OnMetaEvent; closed when Run ends
 
 	quarantineListed atomic.Bool // the startup listing of quarantined copies ran (tests wait on it)
 }
@@ -152,7 +156,6 @@ func New(cfg Config, store *meta.Store, w appender) *Engine {
 		floor:      map[partKey]int64{},
 		createGate: make(chan struct{}),
 		peers:      cfg.Peers,
-		remoteHTTP: cfg.RemoteHTTPClient,
 	}
 	e.offsets = consume.NewCommitter(consume.CommitterOptions{Logger: cfg.Logger, Now: cfg.Now})
 	e.parts = newRegistry(e)
@@ -161,6 +164,7 @@ func New(cfg Config, store *meta.Store, w appender) *Engine {
 		e.placementLock = &sync.Mutex{}
 	}
 	e.remote.init()
+	e.fan = newFanoutLinks(e)
 	return e
 }
 
@@ -259,7 +263,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.parts.retentionLoop,
 		e.pollLoop,
 		e.sweepLoop,
-		e.resealRemoteLinks,
+		e.fan.ResealRemoteLinks,
 	}
 	for _, loop := range loops {
 		wg.Add(1)

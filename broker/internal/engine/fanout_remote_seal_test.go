@@ -13,9 +13,6 @@ import (
 
 	"narad.dev/broker/internal/credseal"
 	"narad.dev/broker/internal/errcode"
-	"narad.dev/broker/internal/fanout"
-	"narad.dev/broker/internal/hostlist"
-	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/service"
 )
@@ -117,50 +114,4 @@ func TestRemotePlaintextLinkStillSendsAndIsSealedAtStart(t *testing.T) {
 	n.runFanout()
 	eventually(t, 10*time.Second, func() bool { return slices.Contains(rt.received(), "new-0") },
 		"the sealed link sent the new record (target has %v)", rt.received())
-}
-
-// A sealed password this node cannot open (another cluster secret) makes the link
-// unauthorized without a request to the target; a host off the allow-list is never asked.
-func TestRemoteSenderRefusesWhatItMustNotSend(t *testing.T) {
-	n := startNode(t, t.TempDir(), nil)
-	k2, err := credseal.DeriveKey([]byte("another-secret"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	allowed, err := hostlist.Parse([]string{"narad-dr.example:7942"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name  string
-		mod   func(*Engine)
-		state string
-	}{
-		{"another cluster secret", func(e *Engine) { e.cfg.LinkKey = k2 }, fanout.RemoteUnauthorized},
-		{"host off the allow-list", func(e *Engine) { e.cfg.RemoteAllowedHosts = allowed }, fanout.RemoteNotAllowedHost},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := New(n.e.cfg, n.store, n.in)
-			tc.mod(e)
-			l := meta.RemoteLink{Parent: "p", ID: "remote:t@127.0.0.1:9", URLs: []string{"http://127.0.0.1:9"}, Topic: "t", User: "u"}
-			l.PasswordSealed, err = testLinkKey(t).Seal(remotePassword, meta.SealAAD(l.Parent, l.ID))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err := fanout.NewSender(*e.remoteTarget(l), nil).Send(n.ctx(), 0, []plog.Entry{{Payload: []byte("x")}})
-			if fanout.StateOf(err) != tc.state {
-				t.Fatalf("send: %v, want state %s", err, tc.state)
-			}
-		})
-	}
-}
-
-// Every failure state a sender reports outranks active, so the listing shows it.
-func TestRemoteListingShowsEverySenderFailureState(t *testing.T) {
-	for _, st := range []string{fanout.RemoteRejected, fanout.RemoteNotAllowedHost, fanout.RemoteRedirectRefused,
-		fanout.RemoteUnauthorized, fanout.RemoteTopicMissing, fanout.RemoteUnreachable, fanout.RemoteBehindRetention} {
-		if remoteRank(st) <= remoteRank(fanout.RemoteActive) {
-			t.Errorf("state %s ranks %d, not above active", st, remoteRank(st))
-		}
-	}
 }

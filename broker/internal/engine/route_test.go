@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/errcode"
+	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
@@ -87,8 +88,8 @@ func (f *fakePeers) CommitRemote(context.Context, string, string, string, int, [
 	return errors.New("unreachable")
 }
 
-func (f *fakePeers) FanoutCursors(context.Context, string, string, int) (PartitionCursors, error) {
-	return PartitionCursors{}, errors.New("unreachable")
+func (f *fakePeers) FanoutCursors(context.Context, string, string, int) (fanout.PartitionCursors, error) {
+	return fanout.PartitionCursors{}, errors.New("unreachable")
 }
 
 func (f *fakePeers) consumeCalls() []fakeConsume {

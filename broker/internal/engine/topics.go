@@ -100,7 +100,7 @@ func (e *Engine) CreateTopicAsLeader(ctx context.Context, req service.CreateTopi
 		if !ok {
 			return meta.Topic{}, fmt.Errorf("parent topic %q: %w", req.Parent, errcode.ErrNotFound)
 		}
-		offsets, err := e.attachPoint(ctx, pt)
+		offsets, err := e.fan.AttachPoint(ctx, pt)
 		if err != nil {
 			return meta.Topic{}, err
 		}

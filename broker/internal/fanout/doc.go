@@ -20,8 +20,27 @@
 //
 // # Host boundary
 //
-// The package knows nothing of the metastore, RPC or the engine: the engine implements Host
-// (metadata reads, log registry, child commits) and Observer (metrics). See host.go.
+// The Runner and its cursors know nothing of the metastore, RPC or the engine: they see a
+// Host (host.go) and report to an Observer. The node-side implementations live here too, over
+// narrow interfaces (node.go; docs/internals/fanout.md §15):
+//
+//   - NodeHost is the Host of a broker node: desired cursors from the replica's links × the
+//     parent partitions this node owns, link currency, leader-confirmed link reads, a remote
+//     link's opened password.
+//   - MetricsObserver feeds the runner's events into the narad_fanout_* metrics.
+//   - Links serves the children endpoints: the attach point and remote start points, remote
+//     attach, detach and resolve, the one-shot sealing of passwords stored in clear, and the
+//     children listing (partition reports fetched 16 at a time, never opening a log).
+//
+// What only the engine has comes through Node (replica view, owners, partition dirs, open
+// logs, high-watermark reads, the child commit through the produce path); the metastore
+// through Metastore (*meta.Store); other nodes through Peers (the node RPC client).
+//
+// # Invariants of the node side
+//
+// An attach proposes nothing unless every parent partition's attach or start point was read
+// (ErrUnavailable otherwise), so no link starts from a guessed position. A remote password
+// leaves the node that took the attach only sealed. The listing never opens a partition log.
 //
 // Fault points (faults.Check): FaultBeforeAnchor, FaultAfterChildCommit.
 package fanout

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"narad.dev/broker/internal/engine"
+	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc/nodepb"
 )
@@ -53,43 +53,45 @@ func (p Peers) DetachChild(ctx context.Context, addr, parent, child string) (uin
 }
 
 // FanoutCursors implements engine.Peers (op 17).
-func (p Peers) FanoutCursors(ctx context.Context, addr, parent string, partition int) (engine.PartitionCursors, error) {
+func (p Peers) FanoutCursors(ctx context.Context, addr, parent string, partition int) (fanout.PartitionCursors, error) {
 	c, err := p.client(addr)
 	if err != nil {
-		return engine.PartitionCursors{}, err
+		return fanout.PartitionCursors{}, err
 	}
 	rep, err := c.FanoutCursors(ctx, &nodepb.FanoutCursorsRequest{Parent: parent, Partition: int32(partition)})
 	if err != nil {
-		return engine.PartitionCursors{}, transportError(addr, err)
+		return fanout.PartitionCursors{}, transportError(addr, err)
 	}
 	if err := dataError(rep.Status, rep.Reason, rep.Error); err != nil {
-		return engine.PartitionCursors{}, err
+		return fanout.PartitionCursors{}, err
 	}
-	out := engine.PartitionCursors{HighWatermark: rep.HighWatermark, HWMKnown: rep.HwmKnown}
+	out := fanout.PartitionCursors{HighWatermark: rep.HighWatermark, HWMKnown: rep.HwmKnown}
 	for _, cur := range rep.Cursors {
-		out.Cursors = append(out.Cursors, engine.CursorReport{Child: cur.Child, Epoch: cur.Epoch, NextOffset: cur.NextOffset,
+		out.Cursors = append(out.Cursors, fanout.CursorReport{Child: cur.Child, Epoch: cur.Epoch, NextOffset: cur.NextOffset,
 			Stalled: cur.Stalled, DueLagSeconds: cur.DueLagSeconds, RemoteState: cur.RemoteState, LastError: cur.LastError})
 	}
 	return out, nil
 }
 
-// ExactStartPoint implements the engine's start-point peer call (op 8, exact mode): HWM,
+var _ fanout.StartPointPeers = Peers{}
+
+// ExactStartPoint implements the fan-out start-point peer call (op 8, exact mode): HWM,
 // oldest offset and consumer frontier of a partition, for a remote link's start.
-func (p Peers) ExactStartPoint(ctx context.Context, addr, topic string, partition int) (engine.StartPoint, error) {
+func (p Peers) ExactStartPoint(ctx context.Context, addr, topic string, partition int) (fanout.StartPoint, error) {
 	c, err := p.client(addr)
 	if err != nil {
-		return engine.StartPoint{}, err
+		return fanout.StartPoint{}, err
 	}
 	rep, err := c.TopicPartitionStats(ctx, &nodepb.TopicPartitionStatsRequest{Topic: topic, Partition: int32(partition),
 		Mode: nodepb.StatsMode_STATS_MODE_EXACT})
 	if err != nil {
-		return engine.StartPoint{}, transportError(addr, err)
+		return fanout.StartPoint{}, transportError(addr, err)
 	}
 	if err := dataError(rep.Status, rep.Reason, rep.Error); err != nil {
-		return engine.StartPoint{}, err
+		return fanout.StartPoint{}, err
 	}
 	if !rep.Exact {
-		return engine.StartPoint{}, dataError(503, "", "the owner could not read an exact start point")
+		return fanout.StartPoint{}, dataError(503, "", "the owner could not read an exact start point")
 	}
-	return engine.StartPoint{HighWatermark: rep.Hwm, Oldest: rep.OldestOffset, Frontier: rep.ConsumerFrontier}, nil
+	return fanout.StartPoint{HighWatermark: rep.Hwm, Oldest: rep.OldestOffset, Frontier: rep.ConsumerFrontier}, nil
 }

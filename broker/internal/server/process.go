@@ -267,7 +267,7 @@ func (p *process) newEngine() error {
 	}, p.store, p.in)
 	p.e = e
 	// The fan-out runner is built over the engine, so it is bound to it after New.
-	fan, err := fanout.NewRunner(fanout.Config{Host: e.FanoutHost(), Observer: e.FanoutObserver(), Logger: logger,
+	fan, err := fanout.NewRunner(fanout.Config{Host: e.FanoutHost(), Observer: fanout.NewMetricsObserver(p.m), Logger: logger,
 		MaxBatchRecords: cfg.FanoutMaxBatchRecords, MaxBatchBytes: cfg.FanoutMaxBatchBytes})
 	if err != nil {
 		return fmt.Errorf("fan-out: %w", err)
