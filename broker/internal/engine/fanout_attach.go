@@ -93,11 +93,11 @@ func (e *Engine) ExactHighWatermark(t meta.Topic, p int) (int64, error) {
 	if !e.owns(t.Name, p) {
 		return 0, fmt.Errorf("%s/%d: %w", t.Name, p, errcode.ErrNotOwner)
 	}
-	pt, err := e.parts.get(t, p)
+	pt, err := e.parts.Get(t, p)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
-	return pt.log.HighWatermark(), nil
+	return pt.Log().HighWatermark(), nil
 }
 
 // DetachChild implements api.FanoutBackend; a follower forwards it (op 16).

@@ -109,13 +109,13 @@ func findCursor(cs []CursorReport, child, epoch string) (CursorReport, bool) {
 // directory, unknown when the hwm file holds no boundary) and every cursor file beside it.
 func (e *Engine) LocalFanoutCursors(parent meta.Topic, p int) PartitionCursors {
 	var r PartitionCursors
-	dir := e.parts.partitionDir(parent.Name, p)
-	switch pt := e.parts.peek(parent.Name, p); {
-	case pt != nil && pt.incarnation == parent.Incarnation:
-		r.HighWatermark, r.HWMKnown = pt.log.HighWatermark(), true
+	dir := e.parts.PartitionDir(parent.Name, p)
+	switch pt := e.parts.Peek(parent.Name, p); {
+	case pt != nil && pt.Incarnation() == parent.Incarnation:
+		r.HighWatermark, r.HWMKnown = pt.Log().HighWatermark(), true
 	case !dirExists(dir):
 		r.HWMKnown = true // nothing was ever committed here: the directory does not exist
-	case e.parts.markerMatches(parent):
+	case e.parts.MarkerMatches(parent):
 		if st, err := plog.PeekDir(dir); err == nil && st.Exact {
 			r.HighWatermark, r.HWMKnown = st.HighWatermark, true
 		}

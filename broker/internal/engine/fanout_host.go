@@ -38,7 +38,7 @@ func (h FanoutHost) DesiredCursors() ([]fanout.Desired, bool) {
 		for _, p := range e.ownedPartitions(parent) {
 			out = append(out, fanout.Desired{Parent: parent.Name, Partition: p, Child: child.Name,
 				Epoch: child.AttachEpoch, AttachOffsets: child.AttachOffsets, DelayMs: child.FanoutDelayMs,
-				Dir: e.parts.partitionDir(parent.Name, p)})
+				Dir: e.parts.PartitionDir(parent.Name, p)})
 		}
 	}
 	for _, l := range e.meta.AllRemoteLinks() {
@@ -54,7 +54,7 @@ func (h FanoutHost) DesiredCursors() ([]fanout.Desired, bool) {
 		for _, p := range owned {
 			out = append(out, fanout.Desired{Parent: parent.Name, Partition: p, Child: l.ID,
 				Epoch: l.AttachEpoch, AttachOffsets: l.AttachOffsets, DelayMs: l.DelayMs,
-				Dir: e.parts.partitionDir(parent.Name, p), Remote: target})
+				Dir: e.parts.PartitionDir(parent.Name, p), Remote: target})
 		}
 	}
 	return out, true
@@ -75,11 +75,11 @@ func (h FanoutHost) ParentLog(parent string, p int) (fanout.ParentLog, error) {
 	if !h.e.owns(parent, p) {
 		return nil, fmt.Errorf("%s/%d: %w", parent, p, errcode.ErrNotOwner)
 	}
-	pt, err := h.e.parts.get(t, p)
+	pt, err := h.e.parts.Get(t, p)
 	if err != nil {
 		return nil, err
 	}
-	return pt.log, nil
+	return pt.Log(), nil
 }
 
 // ChildPartitions implements fanout.Host.
@@ -167,7 +167,7 @@ func (h FanoutHost) OwnedPartitionDirs() []fanout.PartitionDir {
 	var out []fanout.PartitionDir
 	for _, t := range e.allTopics() {
 		for _, p := range e.ownedPartitions(t) {
-			out = append(out, fanout.PartitionDir{Topic: t.Name, Partition: p, Dir: e.parts.partitionDir(t.Name, p)})
+			out = append(out, fanout.PartitionDir{Topic: t.Name, Partition: p, Dir: e.parts.PartitionDir(t.Name, p)})
 		}
 	}
 	return out

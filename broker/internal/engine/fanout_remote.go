@@ -135,18 +135,16 @@ func (e *Engine) ExactStartPoint(t meta.Topic, p int) (StartPoint, error) {
 	if !e.owns(t.Name, p) {
 		return StartPoint{}, fmt.Errorf("%s/%d: %w", t.Name, p, errcode.ErrNotOwner)
 	}
-	pt, err := e.parts.get(t, p)
+	pt, err := e.parts.Get(t, p)
 	if err != nil {
 		return StartPoint{}, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
-	sp := StartPoint{HighWatermark: pt.log.HighWatermark(), Oldest: pt.log.OldestOffset()}
+	sp := StartPoint{HighWatermark: pt.Log().HighWatermark(), Oldest: pt.Log().OldestOffset()}
 	frontier := int64(-1)
-	pt.shardMu.Lock()
-	sh := pt.shard
-	pt.shardMu.Unlock()
+	sh := pt.Shard()
 	if sh != nil {
 		frontier = sh.Frontier().Frontier
-	} else if c, has, err := readConsumerFiles(pt.dir); err != nil {
+	} else if c, has, err := readConsumerFiles(pt.Dir()); err != nil {
 		return StartPoint{}, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	} else if has {
 		frontier = c.Frontier
