@@ -297,27 +297,6 @@ func TestIdleEvictionSkipsLogsWithLeasesOut(t *testing.T) {
 	}
 }
 
-func TestOpenPartitionLogsGaugeCountsTheLogsLeftOpenBySweep(t *testing.T) {
-	n := startNode(t, t.TempDir(), func(c *Config) { c.IdleLogEviction = time.Minute })
-	top := n.createTopic(service.CreateTopicRequest{Name: "gauge", Partitions: 3})
-	n.mustCommit(top, 0, "a")
-	n.mustCommit(top, 1, "b")
-	n.e.parts.EvictIdle() // nothing idle yet
-	if got := counterValue(t, n.m, "narad_open_partition_logs", nil); got != 2 {
-		t.Fatalf("narad_open_partition_logs = %v with two logs open, want 2", got)
-	}
-	n.clock.Step(2 * time.Minute)
-	n.mustCommit(top, 1, "keeps p1 busy")
-	n.e.parts.EvictIdle() // closes p0 only
-	if n.e.parts.Peek(top.Name, 0) != nil || n.e.parts.Peek(top.Name, 1) == nil {
-		t.Fatal("the sweep did not close exactly the idle log")
-	}
-	if got := counterValue(t, n.m, "narad_open_partition_logs", nil); got != 1 {
-		t.Fatalf("narad_open_partition_logs = %v after a sweep that left one log open, want 1 "+
-			"(the gauge is set before the sweep closes anything)", got)
-	}
-}
-
 func TestCreateTopicWaitsBehindTheCreateGate(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
 	// A second engine over the same store whose boot has not opened the gate yet.

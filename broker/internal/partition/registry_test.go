@@ -31,11 +31,12 @@ type fixture struct {
 	floored int                 // RaiseFloor calls
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture builds the fixture; opts adjust the registry's Deps before New.
+func newFixture(t *testing.T, opts ...func(*Deps)) *fixture {
 	t.Helper()
 	f := &fixture{dir: t.TempDir(), now: time.UnixMilli(1_700_000_000_000),
 		topic: meta.Topic{Name: "t", Incarnation: "0123456789abcdef", Partitions: 2}}
-	f.r = New(Deps{
+	d := Deps{
 		Layout:  datadir.New(f.dir),
 		Now:     f.clock,
 		Offsets: consume.NewCommitter(consume.CommitterOptions{}),
@@ -57,7 +58,11 @@ func newFixture(t *testing.T) *fixture {
 			f.floored++
 			return t0
 		},
-	})
+	}
+	for _, o := range opts {
+		o(&d)
+	}
+	f.r = New(d)
 	t.Cleanup(f.r.CloseAll)
 	return f
 }
