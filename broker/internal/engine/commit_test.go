@@ -24,7 +24,7 @@ func TestCommitTimeNeverDecreasesWhenTheClockStepsBack(t *testing.T) {
 			top := n.createTopic(service.CreateTopicRequest{Name: "clock", Partitions: 3})
 			n.mustCommit(top, 1, "first")
 			if tc.closeBetween {
-				n.e.parts.closePartition(n.e.parts.peek(top.Name, 1))
+				n.e.parts.ClosePartition(n.e.parts.Peek(top.Name, 1))
 			}
 			n.clock.Step(-5 * time.Second)
 			n.mustCommit(top, 1, "second")
@@ -61,7 +61,7 @@ func TestCommitRefusedWhenAnotherNodeOwnsThePartition(t *testing.T) {
 	if !errors.Is(err, errcode.ErrNotOwner) {
 		t.Fatalf("commit on n2's partition: %v, want errcode.ErrNotOwner", err)
 	}
-	if n.e.parts.peek(top.Name, 1) != nil || !isGone(n.partDir(top.Name, 1)) {
+	if n.e.parts.Peek(top.Name, 1) != nil || !isGone(n.partDir(top.Name, 1)) {
 		t.Fatal("a refused commit opened or created the partition log of another node's partition")
 	}
 	st := n.e.PartitionStats(n.ctx(), top, 1)
@@ -82,17 +82,17 @@ func TestCommitRechecksOwnershipUnderTheProduceLock(t *testing.T) {
 	}
 	top := n.createTopic(service.CreateTopicRequest{Name: "flip", Partitions: 3})
 	n.mustCommit(top, 0, "before")
-	pt := n.e.parts.peek(top.Name, 0)
-	next := pt.log.NextOffset()
+	pt := n.e.parts.Peek(top.Name, 0)
+	next := pt.Log().NextOffset()
 
 	// Hold the produce lock: the commit passes its fast ownership gate and parks on the lock.
-	pt.commitMu.Lock()
+	pt.LockCommits()
 	done := make(chan error, 1)
 	go func() {
 		_, err := n.commit(top, 0, "after-flip")
 		done <- err
 	}()
-	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/engine.(*Engine).CommitLocal")
+	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/partition.(*Registry).Commit")
 
 	// Ownership flips away while it waits.
 	ctx := n.ctx()
@@ -102,12 +102,12 @@ func TestCommitRechecksOwnershipUnderTheProduceLock(t *testing.T) {
 	if _, _, err := n.store.CompleteMove(ctx, top.Name, 0, "n1", "n2"); err != nil {
 		t.Fatal(err)
 	}
-	pt.commitMu.Unlock()
+	pt.UnlockCommits()
 
 	if err := <-done; !errors.Is(err, errcode.ErrNotOwner) {
 		t.Fatalf("commit after the flip: %v, want errcode.ErrNotOwner", err)
 	}
-	if got := pt.log.NextOffset(); got != next {
+	if got := pt.Log().NextOffset(); got != next {
 		t.Fatalf("next_offset %d → %d: the refused commit appended", next, got)
 	}
 }

@@ -80,14 +80,14 @@ func (e *Engine) replay(t meta.Topic, p int, offset int64, max int) ([]service.M
 	if !e.owns(t.Name, p) {
 		return nil, fmt.Errorf("partition %d: %w", p, errcode.ErrOwnerDown)
 	}
-	pt, err := e.parts.get(t, p)
+	pt, err := e.parts.Get(t, p)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
-	if offset >= pt.log.HighWatermark() {
+	if offset >= pt.Log().HighWatermark() {
 		return nil, nil
 	}
-	recs, err := pt.log.ReadRange(offset, max, replayMaxBytes)
+	recs, err := pt.Log().ReadRange(offset, max, replayMaxBytes)
 	if len(recs) == 0 && err != nil {
 		if errors.Is(err, plog.ErrOffsetOutOfRange) || errors.Is(err, plog.ErrCorruptRecord) {
 			return nil, fmt.Errorf("offset %d: %w", offset, errcode.ErrGone)
@@ -103,8 +103,8 @@ func (e *Engine) replay(t meta.Topic, p int, offset int64, max int) ([]service.M
 		out[i] = service.Message{Topic: t.Name, Partition: p, Offset: r.Offset, Key: r.Key, Payload: r.Payload, CommittedAtMs: r.CommittedAt}
 		bytes += len(r.Payload)
 	}
-	e.m.MessagesConsumed.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(len(out)))
-	e.m.BytesConsumed.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(bytes))
+	e.m.MessagesConsumed.WithLabelValues(pt.Labels()[0], pt.Labels()[1]).Add(float64(len(out)))
+	e.m.BytesConsumed.WithLabelValues(pt.Labels()[0], pt.Labels()[1]).Add(float64(bytes))
 	return out, nil
 }
 
@@ -203,12 +203,12 @@ func (e *Engine) reserveLocal(t meta.Topic, parts []int, start int, lim consume.
 	var out []service.Message
 	for i := range parts {
 		p := parts[(start+i)%len(parts)]
-		pt, err := e.parts.get(t, p)
+		pt, err := e.parts.Get(t, p)
 		if err != nil {
 			continue
 		}
-		*chans = append(*chans, pt.log.NotifyC()) // snapshot before probing: no lost wake-up
-		shard, err := e.parts.shardOf(t, pt)
+		*chans = append(*chans, pt.Log().NotifyC()) // snapshot before probing: no lost wake-up
+		shard, err := e.parts.ShardOf(t, pt)
 		if err != nil {
 			e.log.Error("open consume shard", "topic", t.Name, "partition", p, "err", err)
 			continue
@@ -226,8 +226,8 @@ func (e *Engine) reserveLocal(t meta.Topic, parts []int, start int, lim consume.
 			})
 			bytes += len(d.Message.Payload)
 		}
-		e.m.MessagesConsumed.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(len(ds)))
-		e.m.BytesConsumed.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(bytes))
+		e.m.MessagesConsumed.WithLabelValues(pt.Labels()[0], pt.Labels()[1]).Add(float64(len(ds)))
+		e.m.BytesConsumed.WithLabelValues(pt.Labels()[0], pt.Labels()[1]).Add(float64(bytes))
 		if len(out) >= max {
 			break
 		}
@@ -301,14 +301,12 @@ func (e *Engine) ackOne(t meta.Topic, en service.AckEntry, lim consume.Limits) e
 	if !e.owns(t.Name, en.Partition) {
 		return fmt.Errorf("partition %d: %w: %w", en.Partition, errcode.ErrUnavailable, errcode.ErrNotOwner)
 	}
-	pt := e.parts.peek(t.Name, en.Partition)
-	if pt == nil || pt.incarnation != t.Incarnation {
+	pt := e.parts.Peek(t.Name, en.Partition)
+	if pt == nil || pt.Incarnation() != t.Incarnation {
 		e.m.AckRejected.WithLabelValues("stale").Inc()
 		return errcode.ErrStale // no shard: no live reservation can exist
 	}
-	pt.shardMu.Lock()
-	s := pt.shard
-	pt.shardMu.Unlock()
+	s := pt.Shard()
 	if s == nil {
 		e.m.AckRejected.WithLabelValues("stale").Inc()
 		return errcode.ErrStale

@@ -71,11 +71,11 @@ func TestProduceDispatchCommitConsumeAckRoundTrip(t *testing.T) {
 		t.Fatalf("after acking everything consume returned %d messages, err %v", len(msgs), err)
 	}
 	for p := 0; p < top.Partitions; p++ {
-		pt := n.e.parts.peek(top.Name, p)
-		if pt == nil || pt.shard == nil {
+		pt := n.e.parts.Peek(top.Name, p)
+		if pt == nil || pt.Shard() == nil {
 			continue
 		}
-		if st, hwm := pt.shard.State(), pt.log.HighWatermark(); st.Committed != hwm-1 {
+		if st, hwm := pt.Shard().State(), pt.Log().HighWatermark(); st.Committed != hwm-1 {
 			t.Errorf("partition %d: frontier %d, want hwm-1 = %d", p, st.Committed, hwm-1)
 		}
 	}
@@ -109,8 +109,8 @@ func TestReplayReturnsExactBytesAndReservesNothing(t *testing.T) {
 	if got, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 1, Offset: 1, Max: 10}); err != nil || len(got) != 0 {
 		t.Fatalf("replay at hwm: %d messages, err %v", len(got), err)
 	}
-	if pt := n.e.parts.peek(top.Name, 1); pt != nil && pt.shard != nil && pt.shard.State().InFlight != 0 {
-		t.Fatalf("replay left %d reservations", pt.shard.State().InFlight)
+	if pt := n.e.parts.Peek(top.Name, 1); pt != nil && pt.Shard() != nil && pt.Shard().State().InFlight != 0 {
+		t.Fatalf("replay left %d reservations", pt.Shard().State().InFlight)
 	}
 	// A queue consume still gets offset 0: the replay neither reserved nor acked it.
 	got, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 1, Offset: -1, Max: 1})
@@ -164,7 +164,7 @@ func TestAckWithoutLiveShardIsStale(t *testing.T) {
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("consume: %v %v", msgs, err)
 	}
-	n.e.parts.closePartition(n.e.parts.peek(top.Name, 0))
+	n.e.parts.ClosePartition(n.e.parts.Peek(top.Name, 0))
 	for _, op := range []service.AckOp{service.OpAck, service.OpExtend, service.OpNack} {
 		errs = n.e.Ack(n.ctx(), top, []service.AckEntry{ackEntry(t, msgs[0], op)})
 		if !errors.Is(errs[0], errcode.ErrStale) {
@@ -184,7 +184,7 @@ func TestExpiredLeaseIsRedeliveredByBackgroundPurger(t *testing.T) {
 	if err != nil || len(first) != 1 {
 		t.Fatalf("consume: %v %v", first, err)
 	}
-	shard := n.e.parts.peek(top.Name, 0).shard
+	shard := n.e.parts.Peek(top.Name, 0).Shard()
 	if st := shard.State(); st.InFlight != 1 {
 		t.Fatalf("in flight %d after reserve, want 1", st.InFlight)
 	}

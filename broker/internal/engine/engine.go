@@ -1,10 +1,16 @@
-// Package engine is the broker's service layer on one node: it implements api.Backend on top
-// of the metastore (meta), the ingress WAL (wal), the partition logs (log) and the consume
-// engine (consume), and it adapts the dispatcher's Topology and Committer to them.
+// Package engine is the broker's service layer on one node: it implements the service
+// interfaces api serves (topics, produce, consume, users, cluster reads) on top of the
+// metastore (meta), the ingress WAL (wal), the partition registry and produce gate
+// (partition) and the consume engine (consume), and it adapts the dispatcher's Topology and
+// Committer to them. It also holds, for now, the source side of partition moves (handoff.go,
+// transfer.go, install.go, reclaim.go, quarantine.go).
 //
-// Data flows one way: api → engine → {meta, wal, log, consume}. The engine owns every
-// long-running loop it starts (expiry purger, offset committer, idle eviction, retention,
-// metrics poller); Run stops them all when its context ends.
+// Data flows one way: api → engine → {meta, wal, partition, consume}; partition → log. The
+// engine owns every long-running loop it starts (expiry purger, offset committer, idle
+// eviction, retention, metrics poller, sweeps); Run stops them all when its context ends.
+// The open partition logs belong to partition.Registry (the field parts): the engine reaches
+// a log only through Get (opens and stamps access), Peek or Snapshot (neither), and commits only
+// through Registry.Commit, which holds the gate and the produce lock.
 //
 // Fan-out lives in package fanout (docs/internals/fanout.md §15): the engine gives it what only
 // the engine has through fanout.Node (fanoutNode in fanout.go: replica view, partition
@@ -23,10 +29,12 @@ import (
 
 	"narad.dev/broker/internal/consume"
 	"narad.dev/broker/internal/credseal"
+	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/hostlist"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
+	"narad.dev/broker/internal/partition"
 	"narad.dev/broker/internal/schema"
 	"narad.dev/broker/internal/wal"
 )
@@ -78,7 +86,7 @@ type Engine struct {
 	view    *metaView // cached hot-path reads of meta
 	wal     appender
 	schemas *schema.Cache
-	parts   *registry
+	parts   *partition.Registry
 	offsets *consume.Committer
 	now     func() time.Time
 
@@ -114,6 +122,9 @@ type Engine struct {
 
 	quarantineListed atomic.Bool // the startup listing of quarantined copies ran (tests wait on it)
 }
+
+// layout is the node's data directory (datadir): every path under it is built there.
+func (e *Engine) layout() datadir.Layout { return datadir.New(e.cfg.DataDir) }
 
 type partKey struct {
 	topic string
@@ -158,7 +169,22 @@ func New(cfg Config, store *meta.Store, w appender) *Engine {
 		peers:      cfg.Peers,
 	}
 	e.offsets = consume.NewCommitter(consume.CommitterOptions{Logger: cfg.Logger, Now: cfg.Now})
-	e.parts = newRegistry(e)
+	e.parts = partition.New(partition.Deps{
+		Layout:           e.layout(),
+		Codec:            cfg.Codec,
+		CompressionLevel: cfg.CompressionLevel,
+		SegmentBytes:     cfg.SegmentBytes,
+		IdleLogEviction:  cfg.IdleLogEviction,
+		Logger:           cfg.Logger,
+		Metrics:          cfg.Metrics,
+		Now:              cfg.Now,
+		Offsets:          e.offsets,
+		Topic:            e.view.Topic,
+		Owns:             e.owns,
+		RaiseFloor:       e.raiseFloor,
+		Taker:            e.localTaker,
+		Notify:           e.notifyPeers,
+	})
 	e.placementLock = cfg.PlacementLock
 	if e.placementLock == nil {
 		e.placementLock = &sync.Mutex{}
@@ -258,9 +284,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	loops := []func(context.Context){
 		func(ctx context.Context) { _ = e.offsets.Run(ctx) },
-		e.parts.purgeLoop,
-		e.parts.evictLoop,
-		e.parts.retentionLoop,
+		e.purgeLoop,
+		e.evictLoop,
+		e.retentionLoop,
 		e.pollLoop,
 		e.sweepLoop,
 		e.fan.ResealRemoteLinks,
@@ -272,7 +298,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	<-ctx.Done()
 	wg.Wait()
 	e.eventTasks.close()
-	e.parts.closeAll()
+	e.parts.CloseAll()
 	return e.offsets.FlushAll()
 }
 
@@ -289,7 +315,7 @@ func (e *Engine) OnMetaEvent(ev meta.Event) {
 	case ev.Op == meta.OpCompleteMove && ev.Partition >= 0 && ev.Member != e.cfg.NodeID:
 		// The flip applied: stop serving the partition now (ending its freeze), not on the
 		// next 1 s ownership scan.
-		e.eventTasks.goTask(func(context.Context) { e.parts.closeIfLost(ev.Topic, ev.Partition) })
+		e.eventTasks.goTask(func(context.Context) { e.parts.CloseIfLost(ev.Topic, ev.Partition) })
 	}
 }
 

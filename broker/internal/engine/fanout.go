@@ -130,18 +130,15 @@ func (e *Engine) ExactStartPoint(t meta.Topic, p int) (fanout.StartPoint, error)
 	if !e.owns(t.Name, p) {
 		return fanout.StartPoint{}, fmt.Errorf("%s/%d: %w", t.Name, p, errcode.ErrNotOwner)
 	}
-	pt, err := e.parts.get(t, p)
+	pt, err := e.parts.Get(t, p)
 	if err != nil {
 		return fanout.StartPoint{}, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
-	sp := fanout.StartPoint{HighWatermark: pt.log.HighWatermark(), Oldest: pt.log.OldestOffset()}
+	sp := fanout.StartPoint{HighWatermark: pt.Log().HighWatermark(), Oldest: pt.Log().OldestOffset()}
 	frontier := int64(-1)
-	pt.shardMu.Lock()
-	sh := pt.shard
-	pt.shardMu.Unlock()
-	if sh != nil {
+	if sh := pt.Shard(); sh != nil {
 		frontier = sh.Frontier().Frontier
-	} else if c, has, err := readConsumerFiles(pt.dir); err != nil {
+	} else if c, has, err := readConsumerFiles(pt.Dir()); err != nil {
 		return fanout.StartPoint{}, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	} else if has {
 		frontier = c.Frontier
@@ -159,7 +156,7 @@ var _ fanout.Node = fanoutNode{}
 func (n fanoutNode) Topic(name string) (meta.Topic, bool)    { return n.e.view.Topic(name) }
 func (n fanoutNode) Topics() []meta.Topic                    { return n.e.allTopics() }
 func (n fanoutNode) OwnedPartitions(t meta.Topic) []int      { return n.e.ownedPartitions(t) }
-func (n fanoutNode) PartitionDir(topic string, p int) string { return n.e.parts.partitionDir(topic, p) }
+func (n fanoutNode) PartitionDir(topic string, p int) string { return n.e.parts.PartitionDir(topic, p) }
 
 func (n fanoutNode) Owner(topic string, p int) fanout.Owner {
 	o := n.e.ownerOf(topic, p)
@@ -170,24 +167,24 @@ func (n fanoutNode) OwnedLog(t meta.Topic, p int) (*plog.Log, error) {
 	if !n.e.owns(t.Name, p) {
 		return nil, fmt.Errorf("%s/%d: %w", t.Name, p, errcode.ErrNotOwner)
 	}
-	pt, err := n.e.parts.get(t, p)
+	pt, err := n.e.parts.Get(t, p)
 	if err != nil {
 		return nil, err
 	}
-	return pt.log, nil
+	return pt.Log(), nil
 }
 
 // PeekHighWatermark never opens a log: an open log of t's incarnation answers from memory, a
 // missing directory means nothing was ever committed, a closed log answers from its
 // directory when the hwm file holds an exact boundary.
 func (n fanoutNode) PeekHighWatermark(t meta.Topic, p int) (int64, bool) {
-	dir := n.e.parts.partitionDir(t.Name, p)
-	switch pt := n.e.parts.peek(t.Name, p); {
-	case pt != nil && pt.incarnation == t.Incarnation:
-		return pt.log.HighWatermark(), true
+	dir := n.e.parts.PartitionDir(t.Name, p)
+	switch pt := n.e.parts.Peek(t.Name, p); {
+	case pt != nil && pt.Incarnation() == t.Incarnation:
+		return pt.Log().HighWatermark(), true
 	case !dirExists(dir):
 		return 0, true // nothing was ever committed here: the directory does not exist
-	case n.e.parts.markerMatches(t):
+	case n.e.parts.MarkerMatches(t):
 		if st, err := plog.PeekDir(dir); err == nil && st.Exact {
 			return st.HighWatermark, true
 		}
@@ -201,11 +198,11 @@ func (n fanoutNode) ExactHighWatermark(t meta.Topic, p int) (int64, error) {
 	if !n.e.owns(t.Name, p) {
 		return 0, fmt.Errorf("%s/%d: %w", t.Name, p, errcode.ErrNotOwner)
 	}
-	pt, err := n.e.parts.get(t, p)
+	pt, err := n.e.parts.Get(t, p)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
-	return pt.log.HighWatermark(), nil
+	return pt.Log().HighWatermark(), nil
 }
 
 func (n fanoutNode) ExactStartPoint(t meta.Topic, p int) (fanout.StartPoint, error) {

@@ -65,12 +65,12 @@ func TestChildrenListingNeverOpensAClosedParentLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.mustCommit(parent, 1, "x", "y")
-	if pt := n.e.parts.peek(parent.Name, 1); pt != nil {
-		n.e.parts.closePartition(pt)
+	if pt := n.e.parts.Peek(parent.Name, 1); pt != nil {
+		n.e.parts.ClosePartition(pt)
 	}
 	parent, _ = n.e.Topic(parent.Name)
 	ls := n.e.Children(n.ctx(), parent)
-	if n.e.parts.peek(parent.Name, 1) != nil {
+	if n.e.parts.Peek(parent.Name, 1) != nil {
 		t.Fatal("the children listing opened a closed parent partition log")
 	}
 	if len(ls) != 1 || ls[0].Name != "quiet-child" {

@@ -40,18 +40,17 @@ func (n *testNode) arm(t meta.Topic, p int, ttl time.Duration) transfer.Listing 
 }
 
 func (n *testNode) frozen(t meta.Topic, p int) bool {
-	pt := n.e.parts.peek(t.Name, p)
-	return pt != nil && pt.frozen()
+	pt := n.e.parts.Peek(t.Name, p)
+	return pt != nil && pt.Frozen()
 }
 
 func (n *testNode) shardFrozen(t meta.Topic, p int) bool {
-	pt := n.e.parts.peek(t.Name, p)
+	pt := n.e.parts.Peek(t.Name, p)
 	if pt == nil {
 		return false
 	}
-	pt.shardMu.Lock()
-	defer pt.shardMu.Unlock()
-	return pt.shard != nil && pt.shard.State().Frozen
+	s := pt.Shard()
+	return s != nil && s.State().Frozen
 }
 
 // MV-5: while frozen a commit is refused with nothing appended; acks, extends and nacks of
@@ -69,12 +68,12 @@ func TestFrozenPartitionRefusesCommitsAndNewLeasesButSettlesOldOnes(t *testing.T
 	if l.HighWatermark != 3 || l.CommittedOffset != -1 {
 		t.Fatalf("arm listing hwm %d committed %d, want 3 and -1", l.HighWatermark, l.CommittedOffset)
 	}
-	next := n.e.parts.peek(top.Name, 0).log.NextOffset()
+	next := n.e.parts.Peek(top.Name, 0).Log().NextOffset()
 	_, err := n.commit(top, 0, "refused")
 	if !errors.Is(err, ErrFrozen) || !errors.Is(err, errcode.ErrUnavailable) {
 		t.Fatalf("commit to a frozen partition: %v, want ErrFrozen wrapping errcode.ErrUnavailable", err)
 	}
-	if got := n.e.parts.peek(top.Name, 0).log.NextOffset(); got != next {
+	if got := n.e.parts.Peek(top.Name, 0).Log().NextOffset(); got != next {
 		t.Fatalf("refused commit appended: next_offset %d → %d", next, got)
 	}
 	errs := n.e.AckLocal(top, []service.AckEntry{ackEntry(t, leases[0], service.OpExtend), ackEntry(t, leases[1], service.OpNack)})
@@ -101,16 +100,16 @@ func TestCommitPastTheFastGateIsRefusedUnderTheLockOnceFrozen(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
 	top := n.createTopic(service.CreateTopicRequest{Name: "gate", Partitions: 3})
 	n.mustCommit(top, 0, "before")
-	pt := n.e.parts.peek(top.Name, 0)
+	pt := n.e.parts.Peek(top.Name, 0)
 
-	pt.commitMu.Lock()
+	pt.LockCommits()
 	committed := make(chan error, 1)
 	go func() { _, err := n.commit(top, 0, "late"); committed <- err }()
-	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/engine.(*Engine).CommitLocal")
+	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/partition.(*Registry).Commit")
 	armed := make(chan transfer.Listing, 1)
 	go func() { armed <- n.arm(top, 0, 0) }()
-	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/engine.(*Engine).armedListing")
-	pt.commitMu.Unlock()
+	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/partition.(*Partition).LockCommits")
+	pt.UnlockCommits()
 
 	if err := <-committed; !errors.Is(err, ErrFrozen) {
 		t.Fatalf("commit that reached the lock after the arm: %v, want ErrFrozen", err)
@@ -118,7 +117,7 @@ func TestCommitPastTheFastGateIsRefusedUnderTheLockOnceFrozen(t *testing.T) {
 	if l := <-armed; l.HighWatermark != 1 {
 		t.Fatalf("listing hwm %d, want 1 (the refused commit excluded)", l.HighWatermark)
 	}
-	if got := pt.log.NextOffset(); got != 1 {
+	if got := pt.Log().NextOffset(); got != 1 {
 		t.Fatalf("next_offset %d: the refused commit appended", got)
 	}
 }
@@ -136,7 +135,7 @@ func TestHandoffListingIncludesACommitInFlightUnderTheLock(t *testing.T) {
 	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/engine.(*Engine).raiseFloor")
 	armed := make(chan transfer.Listing, 1)
 	go func() { armed <- n.arm(top, 0, 0) }()
-	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/engine.(*Engine).armedListing")
+	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/partition.(*Partition).LockCommits")
 	n.e.floorMu.Unlock()
 
 	if err := <-committed; err != nil {
@@ -150,8 +149,8 @@ func TestHandoffListingIncludesACommitInFlightUnderTheLock(t *testing.T) {
 	for _, s := range l.Segments {
 		listed += s.Size
 	}
-	if pt := n.e.parts.peek(top.Name, 0); listed != fileSizeOf(t, pt.dir, 0) {
-		t.Fatalf("listed %d bytes, the segment holds %d", listed, fileSizeOf(t, pt.dir, 0))
+	if pt := n.e.parts.Peek(top.Name, 0); listed != fileSizeOf(t, pt.Dir(), 0) {
+		t.Fatalf("listed %d bytes, the segment holds %d", listed, fileSizeOf(t, pt.Dir(), 0))
 	}
 }
 
@@ -217,8 +216,8 @@ func TestFenceAndReArmAcceptOnlyTheActiveToken(t *testing.T) {
 	if _, err := prepare(transfer.PrepareRequest{Token: first.Token}); !errors.Is(err, transfer.ErrUnknownToken) {
 		t.Fatalf("re-arm with a replaced token: %v, want ErrUnknownToken", err)
 	}
-	pt := n.e.parts.peek(top.Name, 0)
-	deadline := func() time.Time { pt.shardMu.Lock(); defer pt.shardMu.Unlock(); return pt.frz.deadline }
+	pt := n.e.parts.Peek(top.Name, 0)
+	deadline := func() time.Time { d, _ := pt.FreezeState(); return d }
 	before := deadline()
 	_, err := prepare(transfer.PrepareRequest{Token: second.Token, Fence: true, ExpectHWM: second.HighWatermark + 1})
 	if !errors.Is(err, transfer.ErrHWMMismatch) || !transfer.FenceRefused(err) {
@@ -313,7 +312,7 @@ func TestOwnershipLossEndsTheFreezeAndClosesThePartition(t *testing.T) {
 	lease := n.consume(top, pinned(0, 0, 1))
 	h, _ := consume.ParseHandle(lease[0].ReceiptHandle)
 	l := n.arm(top, 0, time.Minute)
-	pt := n.e.parts.peek(top.Name, 0)
+	pt := n.e.parts.Peek(top.Name, 0)
 	shard := shardOf(t, n, top, 0)
 
 	ctx := n.ctx()
@@ -325,12 +324,11 @@ func TestOwnershipLossEndsTheFreezeAndClosesThePartition(t *testing.T) {
 	}
 	// The partition leaves the registry first and is closed (freeze ended) just after.
 	eventually(t, 10*time.Second, func() bool {
-		if n.e.parts.peek(top.Name, 0) != nil {
+		if n.e.parts.Peek(top.Name, 0) != nil {
 			return false
 		}
-		pt.shardMu.Lock()
-		defer pt.shardMu.Unlock()
-		return pt.frz.ended && pt.closed
+		_, ended := pt.FreezeState()
+		return ended && pt.Closed()
 	}, "partition out of the registry, closed and its freeze ended after the flip")
 	if err := shard.Ack(h.Offset, h.Nonce, limitsOf(top)); !errors.Is(err, consume.ErrStale) {
 		t.Fatalf("ack on the old shard: %v, want stale", err)
@@ -369,16 +367,15 @@ func TestFailedArmLiftsItsFreeze(t *testing.T) {
 // shardOf returns the open consume shard of (top, p).
 func shardOf(t *testing.T, n *testNode, top meta.Topic, p int) *consume.Shard {
 	t.Helper()
-	pt := n.e.parts.peek(top.Name, p)
+	pt := n.e.parts.Peek(top.Name, p)
 	if pt == nil {
 		t.Fatalf("%s/%d not open", top.Name, p)
 	}
-	pt.shardMu.Lock()
-	defer pt.shardMu.Unlock()
-	if pt.shard == nil {
+	s := pt.Shard()
+	if s == nil {
 		t.Fatalf("%s/%d has no shard", top.Name, p)
 	}
-	return pt.shard
+	return s
 }
 
 // setFault arms a fault point to return faults.ErrInjected.

@@ -93,8 +93,8 @@ func TestFailedLogCommitIsRetriedUntilTheRecordLands(t *testing.T) {
 					t.Fatalf("a failed commit left visible records: %+v", msgs)
 				}
 				for p := 0; p < top.Partitions; p++ {
-					if pt := n.e.parts.peek(top.Name, p); pt != nil && pt.log.NextOffset() != 0 {
-						t.Fatalf("partition %d next_offset %d after failed commits: frames were not truncated", p, pt.log.NextOffset())
+					if pt := n.e.parts.Peek(top.Name, p); pt != nil && pt.Log().NextOffset() != 0 {
+						t.Fatalf("partition %d next_offset %d after failed commits: frames were not truncated", p, pt.Log().NextOffset())
 					}
 				}
 				faults.Clear(tc.point)

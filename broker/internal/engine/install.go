@@ -30,7 +30,7 @@ var _ transfer.Local = (*Engine)(nil)
 
 // PartitionDir implements transfer.Local: <data>/topics/<topic>/pNNNNN.
 func (e *Engine) PartitionDir(topic string, partition int) string {
-	return e.parts.partitionDir(topic, partition)
+	return e.parts.PartitionDir(topic, partition)
 }
 
 // StagingDir implements transfer.Local: <data>/.moves/<topic>-<partition>, on the data dir's
@@ -47,7 +47,7 @@ func (e *Engine) StagingDir(topic string, partition int) string {
 // to .stale/<topic>@<old>; the marker is stamped if absent.
 func (e *Engine) PrepareTopicDir(topic, incarnation string) error {
 	r := e.parts
-	g := r.guard(topic)
+	g := r.Guard(topic)
 	g.Lock()
 	defer g.Unlock()
 	t, ok := e.meta.Topic(topic)
@@ -56,12 +56,12 @@ func (e *Engine) PrepareTopicDir(topic, incarnation string) error {
 	}
 	// Logs of another incarnation still registered point into the directory about to be set
 	// aside: close them first (docs/internals/storage-format.md §18).
-	for _, pt := range r.snapshot() {
-		if pt.key.topic == topic && pt.incarnation != incarnation {
-			r.closePartition(pt)
+	for _, pt := range r.Snapshot() {
+		if pt.Topic() == topic && pt.Incarnation() != incarnation {
+			r.ClosePartition(pt)
 		}
 	}
-	return r.prepareTopicDir(t)
+	return r.PrepareTopicDir(t)
 }
 
 // Install implements transfer.Local (docs/internals/moves.md §5.9). Under the topic open guard with the
@@ -74,18 +74,18 @@ func (e *Engine) PrepareTopicDir(topic, incarnation string) error {
 // Consumer state is dropped before and after the rename.
 func (e *Engine) Install(topic string, partition int, incarnation, staging string) error {
 	r := e.parts
-	g := r.guard(topic)
+	g := r.Guard(topic)
 	g.Lock()
 	defer g.Unlock()
-	topicDir := r.topicDir(topic)
+	topicDir := r.TopicDir(topic)
 	if err := checkIncarnation(topicDir, incarnation); err != nil {
 		return fmt.Errorf("install %s/%d: %w", topic, partition, err)
 	}
 	if _, err := os.Stat(staging); err != nil {
 		return fmt.Errorf("install %s/%d: staged copy: %w", topic, partition, err)
 	}
-	r.dropOpen(topic, partition)
-	path := r.partitionDir(topic, partition)
+	r.DropOpen(topic, partition)
+	path := r.PartitionDir(topic, partition)
 	if err := e.clearPathForInstall(topic, partition, incarnation, path); err != nil {
 		return fmt.Errorf("install %s/%d: %w", topic, partition, err)
 	}
@@ -107,7 +107,7 @@ func (e *Engine) Install(topic string, partition int, incarnation, staging strin
 	if err := durable.SyncDir(filepath.Dir(staging)); err != nil {
 		return fmt.Errorf("install %s/%d: sync staging dir: %w", topic, partition, err)
 	}
-	r.dropOpen(topic, partition)
+	r.DropOpen(topic, partition)
 	e.log.Info("move: installed the staged copy", "topic", topic, "partition", partition, "path", path)
 	return nil
 }
@@ -156,14 +156,14 @@ func (e *Engine) clearPathForInstall(topic string, partition int, incarnation, p
 // set aside, and the stale-copy sweep deals with it.
 func (e *Engine) RenameBack(topic string, partition int, incarnation, staging string, marker []byte) error {
 	r := e.parts
-	g := r.guard(topic)
+	g := r.Guard(topic)
 	g.Lock()
 	defer g.Unlock()
-	topicDir := r.topicDir(topic)
+	topicDir := r.TopicDir(topic)
 	if err := checkIncarnation(topicDir, incarnation); err != nil {
 		return fmt.Errorf("rename back %s/%d: %w: %w", topic, partition, transfer.ErrNotInstalled, err)
 	}
-	path := r.partitionDir(topic, partition)
+	path := r.PartitionDir(topic, partition)
 	have, err := transfer.ReadMarkerRaw(path)
 	if err != nil {
 		return fmt.Errorf("rename back %s/%d: read marker: %w", topic, partition, err)
@@ -171,7 +171,7 @@ func (e *Engine) RenameBack(topic string, partition int, incarnation, staging st
 	if have == nil || len(marker) == 0 || !bytes.Equal(have, marker) {
 		return fmt.Errorf("rename back %s/%d: %w", topic, partition, transfer.ErrNotInstalled)
 	}
-	r.dropOpen(topic, partition)
+	r.DropOpen(topic, partition)
 	if err := faults.Check(FaultRenameBack); err != nil {
 		return err
 	}
@@ -198,25 +198,7 @@ func (e *Engine) RenameBack(topic string, partition int, incarnation, staging st
 // shard if this node has them open (an earlier ownership's state), checkpointing the shard,
 // so no ack of the old state can reach a new copy.
 func (e *Engine) DropConsumerState(topic string, partition int) {
-	r := e.parts
-	r.mu.Lock()
-	pt := r.open[partKey{topic, partition}]
-	r.mu.Unlock()
-	if pt == nil {
-		return
-	}
-	<-pt.ready // an open in flight finishes (or fails) first; the caller holds no guard
-	if pt.err == nil {
-		r.closePartition(pt)
-	}
-}
-
-// dropOpen closes (topic, p)'s log if it is open, without waiting for an open in flight. Under
-// the exclusive topic guard no open can be in flight: an opener holds the guard shared.
-func (r *registry) dropOpen(topic string, p int) {
-	if pt := r.peek(topic, p); pt != nil {
-		r.closePartition(pt)
-	}
+	e.parts.CloseRegistered(topic, partition)
 }
 
 // checkIncarnation requires topicDir's .incarnation to name incarnation ("" skips the check:

@@ -292,17 +292,15 @@ func TestDropConsumerStateClosesTheOpenLog(t *testing.T) {
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("reserve: %v %v", msgs, err)
 	}
-	pt := n.e.parts.peek("t", 0)
-	if pt == nil || pt.shard == nil {
+	pt := n.e.parts.Peek("t", 0)
+	if pt == nil || pt.Shard() == nil {
 		t.Fatal("no open log with a shard before the drop")
 	}
 	n.e.DropConsumerState("t", 0)
-	if n.e.parts.peek("t", 0) != nil {
+	if n.e.parts.Peek("t", 0) != nil {
 		t.Fatal("the log is still registered after DropConsumerState")
 	}
-	pt.shardMu.Lock()
-	closed, shard := pt.closed, pt.shard
-	pt.shardMu.Unlock()
+	closed, shard := pt.Closed(), pt.Shard()
 	if !closed || shard != nil {
 		t.Fatalf("partition closed=%v shard=%v after DropConsumerState", closed, shard)
 	}

@@ -12,7 +12,7 @@ import (
 // (here held on the topic's guard) keeps Run from returning, so none outlives the engine.
 func TestRunWaitsForGoroutinesStartedByMetaEvents(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	g := n.e.parts.guard("gone")
+	g := n.e.parts.Guard("gone")
 	g.Lock()
 	n.e.OnMetaEvent(meta.Event{Op: meta.OpDeleteTopic, Topic: "gone", Incarnation: "inc", Partition: -1})
 

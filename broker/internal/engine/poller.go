@@ -5,13 +5,13 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"narad.dev/broker/internal/consume"
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/partition"
 )
 
 // Poller cadences (docs/internals/metrics.md).
@@ -55,9 +55,9 @@ func (e *Engine) pollGauges() {
 	}
 	topicBytes := map[string]int64{}
 	now := e.now()
-	for _, pt := range e.parts.snapshot() {
-		st := pt.log.Stats()
-		l := pt.labels
+	for _, pt := range e.parts.Snapshot() {
+		st := pt.Log().Stats()
+		l := pt.Labels()
 		topicBytes[l[0]] += st.SizeBytes
 		e.m.PartitionSize.WithLabelValues(l[0], l[1]).Set(float64(st.SizeBytes))
 		e.m.Segments.WithLabelValues(l[0], l[1]).Set(float64(st.Segments))
@@ -85,18 +85,16 @@ func (e *Engine) pollGauges() {
 // pollShard returns the consume shard of an open partition this node owns, opening it (it
 // reads only the small consumer files) when no consume did yet: the queue-health gauges of a
 // topic nobody consumes exist too, and show its lag. nil when not the owner or on error.
-func (e *Engine) pollShard(pt *partition) *consume.Shard {
-	pt.shardMu.Lock()
-	s := pt.shard
-	pt.shardMu.Unlock()
+func (e *Engine) pollShard(pt *partition.Partition) *consume.Shard {
+	s := pt.Shard()
 	if s != nil {
 		return s
 	}
-	t, ok := e.view.Topic(pt.key.topic)
-	if !ok || t.Incarnation != pt.incarnation || !e.owns(t.Name, pt.key.p) {
+	t, ok := e.view.Topic(pt.Topic())
+	if !ok || t.Incarnation != pt.Incarnation() || !e.owns(t.Name, pt.Index()) {
 		return nil
 	}
-	s, err := e.parts.shardOf(t, pt)
+	s, err := e.parts.ShardOf(t, pt)
 	if err != nil {
 		return nil
 	}
@@ -133,14 +131,6 @@ func (e *Engine) pollDataDir() {
 // can decode (a corrupt record at the head is skipped by consumers anyway).
 const headReadTries = 16
 
-// headCache is the commit time (unix ms) of the first readable record at or after offset;
-// offset −1 means empty. Safe for concurrent use.
-type headCache struct {
-	mu     sync.Mutex
-	offset int64
-	atMs   int64
-}
-
 // oldestUnconsumedAge is narad_oldest_unconsumed_message_age_seconds of one partition whose
 // oldest unconsumed offset is head (consumer frontier + 1, below the HWM): now minus the
 // commit time of that record (docs/operating.md, Metrics). Commit times never decrease along
@@ -148,20 +138,15 @@ type headCache struct {
 // when it is unreadable the next readable one (both lower bounds of the age). The log is read
 // only when head moved since the last poll. Only if no record can be read (a transient
 // error) does it fall back to the age of the oldest segment (an upper bound).
-func oldestUnconsumedAge(pt *partition, head int64, now, oldestSegmentAt time.Time) float64 {
-	pt.head.mu.Lock()
-	defer pt.head.mu.Unlock()
-	if pt.head.atMs == 0 || pt.head.offset != head {
-		at, ok := headCommitTime(pt.log, head)
-		if !ok {
-			if oldestSegmentAt.IsZero() {
-				return 0
-			}
-			return max(0, now.Sub(oldestSegmentAt).Seconds())
+func oldestUnconsumedAge(pt *partition.Partition, head int64, now, oldestSegmentAt time.Time) float64 {
+	at, ok := pt.Head().At(head, func(head int64) (int64, bool) { return headCommitTime(pt.Log(), head) })
+	if !ok {
+		if oldestSegmentAt.IsZero() {
+			return 0
 		}
-		pt.head.offset, pt.head.atMs = head, at
+		return max(0, now.Sub(oldestSegmentAt).Seconds())
 	}
-	return max(0, now.Sub(time.UnixMilli(pt.head.atMs)).Seconds())
+	return max(0, now.Sub(time.UnixMilli(at)).Seconds())
 }
 
 // headCommitTime reads the commit time of the first readable record at or after head.

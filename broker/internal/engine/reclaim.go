@@ -92,24 +92,24 @@ func (e *Engine) withStaleCopy(topic string, partition int, incarnation string, 
 	}
 	e.DropConsumerState(topic, partition)
 	r := e.parts
-	g := r.guard(topic)
+	g := r.Guard(topic)
 	g.Lock()
 	defer g.Unlock()
 	if e.claimed(topic, partition) { // again under the guard: a flip or target may have landed
 		return fmt.Errorf("%s/%d: %w", topic, partition, ErrCopyClaimed)
 	}
-	have, ok, err := datadir.ReadIncarnation(r.topicDir(topic))
+	have, ok, err := datadir.ReadIncarnation(r.TopicDir(topic))
 	if err != nil {
 		return err
 	}
 	if ok && have != incarnation {
 		return fmt.Errorf("%s/%d: topic dir marker %q, read %q: %w", topic, partition, have, incarnation, transfer.ErrIncarnationChanged)
 	}
-	path := r.partitionDir(topic, partition)
+	path := r.PartitionDir(topic, partition)
 	if _, err := os.Lstat(path); err != nil {
 		return fmt.Errorf("%s/%d: %w", topic, partition, err)
 	}
-	r.dropOpen(topic, partition)
+	r.DropOpen(topic, partition)
 	return act(path)
 }
 
@@ -141,7 +141,7 @@ func (e *Engine) RemoveDeletedTopicDir(topic, incarnation string) (removed bool,
 	if incarnation == "" {
 		return false, fmt.Errorf("remove deleted topic dir %s: no incarnation", topic)
 	}
-	return e.removeUnderGuard(topic, e.parts.topicDir(topic), incarnation, true)
+	return e.removeUnderGuard(topic, e.parts.TopicDir(topic), incarnation, true)
 }
 
 // RemoveStaleDir removes .stale/<topic>@<incarnation>, a deleted incarnation's directory set
@@ -149,7 +149,7 @@ func (e *Engine) RemoveDeletedTopicDir(topic, incarnation string) (removed bool,
 // incarnation is gone; under the topic open guard this re-checks that the local record does
 // not name it.
 func (e *Engine) RemoveStaleDir(topic, incarnation string) (removed bool, err error) {
-	g := e.parts.guard(topic)
+	g := e.parts.Guard(topic)
 	g.Lock()
 	defer g.Unlock()
 	if t, ok := e.meta.Topic(topic); ok && t.Incarnation == incarnation {

@@ -134,7 +134,7 @@ func (e *Engine) confirmGone(ctx context.Context, topic, inc string) (bool, erro
 // live incarnation claims it and its marker did not change meanwhile; logs of the topic still
 // registered for another incarnation are closed first. removed=false, nil: the re-check refused.
 func (e *Engine) removeUnderGuard(topic, dir, marker string, hadMarker bool) (removed bool, err error) {
-	g := e.parts.guard(topic)
+	g := e.parts.Guard(topic)
 	g.Lock()
 	defer g.Unlock()
 	now, has, err := datadir.ReadIncarnation(dir)
@@ -148,9 +148,9 @@ func (e *Engine) removeUnderGuard(topic, dir, marker string, hadMarker bool) (re
 	if ok && (!has || t.Incarnation == now) {
 		return false, nil
 	}
-	for _, pt := range e.parts.snapshot() {
-		if pt.key.topic == topic && (!ok || pt.incarnation != t.Incarnation) {
-			e.parts.closePartition(pt)
+	for _, pt := range e.parts.Snapshot() {
+		if pt.Topic() == topic && (!ok || pt.Incarnation() != t.Incarnation) {
+			e.parts.ClosePartition(pt)
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {

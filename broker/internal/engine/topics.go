@@ -228,9 +228,9 @@ func (e *Engine) LocalPartitionStats(t meta.Topic, partition int) []service.Part
 			continue
 		}
 		var s plog.Stats
-		if pt := e.parts.peek(t.Name, p); pt != nil && pt.incarnation == t.Incarnation {
-			s = pt.log.Stats()
-		} else if dir := e.parts.partitionDir(t.Name, p); dirExists(dir) && e.parts.markerMatches(t) {
+		if pt := e.parts.Peek(t.Name, p); pt != nil && pt.Incarnation() == t.Incarnation {
+			s = pt.Log().Stats()
+		} else if dir := e.parts.PartitionDir(t.Name, p); dirExists(dir) && e.parts.MarkerMatches(t) {
 			var err error
 			if s, err = plog.PeekDir(dir); err != nil {
 				e.log.Warn("describe closed partition", "topic", t.Name, "partition", p, "err", err)

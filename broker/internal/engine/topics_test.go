@@ -44,7 +44,7 @@ func TestTopicDeletePurgesDataAndMetricSeries(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return isGone(n.topicDir(top.Name)) }, "topic dir purged")
 	eventually(t, 10*time.Second, func() bool { return len(seriesWithLabel(t, n.m, "topic", top.Name)) == 0 },
 		"series of %s deleted (left: %v)", top.Name, seriesWithLabel(t, n.m, "topic", top.Name))
-	if n.e.parts.peek(top.Name, 0) != nil {
+	if n.e.parts.Peek(top.Name, 0) != nil {
 		t.Fatal("the deleted topic's log is still registered open")
 	}
 	// Another topic's data and series are untouched.
@@ -188,20 +188,20 @@ func TestPartitionStatsNeverOpensAClosedLog(t *testing.T) {
 	n.mustCommit(top, 0, "a", "b", "c")
 
 	// An open log answers from memory and is not stamped.
-	pt := n.e.parts.peek(top.Name, 0)
-	stamp := pt.lastAccess.Load()
+	pt := n.e.parts.Peek(top.Name, 0)
+	stamp := pt.LastAccess()
 	n.clock.Step(time.Second)
 	if st := n.e.PartitionStats(n.ctx(), top, 0); len(st) != 1 || st[0].HighWatermark != 3 || !st[0].Available {
 		t.Fatalf("stats of the open log: %+v", st)
 	}
-	if pt.lastAccess.Load() != stamp {
+	if !pt.LastAccess().Equal(stamp) {
 		t.Fatal("PartitionStats stamped the open log's access time")
 	}
 
 	// Idle eviction closes it (CLEAN hwm).
 	n.clock.Step(2 * time.Minute)
-	n.e.parts.evictIdle()
-	if n.e.parts.peek(top.Name, 0) != nil {
+	n.e.parts.EvictIdle()
+	if n.e.parts.Peek(top.Name, 0) != nil {
 		t.Fatal("idle log not evicted")
 	}
 	if got := counterValue(t, n.m, "narad_idle_logs_evicted_total", nil); got != 1 {
@@ -220,15 +220,15 @@ func TestPartitionStatsNeverOpensAClosedLog(t *testing.T) {
 		}
 		n.e.pollGauges()
 	}
-	if n.e.parts.peek(top.Name, 0) != nil {
+	if n.e.parts.Peek(top.Name, 0) != nil {
 		t.Fatal("PartitionStats or the poller opened the closed log")
 	}
 	after, err := os.ReadFile(hwmPath)
 	if err != nil || !bytes.Equal(before, after) {
 		t.Fatalf("hwm file changed from %x to %x: the log was opened (open rewrites CLEAN=0)", before, after)
 	}
-	if len(n.e.parts.snapshot()) != 0 {
-		t.Fatalf("%d logs open after describing closed ones", len(n.e.parts.snapshot()))
+	if len(n.e.parts.Snapshot()) != 0 {
+		t.Fatalf("%d logs open after describing closed ones", len(n.e.parts.Snapshot()))
 	}
 }
 
@@ -260,7 +260,7 @@ func TestTopicDeleteDuringLongPollDoesNotResurrectItsData(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for p := 0; p < top.Partitions; p++ {
-		if n.e.parts.peek(top.Name, p) != nil {
+		if n.e.parts.Peek(top.Name, p) != nil {
 			t.Errorf("partition %d of the deleted topic is open again", p)
 		}
 	}
@@ -283,38 +283,17 @@ func TestIdleEvictionSkipsLogsWithLeasesOut(t *testing.T) {
 		t.Fatalf("consume: %v %v", msgs, err)
 	}
 	n.clock.Step(2 * time.Minute)
-	n.e.parts.evictIdle()
-	if n.e.parts.peek(top.Name, 0) == nil {
+	n.e.parts.EvictIdle()
+	if n.e.parts.Peek(top.Name, 0) == nil {
 		t.Fatal("idle eviction closed a log with a live lease (the lease would turn stale)")
 	}
 	if errs := n.e.Ack(n.ctx(), top, []service.AckEntry{ackEntry(t, msgs[0], service.OpAck)}); errs[0] != nil {
 		t.Fatalf("ack after the skipped eviction: %v", errs[0])
 	}
 	n.clock.Step(2 * time.Minute)
-	n.e.parts.evictIdle()
-	if n.e.parts.peek(top.Name, 0) != nil {
+	n.e.parts.EvictIdle()
+	if n.e.parts.Peek(top.Name, 0) != nil {
 		t.Fatal("idle log without leases not evicted")
-	}
-}
-
-func TestOpenPartitionLogsGaugeCountsTheLogsLeftOpenBySweep(t *testing.T) {
-	n := startNode(t, t.TempDir(), func(c *Config) { c.IdleLogEviction = time.Minute })
-	top := n.createTopic(service.CreateTopicRequest{Name: "gauge", Partitions: 3})
-	n.mustCommit(top, 0, "a")
-	n.mustCommit(top, 1, "b")
-	n.e.parts.evictIdle() // nothing idle yet
-	if got := counterValue(t, n.m, "narad_open_partition_logs", nil); got != 2 {
-		t.Fatalf("narad_open_partition_logs = %v with two logs open, want 2", got)
-	}
-	n.clock.Step(2 * time.Minute)
-	n.mustCommit(top, 1, "keeps p1 busy")
-	n.e.parts.evictIdle() // closes p0 only
-	if n.e.parts.peek(top.Name, 0) != nil || n.e.parts.peek(top.Name, 1) == nil {
-		t.Fatal("the sweep did not close exactly the idle log")
-	}
-	if got := counterValue(t, n.m, "narad_open_partition_logs", nil); got != 1 {
-		t.Fatalf("narad_open_partition_logs = %v after a sweep that left one log open, want 1 "+
-			"(the gauge is set before the sweep closes anything)", got)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"narad.dev/broker/internal/fanout/cursorfile"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/partition"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -51,14 +52,14 @@ func (e *Engine) TransferListing(ctx context.Context, topic string, p int) (tran
 	if err := ctx.Err(); err != nil {
 		return transfer.Listing{}, unavailable(err)
 	}
-	if pt := e.parts.peek(topic, p); pt != nil && pt.incarnation == t.Incarnation {
+	if pt := e.parts.Peek(topic, p); pt != nil && pt.Incarnation() == t.Incarnation {
 		return e.openListing(t, pt)
 	}
 	l, listed, err := e.closedListing(t, p)
 	if err != nil || listed {
 		return l, err
 	}
-	pt, err := e.parts.get(t, p) // not exact: recovery decides the boundary
+	pt, err := e.parts.Get(t, p) // not exact: recovery decides the boundary
 	if err != nil {
 		return transfer.Listing{}, transferErr(err)
 	}
@@ -68,18 +69,18 @@ func (e *Engine) TransferListing(ctx context.Context, topic string, p int) (tran
 // closedListing lists a closed partition from its files under the topic's open guard.
 // listed=false: the partition is open now, or its HWM is not exact; the caller opens it.
 func (e *Engine) closedListing(t meta.Topic, p int) (transfer.Listing, bool, error) {
-	g := e.parts.guard(t.Name)
+	g := e.parts.Guard(t.Name)
 	g.RLock()
 	defer g.RUnlock()
-	if e.parts.peek(t.Name, p) != nil {
+	if e.parts.Peek(t.Name, p) != nil {
 		return transfer.Listing{}, false, nil
 	}
-	dir := e.parts.partitionDir(t.Name, p)
+	dir := e.parts.PartitionDir(t.Name, p)
 	l, err := e.positions(dir, nil)
 	if err != nil {
 		return transfer.Listing{}, false, err
 	}
-	hwm, segs, exact, err := e.parts.closedLister.List(dir)
+	hwm, segs, exact, err := e.parts.ListClosed(dir)
 	if err != nil {
 		return transfer.Listing{}, false, unavailable(err)
 	}
@@ -98,24 +99,22 @@ func (e *Engine) closedListing(t meta.Topic, p int) (transfer.Listing, bool, err
 }
 
 // openListing lists an open partition (the body PrepareHandoff runs under the produce lock).
-func (e *Engine) openListing(t meta.Topic, pt *partition) (transfer.Listing, error) {
-	pt.shardMu.Lock()
-	s := pt.shard
-	pt.shardMu.Unlock()
-	l, err := e.positions(pt.dir, s)
+func (e *Engine) openListing(t meta.Topic, pt *partition.Partition) (transfer.Listing, error) {
+	s := pt.Shard()
+	l, err := e.positions(pt.Dir(), s)
 	if err != nil {
 		return transfer.Listing{}, err
 	}
-	hwm, segs, err := pt.log.CommittedListing()
+	hwm, segs, err := pt.Log().CommittedListing()
 	if err != nil {
 		return transfer.Listing{}, unavailable(err)
 	}
 	l.HighWatermark = hwm
-	l.OldestOffset = pt.log.OldestOffset()
+	l.OldestOffset = pt.Log().OldestOffset()
 	if len(segs) > 0 {
 		l.OldestOffset = segs[0].Base
 	}
-	if err := e.finishListing(&l, t, pt.dir, segs); err != nil {
+	if err := e.finishListing(&l, t, pt.Dir(), segs); err != nil {
 		return transfer.Listing{}, err
 	}
 	return l, nil
@@ -345,7 +344,7 @@ func (e *Engine) ReadSegmentChunk(ctx context.Context, topic string, p int, base
 		return 0, nil
 	}
 	for range 2 { // a log closed under the read is read again, from its file or reopened
-		if pt := e.parts.peek(topic, p); pt != nil && pt.incarnation == t.Incarnation {
+		if pt := e.parts.Peek(topic, p); pt != nil && pt.Incarnation() == t.Incarnation {
 			k, err := readOpen(pt, base, at, buf)
 			if errors.Is(err, plog.ErrClosed) {
 				continue
@@ -356,7 +355,7 @@ func (e *Engine) ReadSegmentChunk(ctx context.Context, topic string, p int, base
 		if err != nil || read {
 			return k, err
 		}
-		pt, err := e.parts.get(t, p)
+		pt, err := e.parts.Get(t, p)
 		if err != nil {
 			return 0, transferErr(err)
 		}
@@ -369,8 +368,8 @@ func (e *Engine) ReadSegmentChunk(ctx context.Context, topic string, p int, base
 }
 
 // readOpen reads through the open log.
-func readOpen(pt *partition, base, at int64, buf []byte) (int, error) {
-	k, err := pt.log.ReadCommitted(base, at, buf)
+func readOpen(pt *partition.Partition, base, at int64, buf []byte) (int, error) {
+	k, err := pt.Log().ReadCommitted(base, at, buf)
 	if errors.Is(err, plog.ErrClosed) {
 		return 0, err
 	}
@@ -383,14 +382,14 @@ func readOpen(pt *partition, base, at int64, buf []byte) (int, error) {
 // readClosed reads a closed partition's segment file under the topic's open guard, clamped to
 // the committed boundary. read=false: the log is open now or its HWM is not exact.
 func (e *Engine) readClosed(t meta.Topic, p int, base, at int64, buf []byte) (int, bool, error) {
-	g := e.parts.guard(t.Name)
+	g := e.parts.Guard(t.Name)
 	g.RLock()
 	defer g.RUnlock()
-	if e.parts.peek(t.Name, p) != nil {
+	if e.parts.Peek(t.Name, p) != nil {
 		return 0, false, nil
 	}
-	dir := e.parts.partitionDir(t.Name, p)
-	_, segs, exact, err := e.parts.closedLister.List(dir)
+	dir := e.parts.PartitionDir(t.Name, p)
+	_, segs, exact, err := e.parts.ListClosed(dir)
 	if err != nil {
 		return 0, false, unavailable(err)
 	}

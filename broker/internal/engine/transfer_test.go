@@ -65,11 +65,11 @@ func (n *testNode) fetchAll(t meta.Topic, p int, l transfer.Listing, chunk int) 
 // closePart closes (t, p) cleanly (CLEAN hwm, consumer checkpoint), as idle eviction does.
 func (n *testNode) closePart(t meta.Topic, p int) {
 	n.t.Helper()
-	pt := n.e.parts.peek(t.Name, p)
+	pt := n.e.parts.Peek(t.Name, p)
 	if pt == nil {
 		n.t.Fatalf("%s/%d not open", t.Name, p)
 	}
-	n.e.parts.closePartition(pt)
+	n.e.parts.ClosePartition(pt)
 }
 
 // writeCursor writes child's cursor file at next and returns its bytes.
@@ -142,7 +142,7 @@ func TestTransferListingReportsPositionsSidecarsAndSegments(t *testing.T) {
 
 	n.closePart(top, 0)
 	closed := n.listing(top, 0)
-	if n.e.parts.peek(top.Name, 0) != nil {
+	if n.e.parts.Peek(top.Name, 0) != nil {
 		t.Fatal("listing a CLEAN closed partition opened it")
 	}
 	closed.ListedAtMs, open.ListedAtMs = 0, 0
@@ -163,7 +163,7 @@ func TestTransferListingOpensAClosedPartitionWithoutACleanHWM(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := n.listing(top, 0)
-	if n.e.parts.peek(top.Name, 0) == nil {
+	if n.e.parts.Peek(top.Name, 0) == nil {
 		t.Fatal("a closed partition without a CLEAN hwm was listed without opening it")
 	}
 	if l.HighWatermark != 3 || len(l.Segments) != 1 || l.Segments[0].Size != fileSizeOf(t, n.partDir(top.Name, 0), 0) {
@@ -184,7 +184,7 @@ func TestTransferNeverPassesTheCommittedBoundary(t *testing.T) {
 	}
 	faults.Reset()
 	// The failed log is closed without a CLEAN hwm; the listing reopens (recovers) it.
-	eventually(t, 5*time.Second, func() bool { return n.e.parts.peek(top.Name, 0) == nil }, "failed log closed")
+	eventually(t, 5*time.Second, func() bool { return n.e.parts.Peek(top.Name, 0) == nil }, "failed log closed")
 	dir := n.partDir(top.Name, 0)
 	fileSize := fileSizeOf(t, dir, 0)
 	check := func(how string) {
@@ -202,12 +202,12 @@ func TestTransferNeverPassesTheCommittedBoundary(t *testing.T) {
 		}
 	}
 	check("recovered open log")
-	if n.e.parts.peek(top.Name, 0) == nil {
+	if n.e.parts.Peek(top.Name, 0) == nil {
 		t.Fatal("listing did not open the not-CLEAN partition")
 	}
 	n.closePart(top, 0)
 	check("closed log with a CLEAN hwm")
-	if n.e.parts.peek(top.Name, 0) != nil {
+	if n.e.parts.Peek(top.Name, 0) != nil {
 		t.Fatal("transfer of a CLEAN closed partition opened it")
 	}
 }
@@ -276,7 +276,7 @@ func TestTransferEndpointsRefuseNonOwnersAndUnknownPartitions(t *testing.T) {
 			}
 		}
 	}
-	if n.e.parts.peek(top.Name, 1) != nil || !isGone(n.partDir(top.Name, 1)) {
+	if n.e.parts.Peek(top.Name, 1) != nil || !isGone(n.partDir(top.Name, 1)) {
 		t.Fatal("a refused transfer call opened or created another node's partition")
 	}
 }
