@@ -127,6 +127,8 @@ func TestRunningSweepRemovesMarkerlessDirsOnceWhenTheStartupSweepWasSkipped(t *t
 func TestOrphanSweepRemovesDeletedTopicDataOnlyAfterLeaderConfirmation(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
 	live := n.createTopic(service.CreateTopicRequest{Name: "live"})
+	// A sweep needs a caught-up replica, which Raft reports moments after an apply returns.
+	testwait.For(t, 5*time.Second, "the replica to be caught up", n.e.meta.AppliedCaughtUp)
 	n.e.SweepOrphans(n.ctx()) // the startup sweep, on a data dir holding only the live topic
 	data := n.e.cfg.DataDir
 	gone := filepath.Join(data, "topics", "gone")
@@ -183,6 +185,8 @@ func TestOrphanSweepLeavesLiveTopicsCopiesAndStagingToTheirOwners(t *testing.T) 
 	writeFileOfSize(t, filepath.Join(staging, "00000000000000000000.log"), 10)
 	writeFileOfSize(t, note, 10)
 
+	// A sweep that is not caught up does nothing at all, which would prove nothing here.
+	testwait.For(t, 5*time.Second, "the replica to be caught up", n.e.meta.AppliedCaughtUp)
 	for _, sweep := range []func(context.Context) SweepResult{n.e.SweepOrphans, n.e.runningSweep} {
 		if res := sweep(n.ctx()); res.Removed != 0 {
 			t.Fatalf("result %+v, want nothing removed", res)
