@@ -34,6 +34,7 @@ import (
 	"narad.dev/broker/internal/hostlist"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
+	"narad.dev/broker/internal/move/source"
 	"narad.dev/broker/internal/partition"
 	"narad.dev/broker/internal/schema"
 	"narad.dev/broker/internal/wal"
@@ -111,14 +112,15 @@ type Engine struct {
 	gateOnce        sync.Once
 	undispatched    atomic.Pointer[func() uint64] // set by DispatcherStarted; read by node RPCs already serving
 
-	peers         Peers         // Config.Peers
-	placementLock sync.Locker   // Config.PlacementLock, or a lock of its own
-	notices       noticeHub     // local "reservable" notices for WatchCommits streams
-	remote        remoteWake    // wakes long-polls parked on remote owners' partitions
-	probeSuspects suspects      // peers benched after a failed queue probe
-	parked        sync.Map      // topic → *atomic.Int32: queue long-polls parked here
-	fan           *fanout.Links // the links service over fanoutNode; its runner bound by BindFanout
-	eventTasks    taskGroup     // goroutines started by OnMetaEvent; closed when Run ends
+	peers         Peers          // Config.Peers
+	placementLock sync.Locker    // Config.PlacementLock, or a lock of its own
+	notices       noticeHub      // local "reservable" notices for WatchCommits streams
+	remote        remoteWake     // wakes long-polls parked on remote owners' partitions
+	probeSuspects suspects       // peers benched after a failed queue probe
+	parked        sync.Map       // topic → *atomic.Int32: queue long-polls parked here
+	fan           *fanout.Links  // the links service over fanoutNode; its runner bound by BindFanout
+	src           *source.Source // the move source side (ops 22–24) over parts and view
+	eventTasks    taskGroup      // goroutines started by OnMetaEvent; closed when Run ends
 
 	quarantineListed atomic.Bool // the startup listing of quarantined copies ran (tests wait on it)
 }
@@ -191,6 +193,7 @@ func New(cfg Config, store *meta.Store, w appender) *Engine {
 	}
 	e.remote.init()
 	e.fan = newFanoutLinks(e)
+	e.src = newMoveSource(e)
 	return e
 }
 
