@@ -2,8 +2,9 @@
 // interfaces api serves (topics, produce, consume, users, cluster reads) on top of the
 // metastore (meta), the ingress WAL (wal), the partition registry and produce gate
 // (partition) and the consume engine (consume), and it adapts the dispatcher's Topology and
-// Committer to them. It also holds, for now, the source side of partition moves (handoff.go,
-// transfer.go, install.go, reclaim.go, quarantine.go).
+// Committer to them. It also holds, for now, the node-local filesystem steps of partition
+// moves: the destination's staging and install (install.go, transfer.Local) and the stale-copy
+// sweep's guarded quarantine and reclaim (reclaim.go, quarantine.go).
 //
 // Data flows one way: api → engine → {meta, wal, partition, consume}; partition → log. The
 // engine owns every long-running loop it starts (expiry purger, offset committer, idle
@@ -16,6 +17,10 @@
 // the engine has through fanout.Node (fanoutNode in fanout.go: replica view, partition
 // registry, HWM reads, the child commit through the produce path) and serves the fan-out and
 // remote-children endpoints by delegating to fanout.Links; the runner is bound by BindFanout.
+//
+// The source side of partition moves lives in package move/source (docs/internals/moves.md
+// §3, §4): the engine builds it over its partition registry and replica view (movesource.go)
+// and serves node RPC ops 22–24 by delegating to it.
 package engine
 
 import (
@@ -34,6 +39,7 @@ import (
 	"narad.dev/broker/internal/hostlist"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
+	"narad.dev/broker/internal/move/source"
 	"narad.dev/broker/internal/partition"
 	"narad.dev/broker/internal/schema"
 	"narad.dev/broker/internal/wal"
@@ -111,14 +117,15 @@ type Engine struct {
 	gateOnce        sync.Once
 	undispatched    atomic.Pointer[func() uint64] // set by DispatcherStarted; read by node RPCs already serving
 
-	peers         Peers         // Config.Peers
-	placementLock sync.Locker   // Config.PlacementLock, or a lock of its own
-	notices       noticeHub     // local "reservable" notices for WatchCommits streams
-	remote        remoteWake    // wakes long-polls parked on remote owners' partitions
-	probeSuspects suspects      // peers benched after a failed queue probe
-	parked        sync.Map      // topic → *atomic.Int32: queue long-polls parked here
-	fan           *fanout.Links // the links service over fanoutNode; its runner bound by BindFanout
-	eventTasks    taskGroup     // goroutines started by OnMetaEvent; closed when Run ends
+	peers         Peers          // Config.Peers
+	placementLock sync.Locker    // Config.PlacementLock, or a lock of its own
+	notices       noticeHub      // local "reservable" notices for WatchCommits streams
+	remote        remoteWake     // wakes long-polls parked on remote owners' partitions
+	probeSuspects suspects       // peers benched after a failed queue probe
+	parked        sync.Map       // topic → *atomic.Int32: queue long-polls parked here
+	fan           *fanout.Links  // the links service over fanoutNode; its runner bound by BindFanout
+	src           *source.Source // the move source side (ops 22–24) over parts and view
+	eventTasks    taskGroup      // goroutines started by OnMetaEvent; closed when Run ends
 
 	quarantineListed atomic.Bool // the startup listing of quarantined copies ran (tests wait on it)
 }
@@ -191,6 +198,7 @@ func New(cfg Config, store *meta.Store, w appender) *Engine {
 	}
 	e.remote.init()
 	e.fan = newFanoutLinks(e)
+	e.src = newMoveSource(e)
 	return e
 }
 

@@ -9,6 +9,7 @@ import (
 	"narad.dev/broker/internal/fanout"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/move/source"
 	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
@@ -138,7 +139,7 @@ func (e *Engine) ExactStartPoint(t meta.Topic, p int) (fanout.StartPoint, error)
 	frontier := int64(-1)
 	if sh := pt.Shard(); sh != nil {
 		frontier = sh.Frontier().Frontier
-	} else if c, has, err := readConsumerFiles(pt.Dir()); err != nil {
+	} else if c, has, err := source.ReadConsumerFiles(pt.Dir()); err != nil {
 		return fanout.StartPoint{}, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	} else if has {
 		frontier = c.Frontier

@@ -281,59 +281,6 @@ func TestTransferEndpointsRefuseNonOwnersAndUnknownPartitions(t *testing.T) {
 	}
 }
 
-// MV-20: cursor files ship CRC-verified: one caught mid-write is read again; one that never
-// verifies is left out; other files in the directory are not cursors.
-func TestTransferListingShipsOnlyVerifiedCursorFiles(t *testing.T) {
-	n := startNode(t, t.TempDir(), nil)
-	top := n.createTopic(service.CreateTopicRequest{Name: "cursors", Partitions: 3})
-	n.mustCommit(top, 0, "a")
-	dir := n.partDir(top.Name, 0)
-	good := writeCursor(t, dir, "good", 1)
-	whole := writeCursor(t, dir, "torn", 1)
-	legacy, err := cursorfile.EncodeV1(testEpoch, 3) // an older release's file of another child
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeRaw(t, filepath.Join(dir, "fanout-old.offset"), legacy)
-	writeRaw(t, filepath.Join(dir, "fanout-good.offset"), legacy) // superseded by good's current file
-	torn := bytes.Clone(whole)
-	copy(torn[20:], "ffff") // a read that caught an in-place write half done
-	if err := os.WriteFile(cursorfile.Path(dir, "torn"), torn, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bad := writeCursor(t, dir, "bad", 1)
-	bad[30] ^= 0x01
-	if err := os.WriteFile(cursorfile.Path(dir, "bad"), bad, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cursorfile.Path(dir, "tmp")+".tmp-123", good, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rereads := map[string]int{}
-	cursorReread = func(path string, attempt int) {
-		rereads[filepath.Base(path)] = attempt
-		if filepath.Base(path) == cursorfile.FileName("torn") { // the writer finishes before the re-read
-			if err := os.WriteFile(path, whole, 0o644); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	t.Cleanup(func() { cursorReread = nil })
-
-	l := n.listing(top, 0)
-	got := map[string][]byte{}
-	for _, c := range l.Cursors {
-		got[c.Child] = c.Record
-	}
-	if len(got) != 3 || !bytes.Equal(got["good"], listedCursor(t, 1)) || !bytes.Equal(got["torn"], listedCursor(t, 1)) ||
-		!bytes.Equal(got["old"], legacy) {
-		t.Fatalf("shipped cursors %v, want good, the re-read torn one and the legacy-named one", l.Cursors)
-	}
-	if rereads[cursorfile.FileName("torn")] != 1 || rereads[cursorfile.FileName("bad")] != cursorRereads {
-		t.Fatalf("re-reads %v: want 1 for the torn file, %d for the corrupt one", rereads, cursorRereads)
-	}
-}
-
 func sameListing(a, b transfer.Listing) bool {
 	if len(a.Segments) != len(b.Segments) || len(a.Cursors) != len(b.Cursors) || len(a.AckedAhead) != len(b.AckedAhead) {
 		return false
@@ -356,11 +303,4 @@ func sameListing(a, b transfer.Listing) bool {
 	return a.HighWatermark == b.HighWatermark && a.OldestOffset == b.OldestOffset &&
 		a.CommittedOffset == b.CommittedOffset && a.HasCommitted == b.HasCommitted &&
 		bytes.Equal(a.Marker, b.Marker) && a.Incarnation == b.Incarnation
-}
-
-func writeRaw(t *testing.T, path string, b []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -18,4 +18,8 @@
 // (positions, verify, ages, durability, marker), flip.go (install, flip and unknown
 // outcomes), promote.go (source failure and force-promote), dispose.go (ending without a
 // flip).
+//
+// The other side of the same protocol, what the owner answers (the handoff freeze, the
+// transfer listing, segment chunk reads), is package move/source; the stale-copy sweep is
+// package move/sweep. Neither this package nor move/source imports the engine.
 package move

@@ -1,4 +1,4 @@
-package engine
+package source
 
 import (
 	"context"
@@ -13,20 +13,12 @@ import (
 	"narad.dev/broker/internal/transfer"
 )
 
-// ErrFrozen: the partition is frozen for a move's handoff (docs/internals/moves.md §3); it is
-// partition.ErrFrozen, kept here for the engine's callers.
-var ErrFrozen = partition.ErrFrozen
-
-// Fault points of the handoff freeze (faults.Check), so tests can interleave a commit with an
-// arm (MV-6, MV-7) and crash tests can stop a source at these points.
-const (
-	// FaultHandoffBeforeLock fires in PrepareHandoff's arm after the lease drain, before the
-	// produce lock is taken; an error there lifts the new freeze and fails the arm.
-	FaultHandoffBeforeLock = "engine.handoff_before_lock"
-	// FaultCommitAfterGate is partition.FaultCommitAfterGate: it fires in the produce gate
-	// after the first freeze gate, before the produce lock.
-	FaultCommitAfterGate = partition.FaultCommitAfterGate
-)
+// FaultHandoffBeforeLock is the handoff freeze's fault point (faults.Check), so tests can
+// interleave a commit with an arm (MV-6, MV-7) and crash tests can stop a source there: it
+// fires in PrepareHandoff's arm after the lease drain, before the produce lock is taken; an
+// error there lifts the new freeze and fails the arm. The name keeps its engine prefix: fault
+// specs (NARAD_FAULTS) name it.
+const FaultHandoffBeforeLock = "engine.handoff_before_lock"
 
 // leaseDrainPoll paces the arm's wait for leases already out (docs/internals/moves.md §3.3).
 const leaseDrainPoll = 10 * time.Millisecond
@@ -48,8 +40,8 @@ const leaseDrainPoll = 10 * time.Millisecond
 // A token never creates a freeze. Errors (errcode's, which transfer's names alias): ErrNotOwner
 // when this node does not own the partition; ErrTopicGone with ErrNotFound for an unknown
 // topic or partition; the fence sentinels for the 409s; anything else wraps ErrUnavailable.
-func (e *Engine) PrepareHandoff(ctx context.Context, topic string, p int, req transfer.PrepareRequest) (transfer.Listing, error) {
-	t, err := e.transferTopic(topic, p)
+func (src *Source) PrepareHandoff(ctx context.Context, topic string, p int, req transfer.PrepareRequest) (transfer.Listing, error) {
+	t, err := src.transferTopic(topic, p)
 	if err != nil {
 		return transfer.Listing{}, err
 	}
@@ -58,22 +50,22 @@ func (e *Engine) PrepareHandoff(ctx context.Context, topic string, p int, req tr
 		ttl = transfer.FreezeTTL
 	}
 	if req.Token != "" {
-		return e.rearm(topic, p, t.Incarnation, req, ttl)
+		return src.rearm(topic, p, t.Incarnation, req, ttl)
 	}
 	if err := ctx.Err(); err != nil {
 		return transfer.Listing{}, unavailable(err)
 	}
-	pt, err := e.parts.Get(t, p)
+	pt, err := src.parts.Get(t, p)
 	if err != nil {
 		return transfer.Listing{}, transferErr(err)
 	}
-	token, err := e.arm(pt, ttl)
+	token, err := src.arm(pt, ttl)
 	if err != nil {
 		return transfer.Listing{}, err
 	}
-	l, err := e.armedListing(ctx, t, pt, token, ttl)
+	l, err := src.armedListing(ctx, t, pt, token, ttl)
 	if err != nil {
-		e.disarm(pt, token)
+		src.disarm(pt, token)
 		return transfer.Listing{}, err
 	}
 	return l, nil
@@ -81,8 +73,8 @@ func (e *Engine) PrepareHandoff(ctx context.Context, topic string, p int, req tr
 
 // armedListing drains leases and reads the listing of a freshly armed freeze under the
 // produce lock.
-func (e *Engine) armedListing(ctx context.Context, t meta.Topic, pt *partition.Partition, token string, ttl time.Duration) (transfer.Listing, error) {
-	e.drainLeases(ctx, pt, min(transfer.LeaseDrainBound, ttl/4))
+func (src *Source) armedListing(ctx context.Context, t meta.Topic, pt *partition.Partition, token string, ttl time.Duration) (transfer.Listing, error) {
+	src.drainLeases(ctx, pt, min(transfer.LeaseDrainBound, ttl/4))
 	if err := ctx.Err(); err != nil { // nobody waits for this listing: lift the freeze
 		return transfer.Listing{}, unavailable(err)
 	}
@@ -91,10 +83,10 @@ func (e *Engine) armedListing(ctx context.Context, t meta.Topic, pt *partition.P
 	}
 	pt.LockCommits()
 	defer pt.UnlockCommits()
-	if !e.owns(t.Name, pt.Index()) {
+	if !src.owns(t.Name, pt.Index()) {
 		return transfer.Listing{}, notOwner(t.Name, pt.Index())
 	}
-	if e.parts.Peek(t.Name, pt.Index()) != pt {
+	if src.parts.Peek(t.Name, pt.Index()) != pt {
 		return transfer.Listing{}, unavailable(fmt.Errorf("%s/%d closed during the handoff", t.Name, pt.Index()))
 	}
 	deadline, live := pt.LiveFreeze(token)
@@ -102,7 +94,7 @@ func (e *Engine) armedListing(ctx context.Context, t meta.Topic, pt *partition.P
 		// Lapsed during a drain longer than the TTL, or replaced by a concurrent arm.
 		return transfer.Listing{}, unavailable(fmt.Errorf("%s/%d: freeze ended before the listing", t.Name, pt.Index()))
 	}
-	l, err := e.openListing(t, pt)
+	l, err := src.openListing(t, pt)
 	if err != nil {
 		return transfer.Listing{}, err
 	}
@@ -112,29 +104,29 @@ func (e *Engine) armedListing(ctx context.Context, t meta.Topic, pt *partition.P
 }
 
 // arm starts (or takes over) pt's freeze under a new token and freezes its shard.
-func (e *Engine) arm(pt *partition.Partition, ttl time.Duration) (string, error) {
+func (src *Source) arm(pt *partition.Partition, ttl time.Duration) (string, error) {
 	var raw [16]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", unavailable(fmt.Errorf("freeze token: %w", err))
 	}
 	token := hex.EncodeToString(raw[:])
-	if !e.parts.ArmFreeze(pt, token, ttl) {
+	if !src.parts.ArmFreeze(pt, token, ttl) {
 		return "", unavailable(fmt.Errorf("%s/%d closed", pt.Topic(), pt.Index()))
 	}
-	e.log.Info("handoff freeze armed", "topic", pt.Topic(), "partition", pt.Index(), "ttl", ttl,
+	src.log.Info("handoff freeze armed", "topic", pt.Topic(), "partition", pt.Index(), "ttl", ttl,
 		"hwm", pt.Log().HighWatermark())
 	return token, nil
 }
 
 // disarm lifts the freeze a failed arm created, unless a later arm took it over.
-func (e *Engine) disarm(pt *partition.Partition, token string) {
-	e.parts.EndFreeze(pt, token, "arm failed")
+func (src *Source) disarm(pt *partition.Partition, token string) {
+	src.parts.EndFreeze(pt, token, "arm failed")
 }
 
 // drainLeases waits up to bound for pt's shard to have no lease out (acked, nacked or
 // expired), purging expired leases as it polls. A shard created meanwhile starts frozen and
 // empty. It returns early when ctx ends; what is still out is redelivered by the new owner.
-func (e *Engine) drainLeases(ctx context.Context, pt *partition.Partition, bound time.Duration) {
+func (src *Source) drainLeases(ctx context.Context, pt *partition.Partition, bound time.Duration) {
 	deadline := time.Now().Add(bound)
 	tick := time.NewTicker(leaseDrainPoll)
 	defer tick.Stop()
@@ -156,8 +148,8 @@ func (e *Engine) drainLeases(ctx context.Context, pt *partition.Partition, bound
 }
 
 // rearm is the token path of PrepareHandoff: re-arm, or fence when req.Fence.
-func (e *Engine) rearm(topic string, p int, incarnation string, req transfer.PrepareRequest, ttl time.Duration) (transfer.Listing, error) {
-	pt := e.parts.Peek(topic, p)
+func (src *Source) rearm(topic string, p int, incarnation string, req transfer.PrepareRequest, ttl time.Duration) (transfer.Listing, error) {
+	pt := src.parts.Peek(topic, p)
 	if pt == nil || pt.Incarnation() != incarnation {
 		// The freeze lived in a partition that has closed since (or never existed here).
 		return transfer.Listing{}, fmt.Errorf("%s/%d: %w", topic, p, transfer.ErrUnknownToken)

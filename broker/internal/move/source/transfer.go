@@ -1,4 +1,4 @@
-package engine
+package source
 
 import (
 	"context"
@@ -44,43 +44,43 @@ var cursorReread func(path string, attempt int)
 // HasCommitted reports whether the partition has consumer state to install: a consume shard
 // is open or a consumer file (consumer.offset or consumer.journal) exists. Without it
 // CommittedOffset is -1 and nothing was ever acked.
-func (e *Engine) TransferListing(ctx context.Context, topic string, p int) (transfer.Listing, error) {
-	t, err := e.transferTopic(topic, p)
+func (src *Source) TransferListing(ctx context.Context, topic string, p int) (transfer.Listing, error) {
+	t, err := src.transferTopic(topic, p)
 	if err != nil {
 		return transfer.Listing{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return transfer.Listing{}, unavailable(err)
 	}
-	if pt := e.parts.Peek(topic, p); pt != nil && pt.Incarnation() == t.Incarnation {
-		return e.openListing(t, pt)
+	if pt := src.parts.Peek(topic, p); pt != nil && pt.Incarnation() == t.Incarnation {
+		return src.openListing(t, pt)
 	}
-	l, listed, err := e.closedListing(t, p)
+	l, listed, err := src.closedListing(t, p)
 	if err != nil || listed {
 		return l, err
 	}
-	pt, err := e.parts.Get(t, p) // not exact: recovery decides the boundary
+	pt, err := src.parts.Get(t, p) // not exact: recovery decides the boundary
 	if err != nil {
 		return transfer.Listing{}, transferErr(err)
 	}
-	return e.openListing(t, pt)
+	return src.openListing(t, pt)
 }
 
 // closedListing lists a closed partition from its files under the topic's open guard.
 // listed=false: the partition is open now, or its HWM is not exact; the caller opens it.
-func (e *Engine) closedListing(t meta.Topic, p int) (transfer.Listing, bool, error) {
-	g := e.parts.Guard(t.Name)
+func (src *Source) closedListing(t meta.Topic, p int) (transfer.Listing, bool, error) {
+	g := src.parts.Guard(t.Name)
 	g.RLock()
 	defer g.RUnlock()
-	if e.parts.Peek(t.Name, p) != nil {
+	if src.parts.Peek(t.Name, p) != nil {
 		return transfer.Listing{}, false, nil
 	}
-	dir := e.parts.PartitionDir(t.Name, p)
-	l, err := e.positions(dir, nil)
+	dir := src.parts.PartitionDir(t.Name, p)
+	l, err := src.positions(dir, nil)
 	if err != nil {
 		return transfer.Listing{}, false, err
 	}
-	hwm, segs, exact, err := e.parts.ListClosed(dir)
+	hwm, segs, exact, err := src.parts.ListClosed(dir)
 	if err != nil {
 		return transfer.Listing{}, false, unavailable(err)
 	}
@@ -92,16 +92,16 @@ func (e *Engine) closedListing(t meta.Topic, p int) (transfer.Listing, bool, err
 	if len(segs) > 0 {
 		l.OldestOffset = segs[0].Base
 	}
-	if err := e.finishListing(&l, t, dir, segs); err != nil {
+	if err := src.finishListing(&l, t, dir, segs); err != nil {
 		return transfer.Listing{}, false, err
 	}
 	return l, true, nil
 }
 
 // openListing lists an open partition (the body PrepareHandoff runs under the produce lock).
-func (e *Engine) openListing(t meta.Topic, pt *partition.Partition) (transfer.Listing, error) {
+func (src *Source) openListing(t meta.Topic, pt *partition.Partition) (transfer.Listing, error) {
 	s := pt.Shard()
-	l, err := e.positions(pt.Dir(), s)
+	l, err := src.positions(pt.Dir(), s)
 	if err != nil {
 		return transfer.Listing{}, err
 	}
@@ -114,7 +114,7 @@ func (e *Engine) openListing(t meta.Topic, pt *partition.Partition) (transfer.Li
 	if len(segs) > 0 {
 		l.OldestOffset = segs[0].Base
 	}
-	if err := e.finishListing(&l, t, pt.Dir(), segs); err != nil {
+	if err := src.finishListing(&l, t, pt.Dir(), segs); err != nil {
 		return transfer.Listing{}, err
 	}
 	return l, nil
@@ -122,19 +122,19 @@ func (e *Engine) openListing(t meta.Topic, pt *partition.Partition) (transfer.Li
 
 // positions reads the consumer frontier (from s when set, else from the files in dir) and
 // then the verified cursor files: the first two steps of the read order.
-func (e *Engine) positions(dir string, s *consume.Shard) (transfer.Listing, error) {
+func (src *Source) positions(dir string, s *consume.Shard) (transfer.Listing, error) {
 	var l transfer.Listing
 	if s != nil {
 		c := s.Frontier()
 		l.CommittedOffset, l.AckedAhead, l.HasCommitted = c.Frontier, c.AckedAhead, true
 	} else {
-		c, has, err := readConsumerFiles(dir)
+		c, has, err := ReadConsumerFiles(dir)
 		if err != nil {
 			return l, unavailable(err)
 		}
 		l.CommittedOffset, l.AckedAhead, l.HasCommitted = c.Frontier, c.AckedAhead, has
 	}
-	cursors, err := e.readCursors(dir)
+	cursors, err := src.readCursors(dir)
 	if err != nil {
 		return l, unavailable(err)
 	}
@@ -144,7 +144,7 @@ func (e *Engine) positions(dir string, s *consume.Shard) (transfer.Listing, erro
 
 // finishListing adds the segments (read after the HWM), the marker, the incarnation and the
 // listing clock.
-func (e *Engine) finishListing(l *transfer.Listing, t meta.Topic, dir string, segs []plog.SegmentInfo) error {
+func (src *Source) finishListing(l *transfer.Listing, t meta.Topic, dir string, segs []plog.SegmentInfo) error {
 	l.Segments = make([]transfer.Segment, len(segs))
 	for i, s := range segs {
 		l.Segments[i] = transfer.Segment{Base: s.Base, Size: s.Size, Sealed: s.Sealed}
@@ -158,7 +158,7 @@ func (e *Engine) finishListing(l *transfer.Listing, t meta.Topic, dir string, se
 	marker, err := transfer.ReadMarkerRaw(dir)
 	switch {
 	case errors.Is(err, transfer.ErrBadMarker):
-		e.log.Error("move marker unreadable; not listed", "topic", t.Name, "dir", dir, "err", err)
+		src.log.Error("move marker unreadable; not listed", "topic", t.Name, "dir", dir, "err", err)
 	case err != nil:
 		return unavailable(err)
 	default:
@@ -168,11 +168,11 @@ func (e *Engine) finishListing(l *transfer.Listing, t meta.Topic, dir string, se
 	return nil
 }
 
-// readConsumerFiles recovers the committed position from dir's consumer files the way a
+// ReadConsumerFiles recovers the committed position from dir's consumer files the way a
 // shard would at first touch (docs/internals/storage-format.md §14.3): max(checkpoint, journal), acked-ahead
 // above it. has reports whether either file exists. An undecodable checkpoint counts as
 // absent (the journal still counts), as in recovery: a lower frontier costs redeliveries only.
-func readConsumerFiles(dir string) (c consume.Checkpoint, has bool, err error) {
+func ReadConsumerFiles(dir string) (c consume.Checkpoint, has bool, err error) {
 	c.Frontier = -1
 	var ahead []int64
 	b, err := os.ReadFile(filepath.Join(dir, consume.CheckpointFile))
@@ -207,7 +207,7 @@ func readConsumerFiles(dir string) (c consume.Checkpoint, has bool, err error) {
 // each as a version 1 record (the listing names the child beside it; every release reads that
 // form). A legacy-named file whose child also has a current file (an interrupted migration)
 // is not shipped: the current file is the position.
-func (e *Engine) readCursors(dir string) ([]transfer.Cursor, error) {
+func (src *Source) readCursors(dir string) ([]transfer.Cursor, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -238,7 +238,7 @@ func (e *Engine) readCursors(dir string) ([]transfer.Cursor, error) {
 			ok = err == nil
 		}
 		if !ok {
-			e.log.Warn("fan-out cursor file failed its check on every read; not shipped with the move", "path", path)
+			src.log.Warn("fan-out cursor file failed its check on every read; not shipped with the move", "path", path)
 			continue
 		}
 		if current {
@@ -311,9 +311,9 @@ func readCapped(path string, limit int64) ([]byte, error) {
 // FetchSegmentChunk reads up to n (capped at transfer.ChunkBytes) committed bytes of segment
 // base of (topic, p) from byte position at (node RPC op 23, docs/internals/moves.md §4.2), on the owner
 // only, into a new slice; nil when there is nothing to read. See ReadSegmentChunk.
-func (e *Engine) FetchSegmentChunk(ctx context.Context, topic string, p int, base, at int64, n int) ([]byte, error) {
+func (src *Source) FetchSegmentChunk(ctx context.Context, topic string, p int, base, at int64, n int) ([]byte, error) {
 	buf := make([]byte, max(0, min(n, transfer.ChunkBytes)))
-	k, err := e.ReadSegmentChunk(ctx, topic, p, base, at, buf)
+	k, err := src.ReadSegmentChunk(ctx, topic, p, base, at, buf)
 	if err != nil || k == 0 {
 		return nil, err
 	}
@@ -328,8 +328,8 @@ func (e *Engine) FetchSegmentChunk(ctx context.Context, topic string, p int, bas
 // computes (a closed log whose HWM is not exact is opened first). A segment the partition does
 // not hold (retention deleted it since the listing) wraps plog.ErrNoSegment and
 // errcode.ErrUnavailable: the destination re-lists. Other errors as PrepareHandoff's.
-func (e *Engine) ReadSegmentChunk(ctx context.Context, topic string, p int, base, at int64, buf []byte) (int, error) {
-	t, err := e.transferTopic(topic, p)
+func (src *Source) ReadSegmentChunk(ctx context.Context, topic string, p int, base, at int64, buf []byte) (int, error) {
+	t, err := src.transferTopic(topic, p)
 	if err != nil {
 		return 0, err
 	}
@@ -344,18 +344,18 @@ func (e *Engine) ReadSegmentChunk(ctx context.Context, topic string, p int, base
 		return 0, nil
 	}
 	for range 2 { // a log closed under the read is read again, from its file or reopened
-		if pt := e.parts.Peek(topic, p); pt != nil && pt.Incarnation() == t.Incarnation {
+		if pt := src.parts.Peek(topic, p); pt != nil && pt.Incarnation() == t.Incarnation {
 			k, err := readOpen(pt, base, at, buf)
 			if errors.Is(err, plog.ErrClosed) {
 				continue
 			}
 			return k, err
 		}
-		k, read, err := e.readClosed(t, p, base, at, buf)
+		k, read, err := src.readClosed(t, p, base, at, buf)
 		if err != nil || read {
 			return k, err
 		}
-		pt, err := e.parts.Get(t, p)
+		pt, err := src.parts.Get(t, p)
 		if err != nil {
 			return 0, transferErr(err)
 		}
@@ -381,15 +381,15 @@ func readOpen(pt *partition.Partition, base, at int64, buf []byte) (int, error) 
 
 // readClosed reads a closed partition's segment file under the topic's open guard, clamped to
 // the committed boundary. read=false: the log is open now or its HWM is not exact.
-func (e *Engine) readClosed(t meta.Topic, p int, base, at int64, buf []byte) (int, bool, error) {
-	g := e.parts.Guard(t.Name)
+func (src *Source) readClosed(t meta.Topic, p int, base, at int64, buf []byte) (int, bool, error) {
+	g := src.parts.Guard(t.Name)
 	g.RLock()
 	defer g.RUnlock()
-	if e.parts.Peek(t.Name, p) != nil {
+	if src.parts.Peek(t.Name, p) != nil {
 		return 0, false, nil
 	}
-	dir := e.parts.PartitionDir(t.Name, p)
-	_, segs, exact, err := e.parts.ListClosed(dir)
+	dir := src.parts.PartitionDir(t.Name, p)
+	_, segs, exact, err := src.parts.ListClosed(dir)
 	if err != nil {
 		return 0, false, unavailable(err)
 	}
@@ -425,12 +425,12 @@ func (e *Engine) readClosed(t meta.Topic, p int, base, at int64, buf []byte) (in
 
 // transferTopic checks that the topic and partition exist in the local replica and that this
 // node owns the partition.
-func (e *Engine) transferTopic(topic string, p int) (meta.Topic, error) {
-	t, ok := e.view.Topic(topic)
+func (src *Source) transferTopic(topic string, p int) (meta.Topic, error) {
+	t, ok := src.topic(topic)
 	if !ok || p < 0 || p >= t.Partitions {
 		return meta.Topic{}, fmt.Errorf("%s/%d: %w: %w", topic, p, errcode.ErrTopicGone, errcode.ErrNotFound)
 	}
-	if !e.owns(topic, p) {
+	if !src.owns(topic, p) {
 		return meta.Topic{}, notOwner(topic, p)
 	}
 	return t, nil
