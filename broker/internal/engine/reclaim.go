@@ -131,19 +131,6 @@ func (e *Engine) removeCopy(path string) error {
 	return durable.SyncDir(filepath.Dir(path))
 }
 
-// RemoveDeletedTopicDir removes topics/<topic> whose marker names incarnation, a deleted
-// incarnation whose purge never reached this node (docs/internals/moves.md §9.5). The caller has the
-// leader's confirmation that incarnation is gone; under the topic open guard this re-checks
-// that the marker is unchanged and the local record is still absent or another incarnation,
-// so a recreate this node served meanwhile keeps its directory. removed=false, nil: the
-// re-check refused.
-func (e *Engine) RemoveDeletedTopicDir(topic, incarnation string) (removed bool, err error) {
-	if incarnation == "" {
-		return false, fmt.Errorf("remove deleted topic dir %s: no incarnation", topic)
-	}
-	return e.removeUnderGuard(topic, e.parts.TopicDir(topic), incarnation, true)
-}
-
 // RemoveStaleDir removes .stale/<topic>@<incarnation>, a deleted incarnation's directory set
 // aside by a preparation (docs/internals/storage-format.md §15). The caller has the leader's confirmation that
 // incarnation is gone; under the topic open guard this re-checks that the local record does

@@ -93,9 +93,10 @@ func TestReclaimRefusesASuccessorIncarnationsDir(t *testing.T) {
 	}
 }
 
-// TestRemoveDeletedTopicDirKeepsWhatALiveRecordClaims: the deleted-topic removal re-checks
-// under the guard that the marker is unchanged and no local record names it.
-func TestRemoveDeletedTopicDirKeepsWhatALiveRecordClaims(t *testing.T) {
+// TestRemoveUnderGuardKeepsWhatALiveRecordClaims: the orphan sweep's removal of a deleted
+// incarnation's directory re-checks under the guard that the marker is unchanged and no local
+// record names it.
+func TestRemoveUnderGuardKeepsWhatALiveRecordClaims(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
 	live := n.createTopic(service.CreateTopicRequest{Name: "live"})
 	n.mustCommit(live, 0, "keep")
@@ -112,9 +113,9 @@ func TestRemoveDeletedTopicDirKeepsWhatALiveRecordClaims(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			removed, err := n.e.RemoveDeletedTopicDir(tc.topic, tc.incarnation)
+			removed, err := n.e.removeUnderGuard(tc.topic, n.topicDir(tc.topic), tc.incarnation, true)
 			if err != nil || removed != tc.wantRemoved {
-				t.Fatalf("RemoveDeletedTopicDir = (%v, %v), want %v", removed, err, tc.wantRemoved)
+				t.Fatalf("removeUnderGuard = (%v, %v), want %v", removed, err, tc.wantRemoved)
 			}
 			if exists(n.topicDir(tc.topic)) == tc.wantRemoved {
 				t.Fatalf("dir exists=%v after removed=%v", exists(n.topicDir(tc.topic)), removed)

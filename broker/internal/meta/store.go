@@ -41,8 +41,9 @@ type Config struct {
 	// node has no Raft state at all. Consulted only on an empty disk; a node with state never
 	// re-bootstraps.
 	Bootstrap bool
-	// BootstrapServers is the initial voter configuration (docs/internals/metastore.md §11: every initial
-	// member bootstraps the identical list). nil → {NodeID at the transport's address}.
+	// BootstrapServers is the initial voter configuration. nil → {NodeID at the transport's
+	// address}, the only form the broker uses (docs/internals/metastore.md §11: a cluster
+	// always bootstraps as one voter and the others join); tests list several in-memory voters.
 	BootstrapServers []raft.Server
 	// Logger receives the metastore's logs; Raft's own logs are routed into it at warn and
 	// above. nil → discard.

@@ -1,34 +1,12 @@
 package server
 
 import (
-	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
-	"narad.dev/broker/internal/auth"
 	"narad.dev/broker/internal/dispatch"
-	"narad.dev/broker/internal/errcode"
-	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
 )
-
-// authAdapter translates the auth package's errors into the API's sentinels.
-type authAdapter struct{ a *auth.Authenticator }
-
-func (a authAdapter) Authenticate(r *http.Request) (*meta.User, error) {
-	u, err := a.a.Authenticate(r)
-	switch {
-	case err == nil:
-		return u, nil
-	case errors.Is(err, auth.ErrUnauthenticated):
-		return nil, errcode.ErrUnauthenticated
-	case errors.Is(err, auth.ErrThrottled):
-		return nil, errcode.ErrThrottled
-	default:
-		return nil, err
-	}
-}
 
 // httpObserver records HTTP request metrics.
 type httpObserver struct{ m *metrics.Metrics }

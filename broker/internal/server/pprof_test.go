@@ -27,7 +27,7 @@ func TestPprofNeedsAdminCredentialsAndNeverServesCmdline(t *testing.T) {
 		"root":   {Username: "root", PasswordHash: string(hash), Root: true, Grants: []meta.Grant{{Action: meta.ActionAdmin}}},
 		"reader": {Username: "reader", PasswordHash: string(hash), Grants: []meta.Grant{{Action: meta.ActionConsume, Patterns: []string{"*"}}}},
 	}
-	h := pprofHandler(authAdapter{auth.NewAuthenticator(users, auth.AuthOptions{DummyCost: bcrypt.MinCost})}, true)
+	h := pprofHandler(auth.NewAuthenticator(users, auth.AuthOptions{DummyCost: bcrypt.MinCost}), true)
 	get := func(path, user string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodGet, path, nil)
 		if user != "" {

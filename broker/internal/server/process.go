@@ -67,7 +67,7 @@ type process struct {
 	runner    *move.Runner
 	mv        noderpc.MoveDeps
 	grpcSrv   *grpc.Server
-	authn     authAdapter // the client API's credential check, shared with profiling
+	authn     *auth.Authenticator // the client API's credential check, shared with profiling
 	hln       net.Listener
 	httpSrv   *http.Server
 
@@ -314,7 +314,7 @@ func (p *process) serveCluster() error {
 // once; /readyz stays 503 until the boot finishes.
 func (p *process) serveHTTP() error {
 	cfg, logger, m := p.cfg, p.logger, p.m
-	p.authn = authAdapter{auth.NewAuthenticator(p.e, auth.AuthOptions{Logger: logger, TrustedProxies: p.trustedProxies})}
+	p.authn = auth.NewAuthenticator(p.e, auth.AuthOptions{Logger: logger, TrustedProxies: p.trustedProxies})
 	handler := api.NewHandler(api.Options{
 		Backend:         p.e,
 		Auth:            p.authn,
