@@ -64,7 +64,21 @@ var _ = Describe("Failed-login throttle", func() {
 			}
 		}
 		Expect(throttled).To(BeTrue(), "30 failures from one address throttle it")
-		expectJSONError(rawFrom(sprayer, name, "good-password"), http.StatusTooManyRequests)
+		// The right password from the throttled address is refused too. The address regains one
+		// attempt every 2 s, so the moment after a 429 can fall on a refill (a slow machine spends
+		// seconds on the 30 password checks): then one more guess empties it again and the right
+		// password is asked once more, at most three times.
+		status := 0
+		for try := 0; try < 3 && status != http.StatusTooManyRequests; try++ {
+			if try > 0 {
+				Expect(rawFrom(sprayer, unique("spray"), "guess").Status).To(BeElementOf(http.StatusUnauthorized, http.StatusTooManyRequests))
+			}
+			r := rawFrom(sprayer, name, "good-password")
+			if status = r.Status; status == http.StatusTooManyRequests {
+				expectJSONError(r, http.StatusTooManyRequests)
+			}
+		}
+		Expect(status).To(Equal(http.StatusTooManyRequests), "the right password from the throttled address")
 		Expect(rawFrom(other, name, "good-password").Status).To(Equal(http.StatusOK))
 	})
 })
