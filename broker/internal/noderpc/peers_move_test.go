@@ -32,7 +32,7 @@ func serveLoopback(t testing.TB, impl nodepb.NodeServer) (string, Peers) {
 	mux := rpc.NewMux(ln, loopSecret, nil)
 	srv := rpc.NewServer(loopSecret, impl, nil)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(mux.GRPCListener()) }()
+	go func() { served <- srv.Serve(mux) }()
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- mux.Run(ctx) }()

@@ -58,13 +58,14 @@ func securityLevel(conn net.Conn) credentials.SecurityLevel {
 }
 
 // clusterCreds are the gRPC transport credentials of the cluster port. Client side: write
-// GRPCTag, run TLS (with a ClusterTLS), then the cluster handshake, before gRPC writes its
+// the kind byte of its class (GRPCTag when zero), run TLS (with a ClusterTLS), then the cluster handshake, before gRPC writes its
 // HTTP/2 preface. Server side: accept only connections the Mux already authenticated (the
 // Mux ran TLS and the handshake), so gRPC never reads HTTP/2 from an unauthenticated peer.
 type clusterCreds struct {
 	secret []byte
 	nodeID string
 	tls    *ClusterTLS
+	kind   byte // client side: GRPCTag or GRPCBulkTag; 0 = GRPCTag
 }
 
 var _ credentials.TransportCredentials = (*clusterCreds)(nil)
@@ -78,7 +79,11 @@ func (c *clusterCreds) ClientHandshake(ctx context.Context, authority string, ra
 	if err := raw.SetDeadline(deadline); err != nil {
 		return nil, nil, err
 	}
-	if _, err := raw.Write([]byte{GRPCTag}); err != nil {
+	kind := c.kind
+	if kind == 0 {
+		kind = GRPCTag
+	}
+	if _, err := raw.Write([]byte{kind}); err != nil {
 		return nil, nil, err
 	}
 	conn := raw
@@ -89,7 +94,7 @@ func (c *clusterCreds) ClientHandshake(ctx context.Context, authority string, ra
 		}
 		conn = tc
 	}
-	if err := clientHandshake(conn, c.secret, GRPCTag, c.nodeID); err != nil {
+	if err := clientHandshake(conn, c.secret, kind, c.nodeID); err != nil {
 		return nil, nil, fmt.Errorf("rpc: cluster handshake with %s: %w", authority, err)
 	}
 	if err := raw.SetDeadline(time.Time{}); err != nil {

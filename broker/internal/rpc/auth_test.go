@@ -132,7 +132,7 @@ func TestReplayedGRPCConnectionIsRefused(t *testing.T) {
 	n := startNode(t, "127.0.0.1", secret, 0)
 	var rec *recordingConn
 	cc, err := grpc.NewClient(n.addr,
-		grpc.WithTransportCredentials(&clusterCreds{secret: secret, nodeID: "n1"}),
+		grpc.WithTransportCredentials(&clusterCreds{secret: secret, nodeID: "n1", kind: GRPCBulkTag}),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 			if err != nil {

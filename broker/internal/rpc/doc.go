@@ -10,7 +10,7 @@
 //	sl, _ := rpc.NewStreamLayer(mux, advertiseAddr) // Addr() = advertiseAddr; dials as mux serves
 //	trans := rpc.NewRaftTransport(sl, logger)         // → raft.NewRaft(..., trans)
 //	srv := rpc.NewServer(secret, nodeImpl, logger, rpc.WithTLS(ct))
-//	go srv.Serve(mux.GRPCListener())
+//	go srv.Serve(mux)
 //	go mux.Run(ctx)
 //	pool := rpc.NewPool(secret, rpc.WithTLS(ct), rpc.WithNodeID(nodeID)) // outgoing calls: pool.Client(member.ClusterAddr)
 //

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
 
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -73,7 +72,7 @@ func (s *stubNode) CommitProduceBatch(ctx context.Context, req *nodepb.CommitPro
 type testNode struct {
 	addr string
 	mux  *Mux
-	srv  *grpc.Server
+	srv  *Server
 	impl *stubNode
 }
 
@@ -100,7 +99,7 @@ func startNodeOn(t testing.TB, ln net.Listener, secret []byte, handshake time.Du
 	}
 	srv := NewServer(secret, impl, nil, opts...)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(m.GRPCListener()) }()
+	go func() { served <- srv.Serve(m) }()
 	ran := make(chan error, 1)
 	go func() { ran <- m.Run(context.Background()) }()
 	t.Cleanup(func() {

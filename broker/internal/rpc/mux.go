@@ -32,7 +32,7 @@ const maxPendingHandshakes = 1024
 // ErrStreamLayerTaken is returned when a second StreamLayer is created on one Mux.
 var ErrStreamLayerTaken = errors.New("rpc: mux already has a raft stream layer")
 
-// Mux splits one cluster-port listener into a gRPC listener and a Raft stream (docs/internals/node-rpc.md §1). Every connection first sends a kind byte (RaftTag or GRPCTag; anything else is
+// Mux splits one cluster-port listener into a gRPC listener and a Raft stream (docs/internals/node-rpc.md §1). Every connection first sends a kind byte (RaftTag, GRPCTag or GRPCBulkTag; anything else is
 // closed), then, under cluster TLS (WithTLS), runs the TLS server handshake, then the cluster
 // handshake of handshake.go. Only a connection that passed all three within HandshakeTimeout
 // reaches a listener: Raft's Accept, or the gRPC listener (as the connection after TLS,
@@ -48,7 +48,8 @@ type Mux struct {
 	tls       *ClusterTLS   // nil: plaintext
 	serverTLS *tls.Config   // tls.ServerConfig(), built once; nil when plaintext
 
-	grpc *subListener
+	grpc *subListener // control-class gRPC
+	bulk *subListener // bulk-class gRPC (classes.go)
 	raft *subListener
 
 	pending  chan struct{} // semaphore of in-flight classifications
@@ -98,13 +99,18 @@ func NewMux(ln net.Listener, secret []byte, logger *slog.Logger, opts ...Option)
 		m.serverTLS = o.tls.ServerConfig()
 	}
 	m.grpc = newSubListener(ln.Addr())
+	m.bulk = newSubListener(ln.Addr())
 	m.raft = newSubListener(ln.Addr())
 	return m
 }
 
-// GRPCListener is the listener a grpc.Server serves on. Closing it (grpc.Server.Stop does)
-// makes the mux close later gRPC connections; it does not close the mux.
+// GRPCListener is the listener of control-class gRPC connections (Server.Serve serves it
+// and bulkListener). Closing it (grpc.Server.Stop does) makes the mux close later
+// connections of that class; it does not close the mux.
 func (m *Mux) GRPCListener() net.Listener { return m.grpc }
+
+// bulkListener is GRPCListener for bulk-class connections.
+func (m *Mux) bulkListener() net.Listener { return m.bulk }
 
 // Addr is the address the underlying listener is bound to (may be 0.0.0.0).
 func (m *Mux) Addr() net.Addr { return m.ln.Addr() }
@@ -213,6 +219,8 @@ func (m *Mux) readHello(conn net.Conn) (_ classified, ok bool) {
 		to = m.raft
 	case GRPCTag:
 		to = m.grpc
+	case GRPCBulkTag:
+		to = m.bulk
 	default:
 		m.authed(false)
 		m.warnTLS("rpc: closed a cluster connection that did not start with a cluster handshake (a node of an older version?)", conn, nil)
@@ -247,15 +255,18 @@ func (m *Mux) readHello(conn net.Conn) (_ classified, ok bool) {
 	if err := conn.SetDeadline(time.Time{}); err != nil {
 		return classified{}, false
 	}
-	if to == m.grpc {
+	if to != m.raft {
 		return classified{to: to, conn: &authedConn{Conn: authConn, nodeID: nodeID}, deadline: deadline}, true
 	}
 	return classified{to: to, conn: authConn, deadline: deadline}, true
 }
 
 func kindName(k byte) string {
-	if k == RaftTag {
+	switch k {
+	case RaftTag:
 		return "raft"
+	case GRPCBulkTag:
+		return "grpc-bulk"
 	}
 	return "grpc"
 }
@@ -307,6 +318,7 @@ func (m *Mux) Close() error {
 		close(m.closed)
 		err = m.ln.Close()
 		m.grpc.Close()
+		m.bulk.Close()
 		m.raft.Close()
 	}
 	m.wg.Wait()

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -33,17 +34,18 @@ var reconnectBackoff = grpc.ConnectParams{
 	MinConnectTimeout: DefaultCallTimeout,
 }
 
-// Pool caches one gRPC client connection per peer cluster address. Connections are created
-// lazily (the first RPC dials) and reconnect on their own; every connection runs the cluster
-// handshake before its first call, and every call carries a deadline (see callTimeout). Safe
-// for concurrent use. The transport is plaintext unless NewPool got WithTLS; then every
-// connection verifies the dialed host against the server certificate (and presents the node
-// certificate under mutual TLS).
+// Pool caches the gRPC client connections to each peer cluster address: one per message
+// class (classes.go), so every call goes out on the connection of its method's class.
+// Connections are created lazily (the first RPC dials) and reconnect on their own; every
+// connection runs the cluster handshake before its first call, and every call carries a
+// deadline (see callTimeout). Safe for concurrent use. The transport is plaintext unless
+// NewPool got WithTLS; then every connection verifies the dialed host against the server
+// certificate (and presents the node certificate under mutual TLS).
 type Pool struct {
-	opts []grpc.DialOption
+	control, bulk []grpc.DialOption
 
 	mu     sync.Mutex
-	conns  map[string]*grpc.ClientConn
+	conns  map[string]*peerConn
 	closed bool
 }
 
@@ -51,22 +53,55 @@ type Pool struct {
 // WithNodeID's node ID, over TLS with WithTLS's configuration, else plaintext.
 func NewPool(secret []byte, opts ...Option) *Pool {
 	o := collect(opts)
-	return &Pool{
-		opts: []grpc.DialOption{
-			grpc.WithTransportCredentials(&clusterCreds{secret: secret, nodeID: o.nodeID, tls: o.tls}),
+	dialOpts := func(c messageClass) []grpc.DialOption {
+		return []grpc.DialOption{
+			grpc.WithTransportCredentials(&clusterCreds{secret: secret, nodeID: o.nodeID, tls: o.tls, kind: c.tag}),
 			grpc.WithChainUnaryInterceptor(deadlineInterceptor),
 			grpc.WithDefaultCallOptions(
 				grpc.MaxCallRecvMsgSize(maxGRPCMessage),
-				grpc.MaxCallSendMsgSize(maxGRPCMessage),
+				grpc.MaxCallSendMsgSize(c.maxRecv),
 			),
 			grpc.WithConnectParams(reconnectBackoff),
 			experimental.WithBufferPool(Buffers),
-		},
-		conns: make(map[string]*grpc.ClientConn),
+		}
+	}
+	return &Pool{
+		control: dialOpts(controlClass),
+		bulk:    dialOpts(bulkClass),
+		conns:   make(map[string]*peerConn),
 	}
 }
 
-// Client returns a Node client for the peer at addr ("host:port"), creating its connection
+// peerConn is the pair of connections to one peer. As a grpc.ClientConnInterface it sends
+// each call on the connection of its method's class.
+type peerConn struct {
+	control, bulk *grpc.ClientConn
+}
+
+var _ grpc.ClientConnInterface = (*peerConn)(nil)
+
+func (pc *peerConn) pick(method string) *grpc.ClientConn {
+	if classOf(method) == bulkClass {
+		return pc.bulk
+	}
+	return pc.control
+}
+
+// Invoke implements grpc.ClientConnInterface.
+func (pc *peerConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	return pc.pick(method).Invoke(ctx, method, args, reply, opts...)
+}
+
+// NewStream implements grpc.ClientConnInterface.
+func (pc *peerConn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	return pc.pick(method).NewStream(ctx, desc, method, opts...)
+}
+
+func (pc *peerConn) close() error {
+	return errors.Join(pc.control.Close(), pc.bulk.Close())
+}
+
+// Client returns a Node client for the peer at addr ("host:port"), creating its connections
 // on first use. It does not dial: connection errors surface on the first call.
 func (p *Pool) Client(addr string) (nodepb.NodeClient, error) {
 	if addr == "" {
@@ -77,41 +112,46 @@ func (p *Pool) Client(addr string) (nodepb.NodeClient, error) {
 	if p.closed {
 		return nil, ErrPoolClosed
 	}
-	cc, ok := p.conns[addr]
+	pc, ok := p.conns[addr]
 	if !ok {
-		var err error
-		cc, err = grpc.NewClient(addr, p.opts...)
+		control, err := grpc.NewClient(addr, p.control...)
 		if err != nil {
 			return nil, fmt.Errorf("rpc: client for %s: %w", addr, err)
 		}
-		p.conns[addr] = cc
+		bulk, err := grpc.NewClient(addr, p.bulk...)
+		if err != nil {
+			control.Close()
+			return nil, fmt.Errorf("rpc: client for %s: %w", addr, err)
+		}
+		pc = &peerConn{control: control, bulk: bulk}
+		p.conns[addr] = pc
 	}
-	return nodepb.NewNodeClient(cc), nil
+	return nodepb.NewNodeClient(pc), nil
 }
 
-// Drop closes and forgets the connection to addr (a removed member); calls in flight on it
-// fail. A later Client(addr) starts afresh.
+// Drop closes and forgets the connections to addr (a removed member); calls in flight on
+// them fail. A later Client(addr) starts afresh.
 func (p *Pool) Drop(addr string) error {
 	p.mu.Lock()
-	cc, ok := p.conns[addr]
+	pc, ok := p.conns[addr]
 	delete(p.conns, addr)
 	p.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	return cc.Close()
+	return pc.close()
 }
 
 // Close closes every connection; later Client calls return ErrPoolClosed. Idempotent.
 func (p *Pool) Close() error {
 	p.mu.Lock()
 	conns := p.conns
-	p.conns = make(map[string]*grpc.ClientConn)
+	p.conns = make(map[string]*peerConn)
 	p.closed = true
 	p.mu.Unlock()
 	var errs []error
-	for _, cc := range conns {
-		if err := cc.Close(); err != nil {
+	for _, pc := range conns {
+		if err := pc.close(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -41,11 +41,18 @@ const (
 	keepaliveMinTime = 10 * time.Second
 )
 
-// NewServer returns a gRPC server with impl registered as the Node service. Its transport
-// credentials take only connections the Mux authenticated (cluster handshake, and TLS under
-// WithTLS): serve it on Mux.GRPCListener, never on a bare listener. logger nil → discard.
-// The peer's claimed node ID is in the call context's peer.AuthInfo (AuthInfo).
-func NewServer(secret []byte, impl nodepb.NodeServer, logger *slog.Logger, opts ...Option) *grpc.Server {
+// Server is the node RPC server: one gRPC server per message class (classes.go), served on
+// the Mux's matching listeners.
+type Server struct {
+	control, bulk *grpc.Server
+}
+
+// NewServer returns the node RPC server with impl registered as the Node service, each
+// method on the server of its class. Its transport credentials take only connections the
+// Mux authenticated (cluster handshake, and TLS under WithTLS): serve it with Serve on a Mux,
+// never on a bare listener. logger nil → discard. The peer's claimed node ID is in the call
+// context's peer.AuthInfo (AuthInfo).
+func NewServer(secret []byte, impl nodepb.NodeServer, logger *slog.Logger, opts ...Option) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -56,9 +63,16 @@ func NewServer(secret []byte, impl nodepb.NodeServer, logger *slog.Logger, opts 
 	if o.maxStreams == 0 {
 		o.maxStreams = MaxStreamsPerConn
 	}
+	return &Server{
+		control: newClassServer(secret, impl, o, controlClass),
+		bulk:    newClassServer(secret, impl, o, bulkClass),
+	}
+}
+
+func newClassServer(secret []byte, impl nodepb.NodeServer, o options, c messageClass) *grpc.Server {
 	s := grpc.NewServer(
 		grpc.Creds(&clusterCreds{secret: secret, tls: o.tls}),
-		grpc.MaxRecvMsgSize(maxGRPCMessage),
+		grpc.MaxRecvMsgSize(c.maxRecv),
 		grpc.MaxSendMsgSize(maxGRPCMessage),
 		grpc.MaxConcurrentStreams(o.maxStreams),
 		grpc.ConnectionTimeout(HandshakeTimeout),
@@ -72,6 +86,30 @@ func NewServer(secret []byte, impl nodepb.NodeServer, logger *slog.Logger, opts 
 			PermitWithoutStream: true,
 		}),
 	)
-	nodepb.RegisterNodeServer(s, impl)
+	s.RegisterService(serviceFor(&nodepb.Node_ServiceDesc, c), impl)
 	return s
+}
+
+// Serve serves both classes on m's listeners until Stop, GracefulStop or m's Close; it
+// returns the first error of the two (nil after Stop).
+func (s *Server) Serve(m *Mux) error {
+	bulk := make(chan error, 1)
+	go func() { bulk <- s.bulk.Serve(m.bulkListener()) }()
+	err := s.control.Serve(m.GRPCListener())
+	if bulkErr := <-bulk; err == nil {
+		err = bulkErr
+	}
+	return err
+}
+
+// Stop closes every connection and listener at once; calls in flight fail.
+func (s *Server) Stop() {
+	s.control.Stop()
+	s.bulk.Stop()
+}
+
+// GracefulStop stops taking calls and waits for those in flight.
+func (s *Server) GracefulStop() {
+	s.control.GracefulStop()
+	s.bulk.GracefulStop()
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
 
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/audit"
@@ -66,7 +65,7 @@ type process struct {
 	fan       *fanout.Runner
 	runner    *move.Runner
 	mv        noderpc.MoveDeps
-	grpcSrv   *grpc.Server
+	grpcSrv   *rpc.Server
 	authn     *auth.Authenticator // the client API's credential check, shared with profiling
 	hln       net.Listener
 	httpSrv   *http.Server
@@ -305,7 +304,7 @@ func (p *process) serveCluster() error {
 		p.grpcSrv.Stop()
 		return nil
 	})
-	go func() { _ = p.grpcSrv.Serve(p.mux.GRPCListener()) }()
+	go func() { _ = p.grpcSrv.Serve(p.mux) }()
 	go func() { _ = p.mux.Run(p.muxCtx) }()
 	return nil
 }
