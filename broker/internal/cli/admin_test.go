@@ -45,10 +45,11 @@ func TestClusterDecommissionDryRunNotAllowedExits1(t *testing.T) {
 func TestUserAddSendsGrantsAndRequiresPassword(t *testing.T) {
 	f := newFakeAPI(t)
 	f.fixed("POST /v1/users", 201, `{"username":"bob","grants":[{"action":"produce","patterns":["o*"]}]}`)
-	if r := runCLI(context.Background(), testApp(envFor(t, f)), "", "user", "add", "bob"); r.code != 1 || len(f.allCalls()) != 0 {
-		t.Fatalf("missing --user-password: %+v", r)
+	if r := runCLI(context.Background(), testApp(envFor(t, f)), "", "user", "add", "bob"); r.code != 1 || len(f.allCalls()) != 0 ||
+		!strings.Contains(r.stderr, "--user-password-file") {
+		t.Fatalf("no password and no terminal: %+v", r)
 	}
-	r := runCLI(context.Background(), testApp(envFor(t, f)), "", "user", "add", "bob", "--user-password", "pw", "--grant", "produce:o*", "--grant", "admin")
+	r := runCLI(context.Background(), testApp(envFor(t, f)), "pw\n", "user", "add", "bob", "--user-password-file", "-", "--grant", "produce:o*", "--grant", "admin")
 	if r.code != 0 {
 		t.Fatal(r.stderr)
 	}

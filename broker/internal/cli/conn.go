@@ -66,7 +66,18 @@ func (a *app) resolveConn(cmd *cobra.Command) (conn, error) {
 	}
 	pick(0, &c.Server, "server", a.server, EnvAddr)
 	pick(1, &c.User, "user", a.user, EnvUser)
-	pick(2, &c.Password, "password", a.password, EnvPass)
+	if err := a.password.check(flags, "NARAD_PASS, --password-file or a saved context (narad ctx add)"); err != nil {
+		return conn{}, err
+	}
+	if a.password.given() {
+		pw, err := a.password.read(cmd)
+		if err != nil {
+			return conn{}, err
+		}
+		c.Password, have[2] = pw, true
+	} else if v := a.getenv(EnvPass); v != "" {
+		c.Password, have[2] = v, true
+	}
 	if f := flags.Lookup(flagCAFile); f != nil && f.Changed {
 		c.CAFile = f.Value.String()
 	} else {

@@ -42,7 +42,7 @@ func TestConnectionSettingsPrecedenceFlagEnvContextDefault(t *testing.T) {
 	}{
 		{"flags win over env and context",
 			map[string]string{EnvAddr: envSrv.srv.URL, EnvUser: "envuser", EnvPass: "envpass"},
-			[]string{"-s", flagSrv.srv.URL, "-u", "flaguser", "-p", "flagpass"}, flagSrv, basic("flaguser", "flagpass")},
+			[]string{"-s", flagSrv.srv.URL, "-u", "flaguser", "--password-file", writeSecret(t, "flagpass\n")}, flagSrv, basic("flaguser", "flagpass")},
 		{"env wins over context",
 			map[string]string{EnvAddr: envSrv.srv.URL, EnvUser: "envuser", EnvPass: "envpass"},
 			nil, envSrv, basic("envuser", "envpass")},
@@ -108,7 +108,7 @@ func TestConfigDirFollowsEnvThenXDGThenHome(t *testing.T) {
 func TestContextsFileIsWrittenWithMode0600AndFirstBecomesCurrent(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "fresh")
 	env := map[string]string{EnvConfigDir: dir}
-	if r := runCLI(context.Background(), testApp(env), "", "ctx", "add", "prod", "--server", "http://prod:7942", "-u", "alice", "-p", "pw"); r.code != 0 {
+	if r := runCLI(context.Background(), testApp(env), "pw\n", "ctx", "add", "prod", "--server", "http://prod:7942", "-u", "alice", "--password-file", "-"); r.code != 0 {
 		t.Fatalf("ctx add: %s", r.stderr)
 	}
 	if r := runCLI(context.Background(), testApp(env), "", "ctx", "add", "dev", "-s", "http://dev:7942"); r.code != 0 {

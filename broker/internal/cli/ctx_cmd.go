@@ -11,6 +11,7 @@ func (a *app) ctxCmd() *cobra.Command {
 	cmd := groupCmd("ctx", "Manage saved connection contexts")
 
 	var c savedContext
+	var pw *secretFlag
 	add := &cobra.Command{
 		Use:   "add <name>",
 		Short: "Save a context (the first one becomes current)",
@@ -19,6 +20,14 @@ func (a *app) ctxCmd() *cobra.Command {
 			s, err := loadContexts(a.getenv)
 			if err != nil {
 				return err
+			}
+			if err := pw.check(cmd.Flags(), "--password-file (- reads standard input)"); err != nil {
+				return err
+			}
+			if pw.given() {
+				if c.Password, err = pw.read(cmd); err != nil {
+					return err
+				}
 			}
 			c.Name = args[0]
 			s.put(c)
@@ -36,7 +45,7 @@ func (a *app) ctxCmd() *cobra.Command {
 	// These shadow the root's connection flags on purpose: they describe the saved context.
 	add.Flags().StringVarP(&c.Server, "server", "s", "", "server URL (required)")
 	add.Flags().StringVarP(&c.User, "user", "u", "", "username")
-	add.Flags().StringVarP(&c.Password, "password", "p", "", "password (stored in the contexts file, mode 0600)")
+	pw = addSecretFlag(add.Flags(), "password", "p", "the password to save (stored in the contexts file, mode 0600)")
 	_ = add.MarkFlagRequired("server")
 
 	sel := &cobra.Command{

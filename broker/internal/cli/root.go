@@ -32,9 +32,9 @@ type RootOptions struct {
 // Commands read flags only while running, after cobra has parsed them.
 type app struct {
 	opts     RootOptions
-	server   string // -s/--server
-	user     string // -u/--user
-	password string // -p/--password
+	server   string      // -s/--server
+	user     string      // -u/--user
+	password *secretFlag // --password-file (-p/--password refused)
 
 	getenv       func(string) string
 	loc          *time.Location              // message display time zone
@@ -73,7 +73,7 @@ func newRoot(a *app) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVarP(&a.server, "server", "s", "", "server URL (env NARAD_ADDR; default http://127.0.0.1:7942)")
 	pf.StringVarP(&a.user, "user", "u", "", "username for HTTP Basic auth (env NARAD_USER)")
-	pf.StringVarP(&a.password, "password", "p", "", "password for HTTP Basic auth (env NARAD_PASS)")
+	a.password = addSecretFlag(pf, "password", "p", "the password for HTTP Basic auth (or env NARAD_PASS)")
 	addCAFileFlag(pf)
 
 	if a.opts.Serve != nil {

@@ -239,6 +239,7 @@ func (a *app) topicRmCmd() *cobra.Command {
 func (a *app) topicAttachCmd() *cobra.Command {
 	var delay, start string
 	var remote client.RemoteChild
+	var remotePw *secretFlag
 	cmd := &cobra.Command{
 		Use:   "attach <parent> <child> | attach <parent> --remote URL --remote-topic T",
 		Short: "Attach an existing topic, or a topic of another cluster, as a child of parent",
@@ -256,6 +257,16 @@ func (a *app) topicAttachCmd() *cobra.Command {
 					return fmt.Errorf("--delay: %w", err)
 				}
 				delayMs = ms
+			}
+			if err := remotePw.check(cmd.Flags(), "--remote-password-file (- reads standard input)"); err != nil {
+				return err
+			}
+			if remotePw.given() {
+				pw, err := remotePw.read(cmd)
+				if err != nil {
+					return err
+				}
+				remote.Password = pw
 			}
 			c, err := a.newClient(cmd, 2)
 			if err != nil {
@@ -282,7 +293,7 @@ func (a *app) topicAttachCmd() *cobra.Command {
 	cmd.Flags().StringVar(&remote.URL, "remote", "", "attach a remote child: the target cluster's URL(s), comma-separated")
 	cmd.Flags().StringVar(&remote.Topic, "remote-topic", "", "remote child: the target topic")
 	cmd.Flags().StringVar(&remote.User, "remote-user", "", "remote child: the user on the target cluster")
-	cmd.Flags().StringVar(&remote.Password, "remote-password", "", "remote child: that user's password")
+	remotePw = addSecretFlag(cmd.Flags(), "remote-password", "", "remote child: that user's password")
 	cmd.Flags().StringVar(&start, "start", "", "remote child start: attach (default), consumer_frontier or oldest")
 	return cmd
 }

@@ -42,14 +42,21 @@ func parseGrants(specs []string) ([]client.Grant, error) {
 func (a *app) userCmd() *cobra.Command {
 	cmd := groupCmd("user", "Manage users and their grants")
 
-	var addPassword string
+	var addPassword *secretFlag
 	var addGrants []string
 	add := &cobra.Command{
 		Use:   "add <username>",
 		Short: "Create a user",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := addPassword.check(cmd.Flags(), "--user-password-file (- reads standard input), or type it at the prompt"); err != nil {
+				return err
+			}
 			grants, err := parseGrants(addGrants)
+			if err != nil {
+				return err
+			}
+			pw, err := a.secretOrPrompt(cmd, addPassword, "Password for "+args[0], true, true)
 			if err != nil {
 				return err
 			}
@@ -57,16 +64,15 @@ func (a *app) userCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			u, err := c.CreateUser(cmd.Context(), client.CreateUserRequest{Username: args[0], Password: addPassword, Grants: grants})
+			u, err := c.CreateUser(cmd.Context(), client.CreateUserRequest{Username: args[0], Password: pw, Grants: grants})
 			if err != nil {
 				return err
 			}
 			return printJSON(cmd.OutOrStdout(), u)
 		},
 	}
-	add.Flags().StringVar(&addPassword, "user-password", "", "the new user's password (required)")
+	addPassword = addSecretFlag(add.Flags(), "user-password", "", "the new user's password (else a prompt asks for it)")
 	add.Flags().StringArrayVar(&addGrants, "grant", nil, "grant as action:pattern[,pattern] or admin (repeatable)")
-	_ = add.MarkFlagRequired("user-password")
 
 	var setGrants []string
 	var clearAll bool
@@ -99,26 +105,41 @@ func (a *app) userCmd() *cobra.Command {
 	grant.Flags().StringArrayVar(&setGrants, "grant", nil, "grant as action:pattern[,pattern] or admin (repeatable; replaces all)")
 	grant.Flags().BoolVar(&clearAll, "clear", false, "remove every grant")
 
-	var newPw, curPw string
+	var newPw, curPw *secretFlag
 	passwd := &cobra.Command{
 		Use:   "passwd <username>",
 		Short: "Change a password",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, s := range []*secretFlag{newPw, curPw} {
+				if err := s.check(cmd.Flags(), "--"+s.name+"-file (- reads standard input), or type it at the prompt"); err != nil {
+					return err
+				}
+			}
+			if newPw.file == "-" && curPw.file == "-" {
+				return errf("--new-password-file and --current-password-file cannot both read standard input")
+			}
+			cur, err := a.secretOrPrompt(cmd, curPw, "", false, false)
+			if err != nil {
+				return err
+			}
+			pw, err := a.secretOrPrompt(cmd, newPw, "New password for "+args[0], true, true)
+			if err != nil {
+				return err
+			}
 			c, err := a.newClient(cmd, 2)
 			if err != nil {
 				return err
 			}
-			if err := c.SetPassword(cmd.Context(), args[0], newPw, curPw); err != nil {
+			if err := c.SetPassword(cmd.Context(), args[0], pw, cur); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "password of %q changed\n", args[0])
 			return nil
 		},
 	}
-	passwd.Flags().StringVar(&newPw, "new-password", "", "the new password (required)")
-	passwd.Flags().StringVar(&curPw, "current-password", "", "the current password (self-service)")
-	_ = passwd.MarkFlagRequired("new-password")
+	newPw = addSecretFlag(passwd.Flags(), "new-password", "", "the new password (else a prompt asks for it)")
+	curPw = addSecretFlag(passwd.Flags(), "current-password", "", "the current password (self-service)")
 
 	ls := &cobra.Command{
 		Use:   "ls",
