@@ -34,7 +34,7 @@ func TestDecodeCommandRejectsUnknownAndMalformed(t *testing.T) {
 // FuzzDecodeCommand feeds random bytes to Apply's decoder and to Apply itself: neither may
 // panic, and a bad entry is answered as invalid without changing state.
 func FuzzDecodeCommand(f *testing.F) {
-	for op := uint8(1); op <= 19; op++ {
+	for op := uint8(1); op <= OpSetReplicas; op++ {
 		p := newPayload(op)
 		b, _ := json.Marshal(p)
 		env, _ := json.Marshal(envelope{Op: op, Payload: b})
@@ -46,6 +46,15 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add(seed)
 	seed, _ = encodeCommand(OpCompleteMove, completeMoveCmd{Topic: "orders", Partition: 1, ExpectedOwner: "n1", Target: "n2"})
 	f.Add(seed)
+	seed, _ = encodeCommand(OpCreateTopic, replicated("rep", true))
+	f.Add(seed)
+	seed, _ = encodeCommand(OpSetISR, setISRCmd{Topic: "rep", Partition: 0, ExpectedISR: []string{"a", "b", "c"}, NewISR: []string{"a", "b"}})
+	f.Add(seed)
+	seed, _ = encodeCommand(OpElectLeader, electLeaderCmd{Topic: "rep", Partition: 0, NewLeader: "c", Reason: ElectUnclean})
+	f.Add(seed)
+	seed, _ = encodeCommand(OpSetReplicas, setReplicasCmd{Topic: "rep", Partition: 1, Replicas: []string{"a", "c", "d"}, ISR: []string{"a", "c"}})
+	f.Add(seed)
+	f.Add([]byte(`{"o":24,"d":{"topic":"rep","p":0,"expected_epoch":18446744073709551615,"new_leader":"a","reason":"dead"}}`))
 	f.Add([]byte(`{"o":3,"d":{"name":"orders"}}`))
 	f.Add([]byte(`{"o":1,"d":null}`))
 	f.Add([]byte{0xff, 0x00})
