@@ -241,6 +241,7 @@ func TestSetISRRules(t *testing.T) {
 			if err := r.errorOf(); !errors.Is(err, tc.wantError) || (tc.wantError == nil) != (err == nil) {
 				t.Fatalf("error %v, want %v", err, tc.wantError)
 			}
+			checkStoredAssignments(t, tf.f, map[string]uint64{})
 			got, _ := tf.store().Assignment("orders", 1)
 			if !slices.Equal(got.InSync(), tc.wantISR) || got.LeaderEpoch != 0 || got.Owner != "a" {
 				t.Fatalf("after: %+v, want isr %v", got, tc.wantISR)
@@ -301,6 +302,7 @@ func TestElectLeaderRules(t *testing.T) {
 			}
 			tf.must(tc.want, OpElectLeader, electLeaderCmd{Topic: "orders", Partition: 2, ExpectedEpoch: tc.epoch,
 				NewLeader: tc.leader, Reason: tc.reason})
+			checkStoredAssignments(t, tf.f, map[string]uint64{})
 			got, _ := tf.store().Assignment("orders", 2)
 			if got.Owner != tc.wantOwner || got.LeaderEpoch != tc.wantEpoch || !slices.Equal(got.InSync(), tc.wantISR) {
 				t.Fatalf("after: %+v, want owner %s epoch %d isr %v", got, tc.wantOwner, tc.wantEpoch, tc.wantISR)
@@ -364,6 +366,7 @@ func TestSetReplicasRules(t *testing.T) {
 			tf.must(OutcomeOK, OpCreateTopic, replicated("orders", false))
 			tf.must(tc.want, OpSetReplicas, setReplicasCmd{Topic: "orders", Partition: 0, ExpectedEpoch: tc.epoch,
 				Replicas: tc.replicas, ISR: tc.isr})
+			checkStoredAssignments(t, tf.f, map[string]uint64{})
 			got, _ := tf.store().Assignment("orders", 0)
 			if !slices.Equal(got.ReplicaSet(), tc.wantReplicas) || !slices.Equal(got.InSync(), tc.wantISR) ||
 				got.Owner != "a" || got.LeaderEpoch != 0 {
@@ -520,5 +523,25 @@ func TestReplicationProposalsReturnVerdicts(t *testing.T) {
 	}
 	if _, _, err = s.ElectLeader(context.Background(), "orders", 0, 1, "b", "nope"); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("ElectLeader with a bad reason = %v", err)
+	}
+}
+
+func TestReplicaInvariantCatchesBrokenRecords(t *testing.T) {
+	cases := []struct {
+		a    Assignment
+		want bool // holds
+	}{
+		{Assignment{Owner: "a"}, true},
+		{Assignment{Owner: "a", Replicas: []string{"a", "b"}, ISR: []string{"a"}}, true},
+		{Assignment{Owner: "a", Replicas: []string{"a"}, ISR: []string{"a"}}, false},           // not canonical
+		{Assignment{Owner: "c", Replicas: []string{"a", "b"}, ISR: []string{"a"}}, false},      // owner outside
+		{Assignment{Owner: "a", Replicas: []string{"a", "b"}, ISR: []string{"a", "c"}}, false}, // isr beyond
+		{Assignment{Owner: "a", Replicas: []string{"a", "a"}, ISR: []string{"a"}}, false},      // duplicate
+		{Assignment{Owner: "a", Replicas: []string{"a", "b"}, ISR: []string{"b", "a"}}, false}, // order
+	}
+	for _, c := range cases {
+		if got := replicaInvariant(c.a) == ""; got != c.want {
+			t.Errorf("%+v: holds %v, want %v (%s)", c.a, got, c.want, replicaInvariant(c.a))
+		}
 	}
 }

@@ -3,6 +3,7 @@ package meta
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -65,6 +66,7 @@ func FuzzDecodeCommand(f *testing.F) {
 	}
 	f.Cleanup(func() { _ = st.close() })
 	var index uint64
+	epochs := map[string]uint64{} // topic/partition → highest leader epoch seen
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, derr := decodeCommand(data)
 		if derr == nil && cmd.payload == nil {
@@ -78,5 +80,30 @@ func FuzzDecodeCommand(f *testing.F) {
 		if st.applied() != index {
 			t.Fatalf("applied %d after entry %d", st.applied(), index)
 		}
+		checkStoredAssignments(t, st, epochs)
 	})
+}
+
+// checkStoredAssignments fails unless every stored assignment keeps the replica invariants
+// and no leader epoch went backwards since the last call (epochs is updated). A deleted and
+// re-created topic starts again at epoch 0, so a topic absent now forgets its epochs.
+func checkStoredAssignments(t *testing.T, f *fsm, epochs map[string]uint64) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, a := range (&Store{fsm: f}).AllAssignments() {
+		key := fmt.Sprintf("%s/%d", a.Topic, a.Partition)
+		seen[key] = true
+		if why := replicaInvariant(a); why != "" {
+			t.Fatalf("stored %+v: %s", a, why)
+		}
+		if a.LeaderEpoch < epochs[key] {
+			t.Fatalf("%s: leader epoch went back from %d to %d", key, epochs[key], a.LeaderEpoch)
+		}
+		epochs[key] = a.LeaderEpoch
+	}
+	for key := range epochs {
+		if !seen[key] {
+			delete(epochs, key)
+		}
+	}
 }

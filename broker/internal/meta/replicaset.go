@@ -90,3 +90,23 @@ func subset(sub, set []string) bool {
 
 // sameSet reports whether a and b hold the same members (both are duplicate-free).
 func sameSet(a, b []string) bool { return len(a) == len(b) && subset(a, b) }
+
+// replicaInvariant returns the first invariant of Assignment that a (as stored) breaks, or
+// "" when it holds. The ops check their inputs so that it always holds; the tests and the
+// command fuzzer check every stored record with it.
+func replicaInvariant(a Assignment) string {
+	reps, isr := a.ReplicaSet(), a.InSync()
+	switch {
+	case !validNodeList(reps) || !validNodeList(isr):
+		return "replicas or isr not distinct valid ids"
+	case !slices.Contains(isr, a.Owner):
+		return "owner not in the isr"
+	case !subset(isr, reps):
+		return "isr not within replicas"
+	case len(a.Replicas) == 1 && a.Replicas[0] == a.Owner && len(a.ISR) <= 1:
+		return "single replica not in canonical form"
+	case !slices.Equal(isr, inReplicaOrder(reps, isr)):
+		return "isr not in replica order"
+	}
+	return ""
+}
