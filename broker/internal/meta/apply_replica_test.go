@@ -545,3 +545,37 @@ func TestReplicaInvariantCatchesBrokenRecords(t *testing.T) {
 		}
 	}
 }
+
+func TestElectLeaderRefusesDuringASingleReplicaMoveAndForMissingRecords(t *testing.T) {
+	tf := newTestFSM(t)
+	tf.must(OutcomeNotFound, OpElectLeader, electLeaderCmd{Topic: "orders", NewLeader: "n1", Reason: ElectDead})
+	tf.must(OutcomeOK, OpCreateTopic, createCmd("orders", 3, "n1"))
+	tf.must(OutcomeNotFound, OpElectLeader, electLeaderCmd{Topic: "orders", Partition: 7, NewLeader: "n1", Reason: ElectDead})
+	tf.must(OutcomeOK, OpSetAssignmentTarget, setTargetCmd{Topic: "orders", Partition: 0, Target: "n2", ExpectedOwner: "n1"})
+	tf.must(OutcomeRefused, OpElectLeader, electLeaderCmd{Topic: "orders", Partition: 0, NewLeader: "n1", Reason: ElectDead})
+	// R = 1 without a move: the only in-sync replica is the owner; re-electing it fences its term.
+	r := tf.must(OutcomeOK, OpElectLeader, electLeaderCmd{Topic: "orders", Partition: 1, NewLeader: "n1", Reason: ElectDead})
+	if r.Assignment.LeaderEpoch != 1 || r.Assignment.Replicas != nil {
+		t.Fatalf("R = 1 re-election stored %+v", r.Assignment)
+	}
+	tf.must(OutcomeBadReplicaSet, OpElectLeader, electLeaderCmd{Topic: "orders", Partition: 1, ExpectedEpoch: 1, NewLeader: "n2", Reason: ElectDead})
+}
+
+// Op 2 takes only the mutable fields from its command: an update written by a caller that
+// knows nothing of replication leaves the stored settings alone.
+func TestUpdateTopicKeepsTheReplicationSettings(t *testing.T) {
+	tf := newTestFSM(t)
+	c := replicated("orders", true)
+	c.Topic.MinInsyncReplicas = 3
+	tf.must(OutcomeOK, OpCreateTopic, c)
+	upd := newTopic("orders", 4)
+	upd.RetentionMs = 0
+	tf.must(OutcomeOK, OpUpdateTopic, updateTopicCmd{Topic: upd,
+		Assignments: []Assignment{{Topic: "orders", Partition: 3, Replicas: []string{"c", "a", "b"}}}})
+	top := tf.topic("orders")
+	if top.RF() != 3 || top.MinISR() != 3 || !top.UncleanLeaderElection || top.Partitions != 4 {
+		t.Fatalf("after update: %+v", top)
+	}
+	tf.must(OutcomeInvalid, OpUpdateTopic, updateTopicCmd{Topic: newTopic("orders", 5),
+		Assignments: []Assignment{{Topic: "orders", Partition: 4, Owner: "a"}}})
+}
