@@ -33,6 +33,9 @@ var (
 	ErrTooLarge        = errors.New("request body too large")                  // 413
 	ErrBusy            = errors.New("produce memory budget exhausted")         // 503 with Retry-After
 	ErrTargetCheck     = errors.New("remote target check failed")              // 422
+	// ErrNotEnoughMembers: a replication factor above the live members that may hold a
+	// replica (docs/internals/replication.md §3).
+	ErrNotEnoughMembers = errors.New("not enough members") // 422
 )
 
 // Errors of the node-to-node plane.
@@ -64,6 +67,17 @@ type subError struct {
 
 func (e *subError) Error() string { return e.msg }
 func (e *subError) Unwrap() error { return e.kind }
+
+// Refusals of the metastore's replication ops (docs/internals/replication.md §2). Both are
+// kinds of ErrConflict (409: the caller re-reads the assignment and decides again), so a
+// caller that only knows ErrConflict still branches right.
+var (
+	// ErrStaleEpoch: the command named a leader epoch that is no longer the partition's.
+	ErrStaleEpoch = Sub("stale leader epoch", ErrConflict)
+	// ErrBadReplicaSet: the replica set or ISR asked for breaks the assignment's invariants
+	// (leader ∈ ISR ⊆ replicas; only the leader adds to the ISR; the new leader is in sync).
+	ErrBadReplicaSet = Sub("bad replica set", ErrConflict)
+)
 
 // ErrRefused: the cluster's safety rules refuse the operation as asked (409 on the node RPC;
 // no HTTP status of its own). The controller's decommission refusals are kinds of it.

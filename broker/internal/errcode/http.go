@@ -21,8 +21,8 @@ var httpTable = []httpRow{
 	{http.StatusUnauthorized, []error{ErrUnauthenticated}},
 	{http.StatusForbidden, []error{ErrForbidden}},
 	{http.StatusNotFound, []error{ErrNotFound}},
-	{http.StatusConflict, []error{ErrExists, ErrConflict, ErrDelayedChild}},
-	{http.StatusUnprocessableEntity, []error{ErrTargetCheck}},
+	{http.StatusConflict, []error{ErrExists, ErrConflict, ErrDelayedChild, ErrStaleEpoch, ErrBadReplicaSet}},
+	{http.StatusUnprocessableEntity, []error{ErrTargetCheck, ErrNotEnoughMembers}},
 	{http.StatusGone, []error{ErrStale, ErrGone}},
 	{http.StatusTooManyRequests, []error{ErrThrottled}},
 	// Retryable; for a proposal the outcome is unknown.

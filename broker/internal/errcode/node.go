@@ -32,6 +32,8 @@ var nodeTable = []nodeRow{
 	{ErrSchema, "schema", 400},
 	{ErrStale, "stale", 410},
 	{ErrGone, "gone", 410},
+	{ErrStaleEpoch, "stale_epoch", 409},
+	{ErrBadReplicaSet, "bad_replica_set", 409},
 	{ErrConflict, "conflict", 409},
 	{ErrExists, "exists", 409},
 	{ErrRefused, "refused", 409},
@@ -102,9 +104,11 @@ var (
 		p.byStatus[421] = ErrUnavailable
 	})
 	// Leader: the ops only the Raft leader serves (4–6, 15, 16, 20, 28, 32). Unknown failures
-	// read as "no leader": the outcome of a proposal is unknown.
+	// read as "no leader": the outcome of a proposal is unknown. The two replication refusals
+	// come before ErrConflict, of which they are kinds, so they travel with their own reason.
 	Leader = &Plane{who: "leader", fallback: ErrNoLeader,
-		sends:    []error{ErrNotLeader, ErrNotFound, ErrInvalid, ErrSchema, ErrExists, ErrConflict},
+		sends: []error{ErrNotLeader, ErrNotFound, ErrInvalid, ErrSchema, ErrExists, ErrStaleEpoch, ErrBadReplicaSet,
+			ErrConflict},
 		as:       map[error]error{},
 		byStatus: map[int32]error{400: ErrInvalid, 404: ErrNotFound, 409: ErrConflict, 421: ErrNotLeader}}
 	// LeaderCreate is Leader for a create (op 4), whose 409 from an older leader means "exists".

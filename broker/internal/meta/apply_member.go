@@ -1,8 +1,10 @@
 package meta
 
+import "slices"
+
 // memberJoin is op 6: upsert a member with status alive. The stored draining flag survives
 // re-registration (the command's Draining is ignored). Routing-members bumps only when the
-// member is new or its addresses or status change — never for the heartbeat stamp alone.
+// member is new or its addresses, status or rack change — never for the heartbeat stamp alone.
 func (x *txn) memberJoin(c *memberCmd) Result {
 	m := c.Member
 	if !validNodeID(m.ID) {
@@ -10,7 +12,7 @@ func (x *txn) memberJoin(c *memberCmd) Result {
 	}
 	cur, ok := x.member(m.ID)
 	next := Member{ID: m.ID, Addr: m.Addr, ClusterAddr: m.ClusterAddr, Status: MemberAlive,
-		LastHeartbeat: m.LastHeartbeat}
+		LastHeartbeat: m.LastHeartbeat, Rack: m.Rack}
 	if ok {
 		next.Draining = cur.Draining
 		if next.LastHeartbeat < cur.LastHeartbeat {
@@ -21,7 +23,8 @@ func (x *txn) memberJoin(c *memberCmd) Result {
 		return okResult()
 	}
 	x.putMember(next)
-	if !ok || cur.Addr != next.Addr || cur.ClusterAddr != next.ClusterAddr || cur.Status != next.Status {
+	if !ok || cur.Addr != next.Addr || cur.ClusterAddr != next.ClusterAddr || cur.Status != next.Status ||
+		cur.Rack != next.Rack {
 		x.ch.members = true
 	}
 	x.ev.Member = m.ID
@@ -80,8 +83,8 @@ func (x *txn) setDraining(c *drainCmd) Result {
 }
 
 // removeMember is op 19: delete a member record (garbage collection, docs/internals/metastore.md §11).
-// Refused while the member still owns a partition or is a move's target: its record is
-// needed to route to, or abort towards, that node.
+// Refused while the member still owns a partition, holds one of its replicas or is a move's
+// target: its record is needed to route to, replicate from, or abort towards, that node.
 func (x *txn) removeMember(c *memberIDCmd) Result {
 	if _, ok := x.member(c.ID); !ok {
 		return notFound("member %q", c.ID)
@@ -93,7 +96,7 @@ func (x *txn) removeMember(c *memberIDCmd) Result {
 		}
 		var a Assignment
 		mustDecode(k, v, &a)
-		if a.Owner == c.ID || a.Target == c.ID {
+		if a.Owner == c.ID || a.Target == c.ID || slices.Contains(a.ReplicaSet(), c.ID) {
 			busy = &a
 		}
 	})

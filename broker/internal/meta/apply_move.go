@@ -2,7 +2,9 @@ package meta
 
 // setAssignmentTarget is op 15: aim a partition at a new node. Set only when the owner is the
 // expected one, the target differs from the owner, and no other target is set; the same
-// target again is CASAlreadyDone. Clearing a target is op 17.
+// target again is CASAlreadyDone. Clearing a target is op 17. Only a single-replica
+// partition moves this way; one with more replicas moves by reassignment (op 25,
+// docs/internals/replication.md §9).
 func (x *txn) setAssignmentTarget(c *setTargetCmd) Result {
 	if !validNodeID(c.Target) {
 		return invalid("bad target %q", c.Target)
@@ -20,6 +22,8 @@ func (x *txn) setAssignmentTarget(c *setTargetCmd) Result {
 		return Result{Outcome: OutcomeAlreadyDone, Assignment: a}
 	case a.Target != "":
 		return Result{Outcome: OutcomeRefused, Assignment: a, Reason: "another move targets " + a.Target}
+	case len(a.ReplicaSet()) > 1:
+		return Result{Outcome: OutcomeRefused, Assignment: a, Reason: "a replicated partition moves by reassignment"}
 	}
 	a.Target = c.Target
 	x.putAssignment(a)
@@ -30,6 +34,8 @@ func (x *txn) setAssignmentTarget(c *setTargetCmd) Result {
 // completeMove is op 16, the ownership flip CAS (docs/internals/moves.md §5.10): owner already the
 // target with no target set → CASAlreadyDone; owner == expected_owner and target == target →
 // owner := target, target cleared (CASDone); anything else → refused with the current record.
+// The flip is a leader change: it bumps the leader epoch, and the single replica (and ISR)
+// follows the owner (docs/internals/replication.md §1).
 func (x *txn) completeMove(c *completeMoveCmd) Result {
 	a, ok := x.assignment(c.Topic, c.Partition)
 	if !ok {
@@ -43,7 +49,9 @@ func (x *txn) completeMove(c *completeMoveCmd) Result {
 			Reason: "owner " + a.Owner + ", target " + a.Target}
 	}
 	a.Owner, a.Target = a.Target, ""
-	x.putAssignment(a)
+	a.Replicas, a.ISR = nil, nil // op 15 sets a target on single-replica partitions only
+	a.LeaderEpoch++
+	a = x.putAssignment(a)
 	x.assignmentEvent(a)
 	return Result{Outcome: OutcomeOK, Assignment: a}
 }

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -35,7 +36,7 @@ func TestCompleteMoveCAS(t *testing.T) {
 			if got.Owner != tc.wantOwner || got.Target != tc.wantTarget {
 				t.Fatalf("after: owner %q target %q, want %q %q", got.Owner, got.Target, tc.wantOwner, tc.wantTarget)
 			}
-			if r.Assignment != got {
+			if !reflect.DeepEqual(r.Assignment, got) {
 				t.Fatalf("result carries %+v, want the current record %+v", r.Assignment, got)
 			}
 		})

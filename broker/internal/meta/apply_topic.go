@@ -58,13 +58,17 @@ func (x *txn) createTopic(c *createTopicCmd) Result {
 
 // checkNewAssignments validates initial placements of t: partition in range, owner set, no
 // target, no duplicate, and (for a partition increase) only partitions ≥ from that are not
-// assigned yet (assigned reports an existing assignment).
+// assigned yet (assigned reports an existing assignment); then the replica set
+// (checkNewReplicaSet). It returns the assignments in their stored form.
 func checkNewAssignments(t Topic, as []Assignment, assigned func(p int) bool) ([]Assignment, Result, bool) {
 	seen := map[int]bool{}
 	out := make([]Assignment, 0, len(as))
 	for _, a := range as {
 		if a.Topic == "" {
 			a.Topic = t.Name
+		}
+		if a.Owner == "" && len(a.Replicas) > 0 {
+			a.Owner = a.Replicas[0] // a new partition starts on its preferred leader
 		}
 		switch {
 		case a.Topic != t.Name:
@@ -80,10 +84,37 @@ func checkNewAssignments(t Topic, as []Assignment, assigned func(p int) bool) ([
 		case assigned != nil && assigned(a.Partition):
 			return nil, exists("topic %q partition %d is already assigned", t.Name, a.Partition), false
 		}
+		if r, ok := checkNewReplicaSet(t, &a); !ok {
+			return nil, r, false
+		}
 		seen[a.Partition] = true
-		out = append(out, a)
+		out = append(out, canonical(a))
 	}
 	return out, Result{}, true
+}
+
+// checkNewReplicaSet is the replica rule of a new assignment (docs/internals/replication.md
+// §1): exactly R distinct replicas holding the owner, epoch 0, and an ISR (all the
+// replicas when omitted: every copy starts empty) that holds the owner and only replicas.
+// An assignment without replicas is the single-replica form, valid for R = 1 only.
+func checkNewReplicaSet(t Topic, a *Assignment) (Result, bool) {
+	reps := a.ReplicaSet()
+	if len(a.ISR) == 0 {
+		a.ISR = reps
+	}
+	switch {
+	case a.LeaderEpoch != 0:
+		return invalid("topic %q partition %d: a new assignment starts at leader epoch 0", t.Name, a.Partition), false
+	case len(reps) != t.RF():
+		return invalid("topic %q partition %d: %d replicas, replication factor %d", t.Name, a.Partition, len(reps), t.RF()), false
+	case !validNodeList(reps) || !validNodeList(a.ISR):
+		return invalid("topic %q partition %d: bad replica list", t.Name, a.Partition), false
+	case !slices.Contains(reps, a.Owner):
+		return invalid("topic %q partition %d: owner %s is not a replica", t.Name, a.Partition, a.Owner), false
+	case !slices.Contains(a.ISR, a.Owner) || !subset(a.ISR, reps):
+		return invalid("topic %q partition %d: isr must hold the owner and only replicas", t.Name, a.Partition), false
+	}
+	return Result{}, true
 }
 
 // updateTopic is op 2: replace the mutable fields (partitions: increase only; retention; the

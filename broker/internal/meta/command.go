@@ -31,6 +31,9 @@ const (
 	OpAttachRemote        uint8 = 20
 	OpDetachRemote        uint8 = 21
 	OpResealRemote        uint8 = 22
+	OpSetISR              uint8 = 23
+	OpElectLeader         uint8 = 24
+	OpSetReplicas         uint8 = 25
 
 	// OpRestore is not a command: Event.Op is OpRestore after a snapshot restore replaced the
 	// whole state (every cached view is stale).
@@ -143,6 +146,42 @@ type abortMoveCmd struct {
 	ExpectedTarget string `json:"expected_target"`
 }
 
+// setISRCmd is op 23: the leader shrinks or expands the ISR under its own epoch.
+type setISRCmd struct {
+	Topic       string   `json:"topic"`
+	Partition   int      `json:"p"`
+	LeaderEpoch uint64   `json:"leader_epoch"`
+	ExpectedISR []string `json:"expected_isr"`
+	NewISR      []string `json:"new_isr"`
+}
+
+// Reasons of a leader election (op 24); they are also the reason label of
+// narad_leader_elections_total.
+const (
+	ElectDead      = "dead"      // the leader missed its heartbeats
+	ElectShutdown  = "shutdown"  // the leader is stopping (controlled shutdown)
+	ElectPreferred = "preferred" // leadership goes back to replicas[0]
+	ElectUnclean   = "unclean"   // an out-of-sync replica, where the topic allows it
+)
+
+// electLeaderCmd is op 24: the controller moves leadership and bumps the epoch.
+type electLeaderCmd struct {
+	Topic         string `json:"topic"`
+	Partition     int    `json:"p"`
+	ExpectedEpoch uint64 `json:"expected_epoch"`
+	NewLeader     string `json:"new_leader"`
+	Reason        string `json:"reason"`
+}
+
+// setReplicasCmd is op 25: a reassignment replaces the replica list (and trims the ISR).
+type setReplicasCmd struct {
+	Topic         string   `json:"topic"`
+	Partition     int      `json:"p"`
+	ExpectedEpoch uint64   `json:"expected_epoch"`
+	Replicas      []string `json:"replicas"`
+	ISR           []string `json:"isr"`
+}
+
 // newPayload returns a pointer to the zero payload of op, nil for an unknown op.
 func newPayload(op uint8) any {
 	switch op {
@@ -184,6 +223,12 @@ func newPayload(op uint8) any {
 		return &detachRemoteCmd{}
 	case OpResealRemote:
 		return &resealRemoteCmd{}
+	case OpSetISR:
+		return &setISRCmd{}
+	case OpElectLeader:
+		return &electLeaderCmd{}
+	case OpSetReplicas:
+		return &setReplicasCmd{}
 	}
 	return nil
 }

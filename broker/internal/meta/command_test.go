@@ -3,6 +3,7 @@ package meta
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -34,7 +35,7 @@ func TestDecodeCommandRejectsUnknownAndMalformed(t *testing.T) {
 // FuzzDecodeCommand feeds random bytes to Apply's decoder and to Apply itself: neither may
 // panic, and a bad entry is answered as invalid without changing state.
 func FuzzDecodeCommand(f *testing.F) {
-	for op := uint8(1); op <= 19; op++ {
+	for op := uint8(1); op <= OpSetReplicas; op++ {
 		p := newPayload(op)
 		b, _ := json.Marshal(p)
 		env, _ := json.Marshal(envelope{Op: op, Payload: b})
@@ -46,6 +47,15 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add(seed)
 	seed, _ = encodeCommand(OpCompleteMove, completeMoveCmd{Topic: "orders", Partition: 1, ExpectedOwner: "n1", Target: "n2"})
 	f.Add(seed)
+	seed, _ = encodeCommand(OpCreateTopic, replicated("rep", true))
+	f.Add(seed)
+	seed, _ = encodeCommand(OpSetISR, setISRCmd{Topic: "rep", Partition: 0, ExpectedISR: []string{"a", "b", "c"}, NewISR: []string{"a", "b"}})
+	f.Add(seed)
+	seed, _ = encodeCommand(OpElectLeader, electLeaderCmd{Topic: "rep", Partition: 0, NewLeader: "c", Reason: ElectUnclean})
+	f.Add(seed)
+	seed, _ = encodeCommand(OpSetReplicas, setReplicasCmd{Topic: "rep", Partition: 1, Replicas: []string{"a", "c", "d"}, ISR: []string{"a", "c"}})
+	f.Add(seed)
+	f.Add([]byte(`{"o":24,"d":{"topic":"rep","p":0,"expected_epoch":18446744073709551615,"new_leader":"a","reason":"dead"}}`))
 	f.Add([]byte(`{"o":3,"d":{"name":"orders"}}`))
 	f.Add([]byte(`{"o":1,"d":null}`))
 	f.Add([]byte{0xff, 0x00})
@@ -56,6 +66,7 @@ func FuzzDecodeCommand(f *testing.F) {
 	}
 	f.Cleanup(func() { _ = st.close() })
 	var index uint64
+	epochs := map[string]uint64{} // topic/partition → highest leader epoch seen
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, derr := decodeCommand(data)
 		if derr == nil && cmd.payload == nil {
@@ -69,5 +80,30 @@ func FuzzDecodeCommand(f *testing.F) {
 		if st.applied() != index {
 			t.Fatalf("applied %d after entry %d", st.applied(), index)
 		}
+		checkStoredAssignments(t, st, epochs)
 	})
+}
+
+// checkStoredAssignments fails unless every stored assignment keeps the replica invariants
+// and no leader epoch went backwards since the last call (epochs is updated). A deleted and
+// re-created topic starts again at epoch 0, so a topic absent now forgets its epochs.
+func checkStoredAssignments(t *testing.T, f *fsm, epochs map[string]uint64) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, a := range (&Store{fsm: f}).AllAssignments() {
+		key := fmt.Sprintf("%s/%d", a.Topic, a.Partition)
+		seen[key] = true
+		if why := replicaInvariant(a); why != "" {
+			t.Fatalf("stored %+v: %s", a, why)
+		}
+		if a.LeaderEpoch < epochs[key] {
+			t.Fatalf("%s: leader epoch went back from %d to %d", key, epochs[key], a.LeaderEpoch)
+		}
+		epochs[key] = a.LeaderEpoch
+	}
+	for key := range epochs {
+		if !seen[key] {
+			delete(epochs, key)
+		}
+	}
 }

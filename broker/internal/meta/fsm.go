@@ -239,6 +239,12 @@ func (x *txn) dispatch(cmd command) Result {
 		return x.detachRemote(p)
 	case *resealRemoteCmd:
 		return x.resealRemote(p)
+	case *setISRCmd:
+		return x.setISR(p)
+	case *electLeaderCmd:
+		return x.electLeader(p)
+	case *setReplicasCmd:
+		return x.setReplicas(p)
 	}
 	return invalid("unhandled op %d", cmd.op)
 }
@@ -324,10 +330,13 @@ func (x *txn) assignment(topic string, p int) (Assignment, bool) {
 	return a, ok
 }
 
-func (x *txn) putAssignment(a Assignment) {
+// putAssignment stores a in its canonical form (replicaset.go) and returns that form.
+func (x *txn) putAssignment(a Assignment) Assignment {
+	a = canonical(a)
 	x.put(assignmentKey(a.Topic, a.Partition), a)
 	x.ch.assignments[a.Topic] = struct{}{}
 	x.ch.wrote = true
+	return a
 }
 
 func (x *txn) member(id string) (Member, bool) {

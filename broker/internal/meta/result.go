@@ -8,17 +8,20 @@ type Outcome uint8
 
 // Outcomes. The proposer maps them to sentinel errors (errorOf).
 const (
-	OutcomeOK          Outcome = iota + 1 // applied (possibly with nothing to change)
-	OutcomeSkipped                        // entry index ≤ m/applied: an idempotent replay
-	OutcomeInvalid                        // malformed command → ErrInvalid
-	OutcomeNotFound                       // a record the command needs is missing → ErrNotFound
-	OutcomeExists                         // a create found the record → ErrExists
-	OutcomeRefused                        // an invariant or CAS refused it → ErrConflict
-	OutcomeAlreadyDone                    // CompleteMove: the flip had already happened (success)
-	OutcomeNoop                           // AbortMove: the CAS did not match, nothing changed (success)
+	OutcomeOK            Outcome = iota + 1 // applied (possibly with nothing to change)
+	OutcomeSkipped                          // entry index ≤ m/applied: an idempotent replay
+	OutcomeInvalid                          // malformed command → ErrInvalid
+	OutcomeNotFound                         // a record the command needs is missing → ErrNotFound
+	OutcomeExists                           // a create found the record → ErrExists
+	OutcomeRefused                          // an invariant or CAS refused it → ErrConflict
+	OutcomeAlreadyDone                      // a CAS whose effect already held: a done flip, a retried replication op (success)
+	OutcomeNoop                             // AbortMove: the CAS did not match, nothing changed (success)
+	OutcomeStaleEpoch                       // a replication op named an old leader epoch → ErrStaleEpoch
+	OutcomeBadReplicaSet                    // a replication op broke the replica-set invariants → ErrBadReplicaSet
 )
 
-var outcomeNames = [...]string{"", "ok", "skipped", "invalid", "not_found", "exists", "refused", "already_done", "noop"}
+var outcomeNames = [...]string{"", "ok", "skipped", "invalid", "not_found", "exists", "refused", "already_done", "noop",
+	"stale_epoch", "bad_replica_set"}
 
 // String returns the outcome's stable name ("ok", "refused", …).
 func (o Outcome) String() string {
@@ -56,6 +59,10 @@ func (r Result) errorOf() error {
 		return fmt.Errorf("%w: %s", ErrExists, r.Reason)
 	case OutcomeRefused:
 		return fmt.Errorf("%w: %s", ErrConflict, r.Reason)
+	case OutcomeStaleEpoch:
+		return fmt.Errorf("%w: %s", ErrStaleEpoch, r.Reason)
+	case OutcomeBadReplicaSet:
+		return fmt.Errorf("%w: %s", ErrBadReplicaSet, r.Reason)
 	case OutcomeSkipped:
 		// A live proposal is never at or below m/applied; reaching this is a bug upstream.
 		return fmt.Errorf("%w: entry was replayed, not applied", ErrConflict)
@@ -81,7 +88,7 @@ func refused(format string, args ...any) Result {
 	return Result{Outcome: OutcomeRefused, Reason: fmt.Sprintf(format, args...)}
 }
 
-// CASResult is the verdict of the assignment compare-and-swap commands (ops 15–17).
+// CASResult is the verdict of the assignment compare-and-swap commands (ops 15–17, 23–25).
 type CASResult uint8
 
 // CAS results (docs/internals/metastore.md §7).
@@ -113,7 +120,7 @@ func casOf(o Outcome) CASResult {
 		return CASNotFound
 	case OutcomeNoop:
 		return CASNoop
-	case OutcomeRefused, OutcomeExists:
+	case OutcomeRefused, OutcomeExists, OutcomeStaleEpoch, OutcomeBadReplicaSet:
 		return CASRefused
 	}
 	return 0 // not a CAS verdict (invalid command)

@@ -34,6 +34,15 @@ const (
 	MaxAckedAheadPerPartition    = int64(65_536)          // parked out-of-order acks per partition
 )
 
+// Replication limits (docs/internals/replication.md §1). A stored 0 in a replication field
+// means "unset" and reads as the default through the Topic accessors.
+const (
+	MaxReplicationFactor = 5 // replicas per partition, leader included
+	// MaxReplicaSet bounds a stored replica list: a reassignment may hold the old and the
+	// new replicas together for a while.
+	MaxReplicaSet = 2 * MaxReplicationFactor
+)
+
 // Topic roles.
 const (
 	RoleStandalone = "standalone"
@@ -63,15 +72,48 @@ type Topic struct {
 	// RemoteLinks lists the parent's remote children (id + epoch; the links themselves live
 	// under r/). They count toward MaxChildren with Children.
 	RemoteLinks []RemoteRef `json:"remote_links,omitempty"`
+	// Replication settings (docs/internals/replication.md §1). 0 / absent = unset: records
+	// written before they existed read as R = 1, M = 1 through RF and MinISR; read them
+	// through those accessors, never directly.
+	ReplicationFactor     int  `json:"replication_factor,omitempty"`  // R, 1 … MaxReplicationFactor
+	MinInsyncReplicas     int  `json:"min_insync_replicas,omitempty"` // M, 1 … R; default min(2, R)
+	UncleanLeaderElection bool `json:"unclean_leader_election,omitempty"`
 }
 
-// Assignment says which node serves a partition now (Owner) and where it should end up
-// (Target, empty when settled). Exactly one owner at every log position (docs/internals/metastore.md §6).
+// RF is the topic's replication factor R: the stored value, 1 when unset.
+func (t Topic) RF() int {
+	if t.ReplicationFactor <= 0 {
+		return 1
+	}
+	return t.ReplicationFactor
+}
+
+// MinISR is the topic's min_insync_replicas M: the stored value, min(2, R) when unset.
+func (t Topic) MinISR() int {
+	if t.MinInsyncReplicas <= 0 {
+		return min(2, t.RF())
+	}
+	return t.MinInsyncReplicas
+}
+
+// Assignment says which node serves a partition now (Owner, the leader) and where it should
+// end up (Target, empty when settled; R = 1 moves only). Exactly one owner at every log
+// position (docs/internals/metastore.md §6).
+//
+// Replication invariants (docs/internals/replication.md §1), kept by every op that writes an
+// assignment: Replicas are distinct and Replicas[0] is the preferred leader; Owner ∈ ISR ⊆
+// Replicas; LeaderEpoch never goes backwards and is bumped by every change of Owner. A
+// single-replica assignment (every R = 1 partition) is stored with Replicas and ISR omitted,
+// exactly as before they existed, so they read as [Owner]: use ReplicaSet and InSync, never
+// the fields directly.
 type Assignment struct {
-	Topic     string `json:"topic"`
-	Partition int    `json:"partition"`
-	Owner     string `json:"owner_id"`
-	Target    string `json:"target_id,omitempty"`
+	Topic       string   `json:"topic"`
+	Partition   int      `json:"partition"`
+	Owner       string   `json:"owner_id"`
+	Target      string   `json:"target_id,omitempty"`
+	Replicas    []string `json:"replicas,omitempty"`
+	LeaderEpoch uint64   `json:"leader_epoch,omitempty"`
+	ISR         []string `json:"isr,omitempty"`
 }
 
 // Member statuses as stored. Draining is a separate flag (docs/internals/metastore.md §6).
@@ -88,6 +130,9 @@ type Member struct {
 	Status        string `json:"status"`
 	LastHeartbeat int64  `json:"last_heartbeat"` // Unix seconds, proposer's clock
 	Draining      bool   `json:"draining"`
+	// Rack is the member's failure domain (docs/internals/replication.md §3); "" = a rack of
+	// its own (its ID). Placement only; no routing rule reads it.
+	Rack string `json:"rack,omitempty"`
 }
 
 // Grant actions (docs/internals/http-api.md §1.3).
@@ -130,4 +175,7 @@ var (
 	ErrNoLeader = errcode.ErrNoLeader // 503, outcome unknown for proposals
 	ErrTimeout  = errcode.ErrTimeout  // 503
 	ErrClosed   = errcode.ErrClosed   // 503
+	// The refusals of the replication ops (23–25); both are kinds of ErrConflict (409).
+	ErrStaleEpoch    = errcode.ErrStaleEpoch
+	ErrBadReplicaSet = errcode.ErrBadReplicaSet
 )

@@ -50,6 +50,10 @@ func checkTopicFields(t Topic) (Result, bool) {
 		return invalid("topic %q: negative retention_ms", t.Name), false
 	case t.VisibilityTimeoutMs < 0, t.MaxInFlightPerPartition < 0, t.MaxAckedAheadPerPartition < 0:
 		return invalid("topic %q: negative limit", t.Name), false
+	case t.ReplicationFactor < 0 || t.ReplicationFactor > MaxReplicationFactor:
+		return invalid("topic %q: replication_factor %d not in 1…%d", t.Name, t.ReplicationFactor, MaxReplicationFactor), false
+	case t.MinInsyncReplicas < 0 || t.MinInsyncReplicas > t.RF():
+		return invalid("topic %q: min_insync_replicas %d not in 1…%d", t.Name, t.MinInsyncReplicas, t.RF()), false
 	}
 	return Result{}, true
 }

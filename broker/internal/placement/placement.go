@@ -1,6 +1,10 @@
 // Package placement decides which member owns a new partition (docs/internals/metastore.md §12). It is
 // pure: callers read members and assignments, call Place, and propose the result under the
 // leader's placement lock (§7.2).
+//
+// Files: placement.go (the owner of a new single-replica partition), replicas.go (the
+// ordered replica lists of replicated partitions: racks, leader rotation, follower spread;
+// docs/internals/replication.md §3), rebalance.go (the move planner).
 package placement
 
 import (
