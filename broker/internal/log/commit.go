@@ -43,37 +43,88 @@ type frameMeta struct {
 // HWM persist fails, the log enters failed state and the error wraps ErrFailed. Concurrent
 // callers are serialized; exactly one segment fsync and one hwm fdatasync per call.
 func (l *Log) Commit(entries []Entry, committedAtMs int64) (first int64, err error) {
-	if len(entries) == 0 {
-		return 0, ErrEmptyBatch
-	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	first, seg, end, err := l.appendLocked(entries, committedAtMs)
+	if err != nil {
+		return 0, err
+	}
+	if err := l.persistHWM(l.next, first); err != nil {
+		return 0, err
+	}
+	l.advance(l.next)
+	l.bound.Store(&boundaryPos{segBase: seg.base, pos: end})
+	l.rollIfFull(seg, end)
+	l.releaseScratch()
+	l.Broadcast()
+	return first, nil
+}
+
+// writable reports why the log cannot be written now. Caller holds wmu.
+func (l *Log) writable() error {
 	if l.closed.Load() {
-		return 0, ErrClosed
+		return ErrClosed
 	}
 	if l.failed.Load() {
-		return 0, ErrFailed
+		return ErrFailed
+	}
+	return nil
+}
+
+// appendLocked is the first half of a commit (docs/internals/produce-path.md §8 steps 8–10):
+// encode, write, fsync and verify entries at the end of the log, and move next_offset past
+// them, without touching the HWM: the records join the hidden tail. It returns the first
+// offset, the segment written and the position where the write ended. On a failed fsync or
+// verify the write is truncated away (rollback). Caller holds wmu.
+func (l *Log) appendLocked(entries []Entry, committedAtMs int64) (first int64, seg *segment, end int64, err error) {
+	if len(entries) == 0 {
+		return 0, nil, 0, ErrEmptyBatch
+	}
+	if err := l.writable(); err != nil {
+		return 0, nil, 0, err
 	}
 	for i := range entries {
 		if n := recordPrefix + EnvelopeLen(entries[i].Key, entries[i].Payload); n > l.splitAt {
-			return 0, fmt.Errorf("log: entry %d is %d framed bytes (max %d): %w", i, n, l.splitAt, ErrRecordTooLarge)
+			return 0, nil, 0, fmt.Errorf("log: entry %d is %d framed bytes (max %d): %w", i, n, l.splitAt, ErrRecordTooLarge)
 		}
 	}
 	if l.next > math.MaxInt64-int64(len(entries)) {
-		return 0, fmt.Errorf("log: offset space exhausted at %d", l.next)
+		return 0, nil, 0, fmt.Errorf("log: offset space exhausted at %d", l.next)
 	}
+	if seg, err = l.activeForWrite(); err != nil {
+		return 0, nil, 0, err // nothing appended
+	}
+	first = l.next
+	if err := l.encodeFrames(entries, first, committedAtMs); err != nil {
+		return 0, nil, 0, err
+	}
+	end, err = l.writeFrames(seg, first)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	l.next = first + int64(len(entries))
+	l.nextA.Store(l.next)
+	return first, seg, end, nil
+}
+
+// activeForWrite returns the segment the next write goes to, rolling first when the active
+// one is full. Caller holds wmu.
+func (l *Log) activeForWrite() (*segment, error) {
 	seg := l.segs[len(l.segs)-1]
 	if seg.size.Load() >= l.opts.SegmentBytes && l.next > seg.base {
 		if err := l.roll(); err != nil {
-			return 0, err // nothing appended
+			return nil, err
 		}
 		seg = l.segs[len(l.segs)-1]
 	}
-	first = l.next
+	return seg, nil
+}
+
+// writeFrames writes l.wbuf (the frames described by l.frames) at the end of seg, fsyncs and
+// verifies it, and indexes the frames. It returns the position where the write ended; on
+// failure the segment is truncated back (rollback). Caller holds wmu.
+func (l *Log) writeFrames(seg *segment, first int64) (end int64, err error) {
 	start := seg.size.Load()
-	if err := l.encodeFrames(entries, first, committedAtMs); err != nil {
-		return 0, err
-	}
 	n := len(l.wbuf)
 	t0 := l.opts.Now()
 	_, err = seg.f.WriteAt(l.wbuf, start)
@@ -95,45 +146,48 @@ func (l *Log) Commit(entries []Entry, committedAtMs int64) (first int64, err err
 	if err = l.verifyDurable(seg, start, n); err != nil {
 		return 0, l.rollback(seg, start, first, err)
 	}
-	end := start + int64(n)
+	end = start + int64(n)
 	seg.size.Store(end)
-	newHWM := first + int64(len(entries))
-	l.next = newHWM
-	l.nextA.Store(newHWM)
-
-	// seed: persist before advance.
-	t0 = l.opts.Now()
-	err = faults.Check(FaultBeforeHWMPersist)
-	if err == nil {
-		err = faults.Check(FaultHWMPersist)
-	}
-	if err == nil {
-		err = l.hwmf.persist(newHWM, false)
-	}
-	l.opts.Observer.ObserveHWMPersist(l.opts.Now().Sub(t0), err)
-	if err != nil {
-		l.failed.Store(true)
-		l.logger.Error("log hwm persist failed; log is in failed state until reopened",
-			"offset", first, "hwm", newHWM, "err", err)
-		return 0, fmt.Errorf("%w: persist hwm %d: %w", ErrFailed, newHWM, err)
-	}
-	l.advance(newHWM)
-
 	l.cmu.Lock()
 	for _, fm := range l.frames {
 		seg.idx.observe(start+int64(fm.rel), fm.base, false)
 	}
 	l.cmu.Unlock()
-	l.bound.Store(&boundaryPos{segBase: seg.base, pos: end})
-	if end >= l.opts.SegmentBytes {
-		if err := l.roll(); err != nil {
-			// The commit is durable; the next commit retries the roll before writing.
-			l.logger.Warn("log segment roll failed", "segment", seg.path, "err", err)
-		}
+	return end, nil
+}
+
+// persistHWM writes h to the hwm file (seed: persist before advance). A failure puts the log
+// in failed state. first is the first offset of the write being published (for the log line).
+// Caller holds wmu.
+func (l *Log) persistHWM(h, first int64) error {
+	t0 := l.opts.Now()
+	err := faults.Check(FaultBeforeHWMPersist)
+	if err == nil {
+		err = faults.Check(FaultHWMPersist)
 	}
-	l.releaseScratch()
-	l.Broadcast()
-	return first, nil
+	if err == nil {
+		err = l.hwmf.persist(h, false)
+	}
+	l.opts.Observer.ObserveHWMPersist(l.opts.Now().Sub(t0), err)
+	if err != nil {
+		l.failed.Store(true)
+		l.logger.Error("log hwm persist failed; log is in failed state until reopened",
+			"offset", first, "hwm", h, "err", err)
+		return fmt.Errorf("%w: persist hwm %d: %w", ErrFailed, h, err)
+	}
+	return nil
+}
+
+// rollIfFull seals seg when a write ended at or past the segment size. A failed roll is
+// retried by the next write.
+func (l *Log) rollIfFull(seg *segment, end int64) {
+	if end < l.opts.SegmentBytes {
+		return
+	}
+	if err := l.roll(); err != nil {
+		// The write is durable; the next write retries the roll before writing.
+		l.logger.Warn("log segment roll failed", "segment", seg.path, "err", err)
+	}
 }
 
 // advance moves the in-memory HWM forward. Caller holds wmu and has persisted h.

@@ -16,8 +16,13 @@
 //     the committed boundary (§7) is the end of the last frame below it.
 //   - Sealed segments are never written, truncated or re-stamped; only the active (highest
 //     base) segment is appended to, and only it may be truncated (failed commit, torn tail).
+//     One exception: a replica's TruncateTail cuts a suffix wholly above the HWM, which may
+//     delete later segments and make a sealed one active again (storage-format.md §20).
 //
 // # Writer model
+//
+// A replicated partition splits the commit in two (replica.go): Append / AppendFrames write
+// to the hidden tail, AdvanceHWM publishes (docs/internals/storage-format.md §20).
 //
 // Single writer = the holder of the write lock. Every write in Narad is a commit (the
 // dispatcher's owner-side commit, docs/internals/produce-path.md §8), so there is no background flusher

@@ -1,0 +1,337 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"narad.dev/broker/internal/durable"
+)
+
+// A replicated partition (docs/internals/replication.md §4–§7) splits Commit in two. The
+// leader appends records to its hidden tail (Append) and makes them visible only once enough
+// replicas hold them (AdvanceHWM). A follower appends the leader's frames byte for byte
+// (AppendFrames), learns the HWM from the leader (AdvanceHWM), and cuts a suffix the new
+// leader does not have (TruncateTail). ReadFrames serves the leader's side of the stream. The
+// invariants of the package hold throughout: the HWM only moves forward, always falls on a
+// frame boundary and is persisted before it moves; nothing below it is ever truncated.
+
+// ErrNotFrameBoundary reports an offset that falls inside a frame, where no HWM or truncation
+// point may be.
+var ErrNotFrameBoundary = errors.New("log: offset is not at a frame boundary")
+
+// ErrBeyondEnd reports an HWM past the log's end offset.
+var ErrBeyondEnd = errors.New("log: offset beyond the log end")
+
+// ErrBelowHWM reports a truncation below the high watermark: committed records are never cut.
+var ErrBelowHWM = errors.New("log: truncation below the high watermark")
+
+// ErrNotContiguous reports replicated frames that do not start at the log's end offset or do
+// not follow each other.
+var ErrNotContiguous = errors.New("log: frames do not continue the log")
+
+// Append durably appends entries stamped committedAtMs after the last record, like Commit,
+// but leaves them in the hidden tail: the HWM does not move. It returns the first assigned
+// offset and the new end offset (LEO).
+func (l *Log) Append(entries []Entry, committedAtMs int64) (first, leo int64, err error) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	first, seg, end, err := l.appendLocked(entries, committedAtMs)
+	if err != nil {
+		return 0, 0, err
+	}
+	l.rollIfFull(seg, end)
+	l.releaseScratch()
+	l.Broadcast()
+	return first, l.next, nil
+}
+
+// AppendFrames durably appends frames, a run of whole frames read from another replica's log
+// (ReadFrames), byte for byte: every frame must pass its CRC check and the first must start at
+// the end offset, each next where the previous ended. The HWM does not move. It returns the
+// new end offset.
+func (l *Log) AppendFrames(frames []byte) (leo int64, err error) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if err := l.writable(); err != nil {
+		return 0, err
+	}
+	if len(frames) == 0 {
+		return 0, ErrEmptyBatch
+	}
+	l.frames = l.frames[:0]
+	next := l.next
+	for rel := 0; rel < len(frames); {
+		h, err := checkFrame(frames[rel:])
+		if err != nil {
+			return 0, fmt.Errorf("log: replicated frame at byte %d: %w: %w", rel, err, ErrCorruptRecord)
+		}
+		if h.base != next {
+			return 0, fmt.Errorf("%w: frame at byte %d starts at offset %d, want %d", ErrNotContiguous, rel, h.base, next)
+		}
+		l.frames = append(l.frames, frameMeta{rel: rel, base: h.base, count: h.count, size: int(h.size())})
+		rel += int(h.size())
+		next = h.end()
+	}
+	seg, err := l.activeForWrite()
+	if err != nil {
+		return 0, err
+	}
+	l.wbuf = append(l.wbuf[:0], frames...)
+	end, err := l.writeFrames(seg, l.next)
+	if err != nil {
+		return 0, err
+	}
+	l.next = next
+	l.nextA.Store(next)
+	l.rollIfFull(seg, end)
+	l.releaseScratch()
+	l.Broadcast()
+	return next, nil
+}
+
+// AdvanceHWM makes the records below h visible: h is persisted, then the HWM moves. An h at
+// or below the current HWM is a no-op; h past the end offset is ErrBeyondEnd, h inside a
+// frame ErrNotFrameBoundary.
+func (l *Log) AdvanceHWM(h int64) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if h <= l.hwm.Load() {
+		return nil
+	}
+	if h > l.next {
+		return fmt.Errorf("%w: hwm %d, end offset %d", ErrBeyondEnd, h, l.next)
+	}
+	b, err := l.alignedBoundary(h)
+	if err != nil {
+		return err
+	}
+	if err := l.persistHWM(h, h); err != nil {
+		return err
+	}
+	l.advance(h)
+	l.bound.Store(&b)
+	l.Broadcast()
+	return nil
+}
+
+// alignedBoundary is computeBoundary(off) that also proves off is a frame boundary: the
+// start of a frame, or the end of the log. Caller holds wmu.
+func (l *Log) alignedBoundary(off int64) (boundaryPos, error) {
+	seg := l.segmentFor(off)
+	if seg == nil {
+		return boundaryPos{segBase: l.segs[0].base}, nil
+	}
+	size := seg.size.Load()
+	start := int64(0)
+	if seg.idx != nil {
+		if a := seg.idx.floor(off); a.base >= 0 {
+			start = a.pos
+		}
+	}
+	b := boundaryPos{segBase: seg.base, pos: size}
+	aligned := off == l.next
+	w := newWindowReader(seg.f, size)
+	err := walkHeaders(w, seg, size, start, func(pos int64, h frameHeader) bool {
+		if h.base >= off {
+			b.pos, aligned = pos, h.base == off
+			return true
+		}
+		if h.end() == off {
+			aligned = true
+		}
+		return h.end() > off
+	})
+	if err != nil {
+		return boundaryPos{}, fmt.Errorf("log: walk %s: %w", seg.path, err)
+	}
+	if !aligned {
+		return boundaryPos{}, fmt.Errorf("%w: offset %d in %s", ErrNotFrameBoundary, off, seg.path)
+	}
+	return b, nil
+}
+
+// TruncateTail cuts the hidden tail back to end: the records in [end, LEO) are removed from
+// disk (the segment holding end is truncated at the frame starting there and every later
+// segment is deleted, each change fsynced) and end becomes the end offset. end at or past the
+// end offset is a no-op; below the HWM it is ErrBelowHWM; inside a frame ErrNotFrameBoundary.
+// Readers are held off while the files change.
+func (l *Log) TruncateTail(end int64) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if end >= l.next {
+		return nil
+	}
+	if end < l.hwm.Load() {
+		return fmt.Errorf("%w: %d < hwm %d", ErrBelowHWM, end, l.hwm.Load())
+	}
+	b, err := l.alignedBoundary(end)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keep := 0
+	for keep < len(l.segs) && l.segs[keep].base <= b.segBase {
+		keep++
+	}
+	cut := l.segs[keep-1]
+	if keep < len(l.segs) {
+		if err := l.reopenActive(cut); err != nil {
+			return err
+		}
+	}
+	err = cut.f.Truncate(b.pos)
+	if err == nil {
+		err = durable.Fdatasync(cut.f)
+	}
+	if err != nil {
+		l.failed.Store(true)
+		return fmt.Errorf("%w: truncate %s at %d: %w", ErrFailed, cut.path, b.pos, err)
+	}
+	cut.size.Store(b.pos)
+	dropped := l.segs[keep:]
+	l.segs = l.segs[:keep:keep]
+	for _, s := range dropped {
+		s.f.Close()
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			l.failed.Store(true)
+			return fmt.Errorf("%w: remove %s: %w", ErrFailed, s.path, err)
+		}
+	}
+	if len(dropped) > 0 {
+		if err := durable.SyncDir(l.dir); err != nil {
+			l.failed.Store(true)
+			return fmt.Errorf("%w: %w", ErrFailed, err)
+		}
+	}
+	l.cmu.Lock()
+	l.dcache.reset()
+	l.nav = navCache{}
+	l.dropHot(dropped)
+	idx, err := buildSealedIndex(cut)
+	if err == nil {
+		idx.stride = newSparseIndex(l.opts.SegmentBytes).stride // it grows again
+		cut.idx = idx
+		l.dropHot([]*segment{cut}) // the active segment's index is never evicted
+	}
+	l.cmu.Unlock()
+	if err != nil {
+		l.failed.Store(true)
+		return fmt.Errorf("%w: index %s: %w", ErrFailed, cut.path, err)
+	}
+	l.next = end
+	l.nextA.Store(end)
+	l.logger.Warn("log tail truncated", "end_offset", end, "segments_removed", len(dropped))
+	return nil
+}
+
+// reopenActive reopens a sealed segment for writing: a truncation makes it the active one.
+// Caller holds wmu and mu.
+func (l *Log) reopenActive(seg *segment) error {
+	f, err := openSegmentFile(seg.path, true)
+	if err != nil {
+		return fmt.Errorf("log: reopen %s: %w", seg.path, err)
+	}
+	seg.f.Close()
+	seg.f = f
+	return nil
+}
+
+// dropHot forgets segs in the sealed-index LRU. Caller holds cmu.
+func (l *Log) dropHot(segs []*segment) {
+	for _, s := range segs {
+		for i, h := range l.hot {
+			if h == s {
+				l.hot = append(l.hot[:i], l.hot[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// ReadFrames returns whole frames, byte for byte, starting with the frame at offset from (a
+// frame boundary) and ending at the log end offset (hidden tail included) or before maxBytes
+// would be exceeded; at least one frame when one starts at from, whatever its size. next is
+// the offset after the last frame returned; an empty result with next == from means there is
+// nothing past from yet.
+func (l *Log) ReadFrames(from int64, maxBytes int) (frames []byte, next int64, err error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed.Load() {
+		return nil, 0, ErrClosed
+	}
+	if from < l.oldest.Load() {
+		return nil, 0, fmt.Errorf("%w: %d < %d", ErrOffsetOutOfRange, from, l.oldest.Load())
+	}
+	leo := l.nextA.Load()
+	if from >= leo {
+		if from > leo {
+			return nil, 0, fmt.Errorf("%w: %d > end offset %d", ErrBeyondEnd, from, leo)
+		}
+		return nil, from, nil
+	}
+	next = from
+	for next < leo {
+		seg := l.segmentFor(next)
+		if seg == nil {
+			break
+		}
+		size := seg.size.Load()
+		w := newWindowReader(seg.f, size)
+		start, stop := int64(-1), int64(-1)
+		var misaligned error
+		err := walkHeaders(w, seg, size, l.anchorFor(seg, next), func(pos int64, h frameHeader) bool {
+			if h.end() <= next {
+				return false
+			}
+			if start < 0 {
+				if h.base != next {
+					misaligned = fmt.Errorf("%w: offset %d in %s", ErrNotFrameBoundary, next, seg.path)
+					return true
+				}
+				start = pos
+			} else if len(frames)+int(pos-start+h.size()) > maxBytes {
+				return true
+			}
+			stop, next = pos+h.size(), h.end()
+			return next >= leo
+		})
+		if err == nil {
+			err = misaligned
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if start < 0 {
+			break
+		}
+		at := len(frames)
+		frames = append(frames, make([]byte, stop-start)...)
+		if _, err := seg.f.ReadAt(frames[at:], start); err != nil {
+			return nil, 0, fmt.Errorf("log: read %s at %d: %w", seg.path, start, err)
+		}
+		if len(frames) >= maxBytes || stop < size {
+			break
+		}
+	}
+	return frames, next, nil
+}
+
+// anchorFor returns a frame position of seg at or before offset off. Caller holds mu shared.
+func (l *Log) anchorFor(seg *segment, off int64) int64 {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	if seg.idx != nil {
+		if a := seg.idx.floor(off); a.base >= 0 {
+			return a.pos
+		}
+	}
+	return 0
+}

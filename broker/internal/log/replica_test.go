@@ -1,0 +1,344 @@
+package log
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func openReplicaLog(t *testing.T, dir string, segBytes int64) *Log {
+	t.Helper()
+	l, err := Open(dir, Options{SegmentBytes: segBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func TestAppendStaysHiddenUntilAdvanceHWM(t *testing.T) {
+	dir := t.TempDir()
+	l := openReplicaLog(t, dir, 1<<20)
+	first, leo, err := l.Append(testEntries("A", 3, 16), 1000)
+	if err != nil || first != 0 || leo != 3 {
+		t.Fatalf("Append = %d, %d, %v", first, leo, err)
+	}
+	if _, err := l.Read(0); !errors.Is(err, ErrNotVisible) {
+		t.Fatalf("read of an appended record before AdvanceHWM: %v", err)
+	}
+	if l.HighWatermark() != 0 || l.NextOffset() != 3 {
+		t.Fatalf("hwm %d next %d", l.HighWatermark(), l.NextOffset())
+	}
+	if err := l.AdvanceHWM(3); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.Read(2)
+	if err != nil || string(r.Key) != "k-A-2" {
+		t.Fatalf("read after AdvanceHWM: %+v, %v", r, err)
+	}
+	if err := l.AdvanceHWM(1); err != nil || l.HighWatermark() != 3 {
+		t.Fatalf("a lower hwm moved it back: %v, hwm %d", err, l.HighWatermark())
+	}
+	l.Close()
+	again := openReplicaLog(t, dir, 1<<20)
+	if again.HighWatermark() != 3 || again.NextOffset() != 3 {
+		t.Fatalf("reopened: hwm %d next %d", again.HighWatermark(), again.NextOffset())
+	}
+}
+
+func TestAdvanceHWMOnlyToAFrameBoundaryWithinTheLog(t *testing.T) {
+	l := openReplicaLog(t, t.TempDir(), 1<<20)
+	if _, _, err := l.Append(testEntries("A", 3, 16), 1000); err != nil { // one frame: [0, 3)
+		t.Fatal(err)
+	}
+	if _, _, err := l.Append(testEntries("B", 2, 16), 1000); err != nil { // [3, 5)
+		t.Fatal(err)
+	}
+	for _, h := range []int64{1, 2, 4} {
+		if err := l.AdvanceHWM(h); !errors.Is(err, ErrNotFrameBoundary) {
+			t.Errorf("AdvanceHWM(%d) = %v, want ErrNotFrameBoundary", h, err)
+		}
+	}
+	if err := l.AdvanceHWM(6); !errors.Is(err, ErrBeyondEnd) {
+		t.Fatalf("AdvanceHWM past the end: %v", err)
+	}
+	if l.HighWatermark() != 0 {
+		t.Fatalf("a refused advance moved the hwm to %d", l.HighWatermark())
+	}
+	if err := l.AdvanceHWM(3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Read(3); !errors.Is(err, ErrNotVisible) {
+		t.Fatalf("record above the hwm: %v", err)
+	}
+	if seg, pos := l.CommittedBoundary(); seg != 0 || pos == 0 {
+		t.Fatalf("committed boundary %d:%d", seg, pos)
+	}
+}
+
+// A follower that copies the leader's frames with ReadFrames/AppendFrames, in small reads
+// across segment rolls, holds the same records at the same offsets.
+func TestFollowerCopiesTheLeadersFramesByteForByte(t *testing.T) {
+	leader := openReplicaLog(t, t.TempDir(), 4096)
+	follower := openReplicaLog(t, t.TempDir(), 4096)
+	for i := range 40 {
+		if _, _, err := leader.Append(testEntries(string(rune('a'+i%26)), 1+i%4, 100+i*7), int64(1000+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leo := leader.NextOffset()
+	reads := 0
+	for follower.NextOffset() < leo {
+		frames, next, err := leader.ReadFrames(follower.NextOffset(), 700)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(frames) == 0 {
+			t.Fatalf("no frames at %d < %d", follower.NextOffset(), leo)
+		}
+		got, err := follower.AppendFrames(frames)
+		if err != nil || got != next {
+			t.Fatalf("AppendFrames = %d, %v; ReadFrames said next %d", got, err, next)
+		}
+		reads++
+	}
+	if reads < 5 {
+		t.Fatalf("only %d reads: the byte limit was not honoured", reads)
+	}
+	if frames, next, err := leader.ReadFrames(leo, 700); err != nil || len(frames) != 0 || next != leo {
+		t.Fatalf("read at the end: %d bytes, next %d, %v", len(frames), next, err)
+	}
+	for _, l := range []*Log{leader, follower} {
+		if err := l.AdvanceHWM(leo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for off := int64(0); off < leo; off++ {
+		a, err := leader.Read(off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := follower.Read(off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Key, b.Key) || !bytes.Equal(a.Payload, b.Payload) || a.CommittedAt != b.CommittedAt {
+			t.Fatalf("offset %d differs: %+v vs %+v", off, a, b)
+		}
+	}
+	whole, _, err := leader.ReadFrames(0, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, _, err := follower.ReadFrames(0, 1<<30)
+	if err != nil || !bytes.Equal(whole, copied) {
+		t.Fatalf("the follower's frames differ from the leader's (%d vs %d bytes, %v)", len(copied), len(whole), err)
+	}
+}
+
+func TestAppendFramesRefusesGapsAndDamage(t *testing.T) {
+	leader := openReplicaLog(t, t.TempDir(), 1<<20)
+	if _, _, err := leader.Append(testEntries("A", 2, 16), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := leader.Append(testEntries("B", 2, 16), 2); err != nil {
+		t.Fatal(err)
+	}
+	first, _, err := leader.ReadFrames(0, 1) // one frame: [0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := leader.ReadFrames(2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := openReplicaLog(t, t.TempDir(), 1<<20)
+	if _, err := follower.AppendFrames(second); !errors.Is(err, ErrNotContiguous) {
+		t.Fatalf("frames from offset 2 onto an empty log: %v", err)
+	}
+	damaged := append([]byte(nil), first...)
+	damaged[len(damaged)-1] ^= 1
+	if _, err := follower.AppendFrames(damaged); !errors.Is(err, ErrCorruptRecord) {
+		t.Fatalf("damaged frame: %v", err)
+	}
+	if _, err := follower.AppendFrames(append(append([]byte(nil), first...), first...)); !errors.Is(err, ErrNotContiguous) {
+		t.Fatalf("a frame repeated: %v", err)
+	}
+	if follower.NextOffset() != 0 {
+		t.Fatalf("refused frames moved the end offset to %d", follower.NextOffset())
+	}
+	if leo, err := follower.AppendFrames(append(append([]byte(nil), first...), second...)); err != nil || leo != 4 {
+		t.Fatalf("good frames: %d, %v", leo, err)
+	}
+}
+
+func segmentCount(t *testing.T, dir string) int {
+	t.Helper()
+	segs, err := listSegments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(segs)
+}
+
+// TruncateTail removes a hidden suffix that spans several segments; the log goes on from the
+// cut with other records, and reopens as it was left.
+func TestTruncateTailAcrossSegmentsAndTheLogGoesOn(t *testing.T) {
+	dir := t.TempDir()
+	l := openReplicaLog(t, dir, 2048)
+	if _, err := l.Commit(testEntries("C", 5, 100), 1); err != nil {
+		t.Fatal(err)
+	}
+	var bounds []int64
+	for i := range 30 {
+		_, leo, err := l.Append(testEntries("H", 2, 150), int64(10+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bounds = append(bounds, leo)
+	}
+	before := segmentCount(t, dir)
+	if err := l.TruncateTail(3); !errors.Is(err, ErrBelowHWM) {
+		t.Fatalf("truncate below the hwm: %v", err)
+	}
+	if err := l.TruncateTail(bounds[3] + 1); !errors.Is(err, ErrNotFrameBoundary) {
+		t.Fatalf("truncate inside a frame: %v", err)
+	}
+	cut := bounds[4]
+	if err := l.TruncateTail(cut); err != nil {
+		t.Fatal(err)
+	}
+	if l.NextOffset() != cut || l.HighWatermark() != 5 {
+		t.Fatalf("after truncate: next %d hwm %d", l.NextOffset(), l.HighWatermark())
+	}
+	if after := segmentCount(t, dir); after >= before {
+		t.Fatalf("segments %d → %d: nothing removed", before, after)
+	}
+	if frames, next, err := l.ReadFrames(cut, 1<<20); err != nil || len(frames) != 0 || next != cut {
+		t.Fatalf("frames past the cut: %d bytes, %v", len(frames), err)
+	}
+	first, leo, err := l.Append(testEntries("N", 3, 150), 99)
+	if err != nil || first != cut {
+		t.Fatalf("append after the cut: first %d, %v", first, err)
+	}
+	if err := l.AdvanceHWM(leo); err != nil {
+		t.Fatal(err)
+	}
+	check := func(l *Log) {
+		t.Helper()
+		for off := int64(0); off < leo; off++ {
+			r, err := l.Read(off)
+			if err != nil {
+				t.Fatalf("read %d: %v", off, err)
+			}
+			tag := "H"
+			switch {
+			case off < 5:
+				tag = "C"
+			case off >= cut:
+				tag = "N"
+			}
+			if r.Key[2] != tag[0] {
+				t.Fatalf("offset %d holds %q, want a %s record", off, r.Key, tag)
+			}
+		}
+	}
+	check(l)
+	l.Close()
+	again := openReplicaLog(t, dir, 2048)
+	if again.NextOffset() != leo || again.HighWatermark() != leo {
+		t.Fatalf("reopened: next %d hwm %d, want %d", again.NextOffset(), again.HighWatermark(), leo)
+	}
+	check(again)
+}
+
+// A truncation that makes a sealed segment the active one leaves it writable after a
+// restart too (its file is the last one).
+func TestTruncateIntoASealedSegmentThenReopen(t *testing.T) {
+	dir := t.TempDir()
+	l := openReplicaLog(t, dir, 1024)
+	var bounds []int64
+	for i := range 12 {
+		_, leo, err := l.Append(testEntries("H", 1, 300), int64(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bounds = append(bounds, leo)
+	}
+	if segmentCount(t, dir) < 3 {
+		t.Fatal("test needs several segments")
+	}
+	if err := l.TruncateTail(bounds[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n := segmentCount(t, dir); n != 1 {
+		t.Fatalf("%d segments left, want 1", n)
+	}
+	_, leo, err := l.Append(testEntries("N", 1, 300), 50)
+	if err != nil {
+		t.Fatalf("append into the re-opened segment: %v", err)
+	}
+	if err := l.AdvanceHWM(leo); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	again := openReplicaLog(t, dir, 1024)
+	if again.NextOffset() != leo || again.HighWatermark() != leo {
+		t.Fatalf("reopened next %d hwm %d, want %d", again.NextOffset(), again.HighWatermark(), leo)
+	}
+	if r, err := again.Read(bounds[0]); err != nil || string(r.Key) != "k-N-0" {
+		t.Fatalf("the record appended after the cut: %+v, %v", r, err)
+	}
+	frames, _, err := again.ReadFrames(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, SegmentFileName(0)))
+	if err != nil || fi.Size() != int64(len(frames)) {
+		t.Fatalf("segment holds %d bytes for %d bytes of frames (%v): a gap was written", fi.Size(), len(frames), err)
+	}
+}
+
+// Whatever bytes a peer sends as replicated frames, AppendFrames either refuses them and
+// leaves the log as it was, or appends records that read back after AdvanceHWM.
+func FuzzAppendFrames(f *testing.F) {
+	src, err := Open(f.TempDir(), Options{SegmentBytes: 1 << 20})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, _, err := src.Append(testEntries("A", 3, 20), 7); err != nil {
+		f.Fatal(err)
+	}
+	good, _, err := src.ReadFrames(0, 1<<20)
+	src.Close()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)-1])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		l, err := Open(t.TempDir(), Options{SegmentBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		leo, err := l.AppendFrames(b)
+		if err != nil {
+			if l.NextOffset() != 0 || l.Failed() {
+				t.Fatalf("refused frames changed the log: next %d failed %v", l.NextOffset(), l.Failed())
+			}
+			return
+		}
+		if err := l.AdvanceHWM(leo); err != nil {
+			t.Fatal(err)
+		}
+		for off := range leo {
+			if _, err := l.Read(off); err != nil && !errors.Is(err, ErrCorruptRecord) {
+				t.Fatalf("read %d: %v", off, err)
+			}
+		}
+	})
+}

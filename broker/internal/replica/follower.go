@@ -1,0 +1,184 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"narad.dev/broker/internal/log"
+)
+
+// ErrDiverged: the follower's log and the leader's differ below the follower's HWM (only an
+// unclean election can cause it). The follower cannot fix it by truncating its hidden tail;
+// the caller replaces the replica with a fresh copy.
+var ErrDiverged = errors.New("replica: log diverged below the high watermark")
+
+// FollowerLog is what a Follower needs of the partition log (log.Log has it).
+type FollowerLog interface {
+	NextOffset() int64
+	HighWatermark() int64
+	AppendFrames(frames []byte) (int64, error)
+	AdvanceHWM(h int64) error
+	TruncateTail(end int64) error
+}
+
+// FetchRequest asks the leader for frames from Offset, the follower's LEO.
+type FetchRequest struct {
+	Follower string
+	Epoch    uint64 // the leader epoch the follower follows
+	Offset   int64
+	MaxBytes int
+}
+
+// FetchReply is the leader's answer: frames from the request's offset up to Next (possibly
+// none, after the leader's long-poll wait), the leader's HWM, and the leader-epoch entries
+// covering [request offset, Next): the one in force at the offset and each later start.
+type FetchReply struct {
+	Frames []byte
+	Next   int64
+	HWM    int64
+	Epochs []log.EpochEntry
+}
+
+// Source is the follower's way to its leader (node RPC in production). Errors of the leader
+// side (ErrStaleEpoch, ErrDeposed, ErrNotReplica) come back wrapped.
+type Source interface {
+	// Fetch is a long-poll: it returns at once when there are frames past req.Offset, else
+	// after a wait of the source's choosing.
+	Fetch(ctx context.Context, req FetchRequest) (FetchReply, error)
+	// EndOffset asks the leader where epoch ends in its log (log.Epochs.EndOffsetFor under
+	// the leader's current epoch). ok is false when the leader knows no epoch ≤ epoch.
+	EndOffset(ctx context.Context, leaderEpoch, epoch uint64) (found uint64, end int64, ok bool, err error)
+}
+
+// Follower follows one leader for one epoch.
+type Follower struct {
+	Self     string
+	Epoch    uint64 // the leader epoch followed
+	Log      FollowerLog
+	Epochs   *log.Epochs
+	Source   Source
+	MaxBytes int // per fetch; 0 → 1 MiB
+}
+
+// Run truncates a divergent suffix, then fetches and appends until ctx ends or the leader
+// refuses (a new epoch: the caller starts a new Follower). It returns ctx's error or the
+// refusal.
+func (f *Follower) Run(ctx context.Context) error {
+	if err := f.Reconcile(ctx); err != nil {
+		return err
+	}
+	for {
+		if err := f.FetchOnce(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// Reconcile cuts the follower's log back to where it agrees with the leader
+// (docs/internals/replication.md §7). It asks the leader where the newest epoch this replica
+// wrote under ends in the leader's log; if the leader never had that epoch, everything
+// written under it diverges, and the question is asked again for the epoch before. Records
+// past the agreed end were never committed (never 202'd); records below the follower's HWM
+// are never cut (ErrDiverged instead).
+func (f *Follower) Reconcile(ctx context.Context) error {
+	for {
+		last, ok := f.Epochs.Latest()
+		if !ok {
+			return nil // nothing written under any epoch: nothing can diverge
+		}
+		leo := f.Log.NextOffset()
+		found, end, known, err := f.Source.EndOffset(ctx, f.Epoch, last.Epoch)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !known:
+			end = 0 // the leader's log starts after every epoch we know: none of ours is its
+		case found < last.Epoch:
+			end = min(end, last.Start) // our newest epoch is unknown to the leader: all of it goes
+		}
+		end = min(end, leo)
+		if end < leo {
+			if end < f.Log.HighWatermark() {
+				return fmt.Errorf("%w: leader ends epoch %d at %d, HWM %d", ErrDiverged, last.Epoch, end, f.Log.HighWatermark())
+			}
+			if err := f.Log.TruncateTail(end); err != nil {
+				return err
+			}
+		}
+		before := len(f.Epochs.Entries())
+		if err := f.Epochs.TruncateFrom(end); err != nil { // also an epoch that holds no record
+			return err
+		}
+		if (known && found == last.Epoch) || len(f.Epochs.Entries()) == before {
+			return nil
+		}
+	}
+}
+
+// FetchOnce does one fetch: epochs first, then frames, then the HWM.
+func (f *Follower) FetchOnce(ctx context.Context) error {
+	maxBytes := f.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = 1 << 20
+	}
+	from := f.Log.NextOffset()
+	rep, err := f.Source.Fetch(ctx, FetchRequest{Follower: f.Self, Epoch: f.Epoch, Offset: from, MaxBytes: maxBytes})
+	if err != nil {
+		return err
+	}
+	if len(rep.Frames) > 0 {
+		for _, e := range rep.Epochs {
+			if err := f.Epochs.Assign(e.Epoch, max(e.Start, from)); err != nil {
+				return err
+			}
+		}
+		next, err := f.Log.AppendFrames(rep.Frames)
+		if err != nil {
+			return err
+		}
+		if next != rep.Next {
+			return fmt.Errorf("replica: appended up to %d, leader said %d", next, rep.Next)
+		}
+	}
+	if h := min(rep.HWM, f.Log.NextOffset()); h > f.Log.HighWatermark() {
+		return f.Log.AdvanceHWM(h)
+	}
+	return nil
+}
+
+// Serve answers a follower's fetch on the leader (the other side of Source.Fetch, minus the
+// transport and the long-poll wait, which belong to the caller): it records the follower's
+// LEO, then reads frames from req.Offset. epochs is the leader's leader-epoch file.
+func (l *Leader) Serve(req FetchRequest, lg interface {
+	ReadFrames(from int64, maxBytes int) ([]byte, int64, error)
+}, epochs *log.Epochs) (FetchReply, error) {
+	// Read first: it proves req.Offset is a frame boundary within the log, so a follower's
+	// LEO that the HWM may take is always one.
+	frames, next, err := lg.ReadFrames(req.Offset, req.MaxBytes)
+	if err != nil {
+		return FetchReply{}, err
+	}
+	if err := l.Fetched(req.Follower, req.Epoch, req.Offset); err != nil {
+		return FetchReply{}, err
+	}
+	rep := FetchReply{Frames: frames, Next: next, HWM: l.log.HighWatermark()}
+	if len(frames) > 0 {
+		rep.Epochs = epochsCovering(epochs.Entries(), req.Offset, next)
+	}
+	return rep, nil
+}
+
+// epochsCovering returns the entries in force over [from, to): the last starting at or before
+// from, and every one starting inside.
+func epochsCovering(all []log.EpochEntry, from, to int64) []log.EpochEntry {
+	var out []log.EpochEntry
+	for i, e := range all {
+		inForce := e.Start <= from && (i+1 == len(all) || all[i+1].Start > from)
+		if inForce || (e.Start > from && e.Start < to) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
