@@ -398,7 +398,7 @@ func TestDivergenceBelowTheHWMIsNeverCut(t *testing.T) {
 }
 
 func TestEpochsCovering(t *testing.T) {
-	all := []log.EpochEntry{{1, 0}, {2, 10}, {4, 20}}
+	all := []log.EpochEntry{{Epoch: 1, Start: 0}, {Epoch: 2, Start: 10}, {Epoch: 4, Start: 20}}
 	cases := []struct {
 		from, to int64
 		want     []log.EpochEntry
