@@ -53,6 +53,24 @@ func runHelper(mode, dir string) int {
 		}
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
+	case "truncate-tail": // armed with log.truncate_tail=crash@1: dies before the cut segment is truncated
+		l.Close()
+		l, err = Open(dir, Options{SegmentBytes: 2048})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "reopen:", err)
+			return 2
+		}
+		if _, err := l.Commit(testEntries("C", 2, 100), 1); err != nil {
+			fmt.Fprintln(os.Stderr, "commit:", err)
+			return 2
+		}
+		for i := range 20 {
+			if _, _, err := l.Append(testEntries(fmt.Sprint("H", i), 1, 300), 2); err != nil {
+				fmt.Fprintln(os.Stderr, "append:", err)
+				return 2
+			}
+		}
+		l.TruncateTail(5)
 	case "open-then-kill":
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"narad.dev/broker/internal/durable"
+	"narad.dev/broker/internal/faults"
 )
 
 // A replicated partition (docs/internals/replication.md §4–§7) splits Commit in two. The
@@ -15,6 +16,10 @@ import (
 // leader does not have (TruncateTail). ReadFrames serves the leader's side of the stream. The
 // invariants of the package hold throughout: the HWM only moves forward, always falls on a
 // frame boundary and is persisted before it moves; nothing below it is ever truncated.
+
+// FaultTruncateTail fires in TruncateTail after the later segments are removed, before the
+// segment holding the cut is truncated (crash tests arm it with NARAD_FAULTS).
+const FaultTruncateTail = "log.truncate_tail"
 
 // ErrNotFrameBoundary reports an offset that falls inside a frame, where no HWM or truncation
 // point may be.
@@ -182,9 +187,34 @@ func (l *Log) TruncateTail(end int64) error {
 		keep++
 	}
 	cut := l.segs[keep-1]
-	if keep < len(l.segs) {
+	// Later segments go first, newest first, each removal made durable before the next, and
+	// the segment holding end is cut last: a crash at any point leaves a contiguous log that
+	// still ends at or past end and above the HWM, which the replica truncates again.
+	dropped := l.segs[keep:]
+	for i := len(dropped) - 1; i >= 0; i-- {
+		s := dropped[i]
+		s.f.Close()
+		l.segs = l.segs[:keep+i : keep+i]
+		err := os.Remove(s.path)
+		if errors.Is(err, os.ErrNotExist) {
+			err = nil
+		}
+		if err == nil {
+			err = durable.SyncDir(l.dir)
+		}
+		if err != nil {
+			l.failed.Store(true)
+			return fmt.Errorf("%w: remove %s: %w", ErrFailed, s.path, err)
+		}
+	}
+	if err := faults.Check(FaultTruncateTail); err != nil {
+		l.failed.Store(true)
+		return fmt.Errorf("%w: %w", ErrFailed, err)
+	}
+	if len(dropped) > 0 {
 		if err := l.reopenActive(cut); err != nil {
-			return err
+			l.failed.Store(true)
+			return fmt.Errorf("%w: %w", ErrFailed, err)
 		}
 	}
 	err = cut.f.Truncate(b.pos)
@@ -196,21 +226,6 @@ func (l *Log) TruncateTail(end int64) error {
 		return fmt.Errorf("%w: truncate %s at %d: %w", ErrFailed, cut.path, b.pos, err)
 	}
 	cut.size.Store(b.pos)
-	dropped := l.segs[keep:]
-	l.segs = l.segs[:keep:keep]
-	for _, s := range dropped {
-		s.f.Close()
-		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			l.failed.Store(true)
-			return fmt.Errorf("%w: remove %s: %w", ErrFailed, s.path, err)
-		}
-	}
-	if len(dropped) > 0 {
-		if err := durable.SyncDir(l.dir); err != nil {
-			l.failed.Store(true)
-			return fmt.Errorf("%w: %w", ErrFailed, err)
-		}
-	}
 	l.cmu.Lock()
 	l.dcache.reset()
 	l.nav = navCache{}

@@ -342,3 +342,28 @@ func FuzzAppendFrames(f *testing.F) {
 		}
 	})
 }
+
+// A crash inside TruncateTail, after the later segments are gone and before the segment
+// holding the cut is truncated, leaves a contiguous log above the HWM that truncates again.
+func TestCrashInsideTruncateTailLeavesAContiguousLog(t *testing.T) {
+	dir := t.TempDir()
+	runKilled(t, "truncate-tail", dir, "NARAD_FAULTS="+FaultTruncateTail+"=crash@1")
+	l := openReplicaLog(t, dir, 2048)
+	if l.HighWatermark() != 2 {
+		t.Fatalf("hwm %d after the crash, want 2", l.HighWatermark())
+	}
+	leo := l.NextOffset()
+	if leo < 5 || leo >= 22 {
+		t.Fatalf("end offset %d after the crash: want the end of the segment holding 5", leo)
+	}
+	frames, next, err := l.ReadFrames(0, 1<<20)
+	if err != nil || next != leo || len(frames) == 0 {
+		t.Fatalf("frames to %d of %d (%v): the log is not contiguous", next, leo, err)
+	}
+	if err := l.TruncateTail(5); err != nil {
+		t.Fatal(err)
+	}
+	if l.NextOffset() != 5 || segmentCount(t, dir) != 1 {
+		t.Fatalf("after the second truncate: end %d, %d segments", l.NextOffset(), segmentCount(t, dir))
+	}
+}
