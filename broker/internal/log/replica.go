@@ -194,7 +194,7 @@ func (l *Log) TruncateTail(end int64) error {
 	for i := len(dropped) - 1; i >= 0; i-- {
 		s := dropped[i]
 		s.f.Close()
-		l.segs = l.segs[:keep+i : keep+i]
+		l.segs = l.segs[: keep+i : keep+i]
 		err := os.Remove(s.path)
 		if errors.Is(err, os.ErrNotExist) {
 			err = nil
