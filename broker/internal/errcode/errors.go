@@ -79,6 +79,11 @@ var (
 	ErrBadReplicaSet = Sub("bad replica set", ErrConflict)
 )
 
+// ErrNotEnoughReplicas: a replicated partition's ISR is below its min_insync_replicas, so no
+// record can be committed now (docs/internals/replication.md §4). A kind of ErrUnavailable
+// (503): produces retry or go to another partition; consumes are unaffected.
+var ErrNotEnoughReplicas = Sub("not enough in-sync replicas", ErrUnavailable)
+
 // ErrRefused: the cluster's safety rules refuse the operation as asked (409 on the node RPC;
 // no HTTP status of its own). The controller's decommission refusals are kinds of it.
 var ErrRefused = errors.New("refused")

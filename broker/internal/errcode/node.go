@@ -42,6 +42,7 @@ var nodeTable = []nodeRow{
 	{ErrUnknownToken, "unknown_token", 409},
 	{ErrHWMMismatch, "hwm_mismatch", 409},
 	{ErrAckedAheadFull, "acked_ahead_full", 503},
+	{ErrNotEnoughReplicas, "not_enough_replicas", 503},
 }
 
 // rowOf returns the table row of sentinel s.
@@ -86,7 +87,7 @@ var (
 	// reply of 31). A topic gone from the owner's replica reads as not found.
 	Data = &Plane{who: "peer", fallback: ErrUnavailable,
 		sends: []error{ErrNotOwner, ErrTopicGone, ErrNotFound, ErrInvalid, ErrStale, ErrGone, ErrConflict, ErrExists,
-			ErrAckedAheadFull},
+			ErrAckedAheadFull, ErrNotEnoughReplicas},
 		as:       map[error]error{ErrTopicGone: ErrNotFound},
 		byStatus: map[int32]error{400: ErrInvalid, 404: ErrNotFound, 409: ErrConflict, 410: ErrGone, 421: ErrNotOwner}}
 	// Consume (op 2) is Data, plus: a partition whose owner is down is a 421 too, because the
@@ -122,6 +123,14 @@ var (
 			ErrInvalid},
 		as:       map[error]error{ErrTopicGone: ErrNotFound, ErrInvalid: ErrUnavailable},
 		byStatus: map[int32]error{404: ErrNotFound, 409: ErrFreezeLapsed, 421: ErrNotOwner}}
+	// Replica: the ops a replicated partition's leader answers its followers (34, 35). 409 is
+	// a stale epoch (the follower looks the assignment up again), 410 a fetch below the
+	// leader's log start (the follower copies first), 400 a fetch offset the leader's log does
+	// not have (the follower truncates first).
+	Replica = &Plane{who: "leader", fallback: ErrUnavailable,
+		sends:    []error{ErrStaleEpoch, ErrNotOwner, ErrTopicGone, ErrNotFound, ErrInvalid, ErrGone},
+		as:       map[error]error{ErrTopicGone: ErrNotFound},
+		byStatus: map[int32]error{400: ErrInvalid, 404: ErrNotFound, 409: ErrStaleEpoch, 410: ErrGone, 421: ErrNotOwner}}
 	// Decommission: op 25, whose caller acts on the status itself.
 	Decommission = &Plane{who: "leader", fallback: ErrNoLeader,
 		sends:    []error{ErrNotFound, ErrRefused, ErrNotLeader},

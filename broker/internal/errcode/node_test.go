@@ -10,7 +10,8 @@ import (
 )
 
 var planes = map[string]*Plane{"Data": Data, "Consume": Consume, "AckResult": AckResult, "Leader": Leader,
-	"LeaderCreate": LeaderCreate, "LeaderRead": LeaderRead, "Source": Source, "Decommission": Decommission}
+	"LeaderCreate": LeaderCreate, "LeaderRead": LeaderRead, "Source": Source, "Decommission": Decommission,
+	"Replica": Replica}
 
 // readAs is what the caller of p reads sentinel s as.
 func readAs(p *Plane, s error) error {
@@ -87,6 +88,8 @@ func TestReplyWithoutReasonReadsByStatus(t *testing.T) {
 		{LeaderCreate, 409, ErrExists},
 		{Source, 404, ErrNotFound}, {Source, 421, ErrNotOwner}, {Source, 409, ErrFreezeLapsed},
 		{Source, 400, ErrUnavailable}, {Source, 503, ErrUnavailable},
+		{Replica, 409, ErrStaleEpoch}, {Replica, 410, ErrGone}, {Replica, 400, ErrInvalid},
+		{Replica, 421, ErrNotOwner}, {Replica, 503, ErrUnavailable},
 	}
 	for _, c := range cases {
 		if got := c.plane.Error(c.st, "", "m"); !errors.Is(got, c.want) {

@@ -24,6 +24,9 @@ type Service struct {
 	log   *slog.Logger
 	audit *audit.Logger // nil → an audit logger over log
 	mv    MoveDeps      // ops 22–25 and 30 (service_move.go)
+	// replicas is the leader side of replicated partitions (ops 34, 35); nil: this node
+	// leads none, and both ops answer 421.
+	replicas ReplicaHost
 }
 
 // Deps are what a Service answers from. Engine, Store and Log are required; a nil member of
@@ -34,11 +37,14 @@ type Deps struct {
 	Log    *slog.Logger
 	Audit  *audit.Logger // nil: an audit logger over Log
 	Moves  MoveDeps
+	// Replicas serves ops 34 and 35; nil: they answer 421 (this node leads no replicated
+	// partition).
+	Replicas ReplicaHost
 }
 
 // NewService returns the node RPC service of this node, to register with rpc.NewServer.
 func NewService(d Deps) *Service {
-	return &Service{e: d.Engine, store: d.Store, log: d.Log, audit: d.Audit, mv: d.Moves}
+	return &Service{e: d.Engine, store: d.Store, log: d.Log, audit: d.Audit, mv: d.Moves, replicas: d.Replicas}
 }
 
 // eventJoin is the audit event of a node admitted to the cluster (op 21).

@@ -28,6 +28,9 @@ type FetchRequest struct {
 	Epoch    uint64 // the leader epoch the follower follows
 	Offset   int64
 	MaxBytes int
+	// HWM is the follower's HWM: a fetch parked for want of records returns as soon as the
+	// leader's HWM is past it, so followers learn the HWM without waiting for new records.
+	HWM int64
 }
 
 // FetchReply is the leader's answer: frames from the request's offset up to Next (possibly
@@ -124,7 +127,8 @@ func (f *Follower) FetchOnce(ctx context.Context) error {
 		maxBytes = 1 << 20
 	}
 	from := f.Log.NextOffset()
-	rep, err := f.Source.Fetch(ctx, FetchRequest{Follower: f.Self, Epoch: f.Epoch, Offset: from, MaxBytes: maxBytes})
+	rep, err := f.Source.Fetch(ctx, FetchRequest{Follower: f.Self, Epoch: f.Epoch, Offset: from, MaxBytes: maxBytes,
+		HWM: f.Log.HighWatermark()})
 	if err != nil {
 		return err
 	}

@@ -2,27 +2,29 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
+
+	"narad.dev/broker/internal/errcode"
 )
 
-// Errors of the leader side.
+// Errors of the leader side, each a kind of an errcode sentinel so node RPC carries it
+// (errcode.Replica plane) and HTTP maps it.
 var (
 	// ErrStaleEpoch refuses a call made under another leader epoch than the current one.
-	ErrStaleEpoch = errors.New("replica: stale leader epoch")
+	ErrStaleEpoch = errcode.ErrStaleEpoch
 	// ErrNotReplica refuses a fetch from a node that is not a replica of the partition.
-	ErrNotReplica = errors.New("replica: not a replica of this partition")
+	ErrNotReplica = errcode.Sub("not a replica of this partition", errcode.ErrInvalid)
 	// ErrNotEnoughReplicas: the ISR has fewer than MinISR members, so no record can become
 	// committed now (HTTP 503 not_enough_replicas).
-	ErrNotEnoughReplicas = errors.New("replica: not enough in-sync replicas")
+	ErrNotEnoughReplicas = errcode.ErrNotEnoughReplicas
 	// ErrDeposed: this node is no longer the leader of the epoch; what it appended but did not
 	// commit may be truncated by the next leader.
-	ErrDeposed = errors.New("replica: leader deposed")
+	ErrDeposed = errcode.Sub("leader deposed", errcode.ErrNotOwner)
 	// ErrFetchBeyondEnd: a follower fetched past the leader's LEO; it must truncate first.
-	ErrFetchBeyondEnd = errors.New("replica: fetch offset beyond the leader's end")
+	ErrFetchBeyondEnd = errcode.Sub("fetch offset beyond the leader's end", errcode.ErrInvalid)
 )
 
 // LeaderLog is what a Leader needs of the partition log (log.Log has it).
@@ -134,6 +136,23 @@ func (l *Leader) Fetched(follower string, epoch uint64, offset int64) error {
 	f.leo, f.fetchedAt, f.leaderLEO = offset, t, leo
 	l.mu.Unlock()
 	return l.advance()
+}
+
+// changedC returns a channel closed at the next ISR change or Depose.
+func (l *Leader) changedC() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed
+}
+
+// CheckLeading returns ErrDeposed once the leadership ended.
+func (l *Leader) CheckLeading() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.deposed {
+		return ErrDeposed
+	}
+	return nil
 }
 
 // Appended is called after the leader appended records: with an ISR of the leader alone

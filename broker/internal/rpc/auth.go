@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
 )
 
 // authLogEvery bounds how often a rejected peer is logged: a node with the wrong secret
@@ -43,6 +44,19 @@ type AuthInfo struct {
 
 // AuthType implements credentials.AuthInfo.
 func (AuthInfo) AuthType() string { return "narad-cluster" }
+
+// PeerNodeID returns the node ID the caller of a node RPC claimed in its cluster handshake.
+func PeerNodeID(ctx context.Context) (string, bool) {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return "", false
+	}
+	ai, ok := p.AuthInfo.(AuthInfo)
+	if !ok || ai.NodeID == "" {
+		return "", false
+	}
+	return ai.NodeID, true
+}
 
 // authedConn is a connection the Mux authenticated, as handed to the gRPC listener.
 type authedConn struct {

@@ -30,14 +30,20 @@ func callTimeout(method string, req any) time.Duration {
 		return CommitCallTimeout
 	case nodepb.Node_Consume_FullMethodName:
 		if r, ok := req.(*nodepb.ConsumeRequest); ok {
-			wait := time.Duration(max(r.GetWaitMs(), 0)) * time.Millisecond
-			if wait > time.Hour { // nonsense wait; keep the deadline finite and sane
-				wait = time.Hour
-			}
-			return wait + ConsumeCallSlack
+			return waitDeadline(r.GetWaitMs())
+		}
+	case nodepb.Node_ReplicaFetch_FullMethodName:
+		if r, ok := req.(*nodepb.ReplicaFetchRequest); ok {
+			return waitDeadline(r.GetWaitMs())
 		}
 	}
 	return DefaultCallTimeout
+}
+
+// waitDeadline is the deadline of a long poll that may wait waitMs: the wait plus
+// ConsumeCallSlack, the wait capped at an hour (a nonsense wait keeps a finite deadline).
+func waitDeadline(waitMs int64) time.Duration {
+	return min(time.Duration(max(waitMs, 0))*time.Millisecond, time.Hour) + ConsumeCallSlack
 }
 
 // deadlineInterceptor gives every unary call without a deadline its default one.

@@ -3104,6 +3104,451 @@ func (x *MoveReportReply) GetReason() string {
 	return ""
 }
 
+type ReplicaFetchRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// Topic incarnation (16 hex) the follower's replica belongs to.
+	Incarnation string `protobuf:"bytes,3,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	// The leader epoch the follower follows; any other is refused (409 stale_epoch).
+	LeaderEpoch uint64 `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	// The follower's log end offset: every record below it is fsynced on the follower.
+	FetchOffset int64 `protobuf:"varint,5,opt,name=fetch_offset,json=fetchOffset,proto3" json:"fetch_offset,omitempty"`
+	// Most frame bytes to return (at least one whole frame is always returned); 0 or over
+	// 1 MiB mean 1 MiB.
+	MaxBytes int32 `protobuf:"varint,6,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// Long-poll budget in milliseconds when there is nothing past fetch_offset yet; the leader
+	// answers early when its HWM passes follower_hwm.
+	WaitMs int64 `protobuf:"varint,7,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	// The follower's high watermark.
+	FollowerHwm   int64 `protobuf:"varint,8,opt,name=follower_hwm,json=followerHwm,proto3" json:"follower_hwm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaFetchRequest) Reset() {
+	*x = ReplicaFetchRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaFetchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaFetchRequest) ProtoMessage() {}
+
+func (x *ReplicaFetchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaFetchRequest.ProtoReflect.Descriptor instead.
+func (*ReplicaFetchRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ReplicaFetchRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ReplicaFetchRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *ReplicaFetchRequest) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
+func (x *ReplicaFetchRequest) GetLeaderEpoch() uint64 {
+	if x != nil {
+		return x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *ReplicaFetchRequest) GetFetchOffset() int64 {
+	if x != nil {
+		return x.FetchOffset
+	}
+	return 0
+}
+
+func (x *ReplicaFetchRequest) GetMaxBytes() int32 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *ReplicaFetchRequest) GetWaitMs() int64 {
+	if x != nil {
+		return x.WaitMs
+	}
+	return 0
+}
+
+func (x *ReplicaFetchRequest) GetFollowerHwm() int64 {
+	if x != nil {
+		return x.FollowerHwm
+	}
+	return 0
+}
+
+// EpochStart: records from `start` on were written under leader epoch `epoch`.
+type EpochStart struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Start         int64                  `protobuf:"varint,2,opt,name=start,proto3" json:"start,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EpochStart) Reset() {
+	*x = EpochStart{}
+	mi := &file_nodepb_node_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EpochStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EpochStart) ProtoMessage() {}
+
+func (x *EpochStart) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EpochStart.ProtoReflect.Descriptor instead.
+func (*EpochStart) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *EpochStart) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *EpochStart) GetStart() int64 {
+	if x != nil {
+		return x.Start
+	}
+	return 0
+}
+
+type ReplicaFetchReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 200 (frames may be empty after the wait), 400 fetch_offset past the leader's end or
+	// inside a frame (truncate first), 404 no such topic or partition, 409 stale epoch, 410
+	// fetch_offset below the leader's oldest retained offset (copy first, from log_start), 421
+	// not the leader, 503 else.
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The error's reason code (errcode.Reason).
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Whole frames, byte for byte, from fetch_offset.
+	Frames []byte `protobuf:"bytes,4,opt,name=frames,proto3" json:"frames,omitempty"`
+	// The offset after the last frame (= fetch_offset when frames is empty).
+	NextOffset int64 `protobuf:"varint,5,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	// The leader's high watermark after taking fetch_offset into account.
+	Hwm int64 `protobuf:"varint,6,opt,name=hwm,proto3" json:"hwm,omitempty"`
+	// The leader-epoch entries in force over [fetch_offset, next_offset).
+	Epochs []*EpochStart `protobuf:"bytes,7,rep,name=epochs,proto3" json:"epochs,omitempty"`
+	// The leader's current epoch (on 409, the one the follower should look up).
+	LeaderEpoch uint64 `protobuf:"varint,8,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	// The leader's oldest retained offset (on 410, where a copy must start).
+	LogStart      int64 `protobuf:"varint,9,opt,name=log_start,json=logStart,proto3" json:"log_start,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaFetchReply) Reset() {
+	*x = ReplicaFetchReply{}
+	mi := &file_nodepb_node_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaFetchReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaFetchReply) ProtoMessage() {}
+
+func (x *ReplicaFetchReply) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaFetchReply.ProtoReflect.Descriptor instead.
+func (*ReplicaFetchReply) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ReplicaFetchReply) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *ReplicaFetchReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ReplicaFetchReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ReplicaFetchReply) GetFrames() []byte {
+	if x != nil {
+		return x.Frames
+	}
+	return nil
+}
+
+func (x *ReplicaFetchReply) GetNextOffset() int64 {
+	if x != nil {
+		return x.NextOffset
+	}
+	return 0
+}
+
+func (x *ReplicaFetchReply) GetHwm() int64 {
+	if x != nil {
+		return x.Hwm
+	}
+	return 0
+}
+
+func (x *ReplicaFetchReply) GetEpochs() []*EpochStart {
+	if x != nil {
+		return x.Epochs
+	}
+	return nil
+}
+
+func (x *ReplicaFetchReply) GetLeaderEpoch() uint64 {
+	if x != nil {
+		return x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *ReplicaFetchReply) GetLogStart() int64 {
+	if x != nil {
+		return x.LogStart
+	}
+	return 0
+}
+
+type ReplicaEndOffsetRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Topic       string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition   int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Incarnation string                 `protobuf:"bytes,3,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	// The epoch the asker follows; any other is refused (409 stale_epoch).
+	LeaderEpoch uint64 `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	// The epoch whose end is asked for (the asker's newest).
+	Epoch         uint64 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaEndOffsetRequest) Reset() {
+	*x = ReplicaEndOffsetRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaEndOffsetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaEndOffsetRequest) ProtoMessage() {}
+
+func (x *ReplicaEndOffsetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaEndOffsetRequest.ProtoReflect.Descriptor instead.
+func (*ReplicaEndOffsetRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ReplicaEndOffsetRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ReplicaEndOffsetRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *ReplicaEndOffsetRequest) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
+func (x *ReplicaEndOffsetRequest) GetLeaderEpoch() uint64 {
+	if x != nil {
+		return x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *ReplicaEndOffsetRequest) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+type ReplicaEndOffsetReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 200, 404, 409 stale epoch, 421 not the leader, 503 else.
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// false: the leader knows no epoch at or below `epoch`.
+	Known bool `protobuf:"varint,4,opt,name=known,proto3" json:"known,omitempty"`
+	// The largest epoch the leader knows at or below the asked one, and where it ends.
+	Epoch         uint64 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	EndOffset     int64  `protobuf:"varint,6,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaEndOffsetReply) Reset() {
+	*x = ReplicaEndOffsetReply{}
+	mi := &file_nodepb_node_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaEndOffsetReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaEndOffsetReply) ProtoMessage() {}
+
+func (x *ReplicaEndOffsetReply) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaEndOffsetReply.ProtoReflect.Descriptor instead.
+func (*ReplicaEndOffsetReply) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ReplicaEndOffsetReply) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *ReplicaEndOffsetReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ReplicaEndOffsetReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ReplicaEndOffsetReply) GetKnown() bool {
+	if x != nil {
+		return x.Known
+	}
+	return false
+}
+
+func (x *ReplicaEndOffsetReply) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ReplicaEndOffsetReply) GetEndOffset() int64 {
+	if x != nil {
+		return x.EndOffset
+	}
+	return 0
+}
+
 var File_nodepb_node_proto protoreflect.FileDescriptor
 
 const file_nodepb_node_proto_rawDesc = "" +
@@ -3342,7 +3787,45 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1f\n" +
 	"\vreport_json\x18\x03 \x01(\fR\n" +
 	"reportJson\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason*]\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x8a\x02\n" +
+	"\x13ReplicaFetchRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12 \n" +
+	"\vincarnation\x18\x03 \x01(\tR\vincarnation\x12!\n" +
+	"\fleader_epoch\x18\x04 \x01(\x04R\vleaderEpoch\x12!\n" +
+	"\ffetch_offset\x18\x05 \x01(\x03R\vfetchOffset\x12\x1b\n" +
+	"\tmax_bytes\x18\x06 \x01(\x05R\bmaxBytes\x12\x17\n" +
+	"\await_ms\x18\a \x01(\x03R\x06waitMs\x12!\n" +
+	"\ffollower_hwm\x18\b \x01(\x03R\vfollowerHwm\"8\n" +
+	"\n" +
+	"EpochStart\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05start\x18\x02 \x01(\x03R\x05start\"\x97\x02\n" +
+	"\x11ReplicaFetchReply\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06frames\x18\x04 \x01(\fR\x06frames\x12\x1f\n" +
+	"\vnext_offset\x18\x05 \x01(\x03R\n" +
+	"nextOffset\x12\x10\n" +
+	"\x03hwm\x18\x06 \x01(\x03R\x03hwm\x121\n" +
+	"\x06epochs\x18\a \x03(\v2\x19.narad.node.v1.EpochStartR\x06epochs\x12!\n" +
+	"\fleader_epoch\x18\b \x01(\x04R\vleaderEpoch\x12\x1b\n" +
+	"\tlog_start\x18\t \x01(\x03R\blogStart\"\xa8\x01\n" +
+	"\x17ReplicaEndOffsetRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12 \n" +
+	"\vincarnation\x18\x03 \x01(\tR\vincarnation\x12!\n" +
+	"\fleader_epoch\x18\x04 \x01(\x04R\vleaderEpoch\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\"\xa8\x01\n" +
+	"\x15ReplicaEndOffsetReply\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05known\x18\x04 \x01(\bR\x05known\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\x12\x1d\n" +
+	"\n" +
+	"end_offset\x18\x06 \x01(\x03R\tendOffset*]\n" +
 	"\aAckMode\x12\x18\n" +
 	"\x14ACK_MODE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fACK_MODE_ACK\x10\x01\x12\x13\n" +
@@ -3351,7 +3834,7 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\tStatsMode\x12\x1a\n" +
 	"\x16STATS_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fSTATS_MODE_PEEK\x10\x01\x12\x14\n" +
-	"\x10STATS_MODE_EXACT\x10\x022\x96\x0f\n" +
+	"\x10STATS_MODE_EXACT\x10\x022\xce\x10\n" +
 	"\x04Node\x12E\n" +
 	"\aConsume\x12\x1d.narad.node.v1.ConsumeRequest\x1a\x1b.narad.node.v1.ConsumeReply\x12i\n" +
 	"\x13TopicPartitionStats\x12).narad.node.v1.TopicPartitionStatsRequest\x1a'.narad.node.v1.TopicPartitionStatsReply\x12f\n" +
@@ -3377,7 +3860,9 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x0ePrepareHandoff\x12$.narad.node.v1.PrepareHandoffRequest\x1a\".narad.node.v1.PrepareHandoffReply\x12f\n" +
 	"\x12DecommissionMember\x12(.narad.node.v1.DecommissionMemberRequest\x1a&.narad.node.v1.DecommissionMemberReply\x12N\n" +
 	"\n" +
-	"MoveReport\x12 .narad.node.v1.MoveReportRequest\x1a\x1e.narad.node.v1.MoveReportReplyB&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
+	"MoveReport\x12 .narad.node.v1.MoveReportRequest\x1a\x1e.narad.node.v1.MoveReportReply\x12T\n" +
+	"\fReplicaFetch\x12\".narad.node.v1.ReplicaFetchRequest\x1a .narad.node.v1.ReplicaFetchReply\x12`\n" +
+	"\x10ReplicaEndOffset\x12&.narad.node.v1.ReplicaEndOffsetRequest\x1a$.narad.node.v1.ReplicaEndOffsetReplyB&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
 
 var (
 	file_nodepb_node_proto_rawDescOnce sync.Once
@@ -3392,7 +3877,7 @@ func file_nodepb_node_proto_rawDescGZIP() []byte {
 }
 
 var file_nodepb_node_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_nodepb_node_proto_goTypes = []any{
 	(AckMode)(0),                         // 0: narad.node.v1.AckMode
 	(StatsMode)(0),                       // 1: narad.node.v1.StatsMode
@@ -3437,6 +3922,11 @@ var file_nodepb_node_proto_goTypes = []any{
 	(*DecommissionMemberReply)(nil),      // 40: narad.node.v1.DecommissionMemberReply
 	(*MoveReportRequest)(nil),            // 41: narad.node.v1.MoveReportRequest
 	(*MoveReportReply)(nil),              // 42: narad.node.v1.MoveReportReply
+	(*ReplicaFetchRequest)(nil),          // 43: narad.node.v1.ReplicaFetchRequest
+	(*EpochStart)(nil),                   // 44: narad.node.v1.EpochStart
+	(*ReplicaFetchReply)(nil),            // 45: narad.node.v1.ReplicaFetchReply
+	(*ReplicaEndOffsetRequest)(nil),      // 46: narad.node.v1.ReplicaEndOffsetRequest
+	(*ReplicaEndOffsetReply)(nil),        // 47: narad.node.v1.ReplicaEndOffsetReply
 }
 var file_nodepb_node_proto_depIdxs = []int32{
 	3,  // 0: narad.node.v1.ConsumeReply.messages:type_name -> narad.node.v1.Message
@@ -3447,55 +3937,60 @@ var file_nodepb_node_proto_depIdxs = []int32{
 	11, // 5: narad.node.v1.CommitProduceBatchRequest.entries:type_name -> narad.node.v1.ProduceEntry
 	27, // 6: narad.node.v1.CommitNotices.partitions:type_name -> narad.node.v1.PartitionRef
 	30, // 7: narad.node.v1.FanoutCursorsReply.cursors:type_name -> narad.node.v1.FanoutCursor
-	2,  // 8: narad.node.v1.Node.Consume:input_type -> narad.node.v1.ConsumeRequest
-	9,  // 9: narad.node.v1.Node.TopicPartitionStats:input_type -> narad.node.v1.TopicPartitionStatsRequest
-	12, // 10: narad.node.v1.Node.CommitProduceBatch:input_type -> narad.node.v1.CommitProduceBatchRequest
-	14, // 11: narad.node.v1.Node.GetTopic:input_type -> narad.node.v1.GetTopicRequest
-	16, // 12: narad.node.v1.Node.JoinCluster:input_type -> narad.node.v1.JoinClusterRequest
-	18, // 13: narad.node.v1.Node.NodeStatus:input_type -> narad.node.v1.NodeStatusRequest
-	6,  // 14: narad.node.v1.Node.AckBatch:input_type -> narad.node.v1.AckBatchRequest
-	20, // 15: narad.node.v1.Node.CreateTopic:input_type -> narad.node.v1.TopicWriteRequest
-	20, // 16: narad.node.v1.Node.AlterTopic:input_type -> narad.node.v1.TopicWriteRequest
-	20, // 17: narad.node.v1.Node.DeleteTopic:input_type -> narad.node.v1.TopicWriteRequest
-	22, // 18: narad.node.v1.Node.GetAssignment:input_type -> narad.node.v1.GetAssignmentRequest
-	24, // 19: narad.node.v1.Node.ForwardCommand:input_type -> narad.node.v1.ForwardCommandRequest
-	26, // 20: narad.node.v1.Node.WatchCommits:input_type -> narad.node.v1.WatchCommitsRequest
-	20, // 21: narad.node.v1.Node.AttachChild:input_type -> narad.node.v1.TopicWriteRequest
-	20, // 22: narad.node.v1.Node.DetachChild:input_type -> narad.node.v1.TopicWriteRequest
-	29, // 23: narad.node.v1.Node.FanoutCursors:input_type -> narad.node.v1.FanoutCursorsRequest
-	32, // 24: narad.node.v1.Node.ListPartitionSegments:input_type -> narad.node.v1.ListPartitionSegmentsRequest
-	34, // 25: narad.node.v1.Node.FetchSegmentChunk:input_type -> narad.node.v1.FetchSegmentChunkRequest
-	36, // 26: narad.node.v1.Node.StreamSegment:input_type -> narad.node.v1.StreamSegmentRequest
-	37, // 27: narad.node.v1.Node.PrepareHandoff:input_type -> narad.node.v1.PrepareHandoffRequest
-	39, // 28: narad.node.v1.Node.DecommissionMember:input_type -> narad.node.v1.DecommissionMemberRequest
-	41, // 29: narad.node.v1.Node.MoveReport:input_type -> narad.node.v1.MoveReportRequest
-	4,  // 30: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
-	10, // 31: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
-	13, // 32: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
-	15, // 33: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
-	17, // 34: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
-	19, // 35: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
-	8,  // 36: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
-	21, // 37: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 38: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 39: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
-	23, // 40: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
-	25, // 41: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
-	28, // 42: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
-	21, // 43: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
-	21, // 44: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
-	31, // 45: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
-	33, // 46: narad.node.v1.Node.ListPartitionSegments:output_type -> narad.node.v1.ListPartitionSegmentsReply
-	35, // 47: narad.node.v1.Node.FetchSegmentChunk:output_type -> narad.node.v1.FetchSegmentChunkReply
-	35, // 48: narad.node.v1.Node.StreamSegment:output_type -> narad.node.v1.FetchSegmentChunkReply
-	38, // 49: narad.node.v1.Node.PrepareHandoff:output_type -> narad.node.v1.PrepareHandoffReply
-	40, // 50: narad.node.v1.Node.DecommissionMember:output_type -> narad.node.v1.DecommissionMemberReply
-	42, // 51: narad.node.v1.Node.MoveReport:output_type -> narad.node.v1.MoveReportReply
-	30, // [30:52] is the sub-list for method output_type
-	8,  // [8:30] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	44, // 8: narad.node.v1.ReplicaFetchReply.epochs:type_name -> narad.node.v1.EpochStart
+	2,  // 9: narad.node.v1.Node.Consume:input_type -> narad.node.v1.ConsumeRequest
+	9,  // 10: narad.node.v1.Node.TopicPartitionStats:input_type -> narad.node.v1.TopicPartitionStatsRequest
+	12, // 11: narad.node.v1.Node.CommitProduceBatch:input_type -> narad.node.v1.CommitProduceBatchRequest
+	14, // 12: narad.node.v1.Node.GetTopic:input_type -> narad.node.v1.GetTopicRequest
+	16, // 13: narad.node.v1.Node.JoinCluster:input_type -> narad.node.v1.JoinClusterRequest
+	18, // 14: narad.node.v1.Node.NodeStatus:input_type -> narad.node.v1.NodeStatusRequest
+	6,  // 15: narad.node.v1.Node.AckBatch:input_type -> narad.node.v1.AckBatchRequest
+	20, // 16: narad.node.v1.Node.CreateTopic:input_type -> narad.node.v1.TopicWriteRequest
+	20, // 17: narad.node.v1.Node.AlterTopic:input_type -> narad.node.v1.TopicWriteRequest
+	20, // 18: narad.node.v1.Node.DeleteTopic:input_type -> narad.node.v1.TopicWriteRequest
+	22, // 19: narad.node.v1.Node.GetAssignment:input_type -> narad.node.v1.GetAssignmentRequest
+	24, // 20: narad.node.v1.Node.ForwardCommand:input_type -> narad.node.v1.ForwardCommandRequest
+	26, // 21: narad.node.v1.Node.WatchCommits:input_type -> narad.node.v1.WatchCommitsRequest
+	20, // 22: narad.node.v1.Node.AttachChild:input_type -> narad.node.v1.TopicWriteRequest
+	20, // 23: narad.node.v1.Node.DetachChild:input_type -> narad.node.v1.TopicWriteRequest
+	29, // 24: narad.node.v1.Node.FanoutCursors:input_type -> narad.node.v1.FanoutCursorsRequest
+	32, // 25: narad.node.v1.Node.ListPartitionSegments:input_type -> narad.node.v1.ListPartitionSegmentsRequest
+	34, // 26: narad.node.v1.Node.FetchSegmentChunk:input_type -> narad.node.v1.FetchSegmentChunkRequest
+	36, // 27: narad.node.v1.Node.StreamSegment:input_type -> narad.node.v1.StreamSegmentRequest
+	37, // 28: narad.node.v1.Node.PrepareHandoff:input_type -> narad.node.v1.PrepareHandoffRequest
+	39, // 29: narad.node.v1.Node.DecommissionMember:input_type -> narad.node.v1.DecommissionMemberRequest
+	41, // 30: narad.node.v1.Node.MoveReport:input_type -> narad.node.v1.MoveReportRequest
+	43, // 31: narad.node.v1.Node.ReplicaFetch:input_type -> narad.node.v1.ReplicaFetchRequest
+	46, // 32: narad.node.v1.Node.ReplicaEndOffset:input_type -> narad.node.v1.ReplicaEndOffsetRequest
+	4,  // 33: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
+	10, // 34: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
+	13, // 35: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
+	15, // 36: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
+	17, // 37: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
+	19, // 38: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
+	8,  // 39: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
+	21, // 40: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 41: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 42: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
+	23, // 43: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
+	25, // 44: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
+	28, // 45: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
+	21, // 46: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
+	21, // 47: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
+	31, // 48: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
+	33, // 49: narad.node.v1.Node.ListPartitionSegments:output_type -> narad.node.v1.ListPartitionSegmentsReply
+	35, // 50: narad.node.v1.Node.FetchSegmentChunk:output_type -> narad.node.v1.FetchSegmentChunkReply
+	35, // 51: narad.node.v1.Node.StreamSegment:output_type -> narad.node.v1.FetchSegmentChunkReply
+	38, // 52: narad.node.v1.Node.PrepareHandoff:output_type -> narad.node.v1.PrepareHandoffReply
+	40, // 53: narad.node.v1.Node.DecommissionMember:output_type -> narad.node.v1.DecommissionMemberReply
+	42, // 54: narad.node.v1.Node.MoveReport:output_type -> narad.node.v1.MoveReportReply
+	45, // 55: narad.node.v1.Node.ReplicaFetch:output_type -> narad.node.v1.ReplicaFetchReply
+	47, // 56: narad.node.v1.Node.ReplicaEndOffset:output_type -> narad.node.v1.ReplicaEndOffsetReply
+	33, // [33:57] is the sub-list for method output_type
+	9,  // [9:33] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_nodepb_node_proto_init() }
@@ -3509,7 +4004,7 @@ func file_nodepb_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nodepb_node_proto_rawDesc), len(file_nodepb_node_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   41,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

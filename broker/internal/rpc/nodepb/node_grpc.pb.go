@@ -52,6 +52,8 @@ const (
 	Node_PrepareHandoff_FullMethodName        = "/narad.node.v1.Node/PrepareHandoff"
 	Node_DecommissionMember_FullMethodName    = "/narad.node.v1.Node/DecommissionMember"
 	Node_MoveReport_FullMethodName            = "/narad.node.v1.Node/MoveReport"
+	Node_ReplicaFetch_FullMethodName          = "/narad.node.v1.Node/ReplicaFetch"
+	Node_ReplicaEndOffset_FullMethodName      = "/narad.node.v1.Node/ReplicaEndOffset"
 )
 
 // NodeClient is the client API for Node service.
@@ -121,6 +123,13 @@ type NodeClient interface {
 	DecommissionMember(ctx context.Context, in *DecommissionMemberRequest, opts ...grpc.CallOption) (*DecommissionMemberReply, error)
 	// Op 30. Served by a move's destination: its own report of the move (docs/internals/http-api.md §2.18 detail).
 	MoveReport(ctx context.Context, in *MoveReportRequest, opts ...grpc.CallOption) (*MoveReportReply, error)
+	// Op 34. Served by the leader of a replicated partition (docs/internals/replication.md §5):
+	// a follower's long-poll fetch of whole frames from its own log end offset, which also
+	// reports that offset (fsynced) to the leader.
+	ReplicaFetch(ctx context.Context, in *ReplicaFetchRequest, opts ...grpc.CallOption) (*ReplicaFetchReply, error)
+	// Op 35. Served by the leader of a replicated partition (docs/internals/replication.md §7):
+	// where a given leader epoch ends in the leader's log, for a follower's truncation.
+	ReplicaEndOffset(ctx context.Context, in *ReplicaEndOffsetRequest, opts ...grpc.CallOption) (*ReplicaEndOffsetReply, error)
 }
 
 type nodeClient struct {
@@ -369,6 +378,26 @@ func (c *nodeClient) MoveReport(ctx context.Context, in *MoveReportRequest, opts
 	return out, nil
 }
 
+func (c *nodeClient) ReplicaFetch(ctx context.Context, in *ReplicaFetchRequest, opts ...grpc.CallOption) (*ReplicaFetchReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReplicaFetchReply)
+	err := c.cc.Invoke(ctx, Node_ReplicaFetch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeClient) ReplicaEndOffset(ctx context.Context, in *ReplicaEndOffsetRequest, opts ...grpc.CallOption) (*ReplicaEndOffsetReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReplicaEndOffsetReply)
+	err := c.cc.Invoke(ctx, Node_ReplicaEndOffset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NodeServer is the server API for Node service.
 // All implementations must embed UnimplementedNodeServer
 // for forward compatibility.
@@ -436,6 +465,13 @@ type NodeServer interface {
 	DecommissionMember(context.Context, *DecommissionMemberRequest) (*DecommissionMemberReply, error)
 	// Op 30. Served by a move's destination: its own report of the move (docs/internals/http-api.md §2.18 detail).
 	MoveReport(context.Context, *MoveReportRequest) (*MoveReportReply, error)
+	// Op 34. Served by the leader of a replicated partition (docs/internals/replication.md §5):
+	// a follower's long-poll fetch of whole frames from its own log end offset, which also
+	// reports that offset (fsynced) to the leader.
+	ReplicaFetch(context.Context, *ReplicaFetchRequest) (*ReplicaFetchReply, error)
+	// Op 35. Served by the leader of a replicated partition (docs/internals/replication.md §7):
+	// where a given leader epoch ends in the leader's log, for a follower's truncation.
+	ReplicaEndOffset(context.Context, *ReplicaEndOffsetRequest) (*ReplicaEndOffsetReply, error)
 	mustEmbedUnimplementedNodeServer()
 }
 
@@ -511,6 +547,12 @@ func (UnimplementedNodeServer) DecommissionMember(context.Context, *Decommission
 }
 func (UnimplementedNodeServer) MoveReport(context.Context, *MoveReportRequest) (*MoveReportReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method MoveReport not implemented")
+}
+func (UnimplementedNodeServer) ReplicaFetch(context.Context, *ReplicaFetchRequest) (*ReplicaFetchReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReplicaFetch not implemented")
+}
+func (UnimplementedNodeServer) ReplicaEndOffset(context.Context, *ReplicaEndOffsetRequest) (*ReplicaEndOffsetReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReplicaEndOffset not implemented")
 }
 func (UnimplementedNodeServer) mustEmbedUnimplementedNodeServer() {}
 func (UnimplementedNodeServer) testEmbeddedByValue()              {}
@@ -915,6 +957,42 @@ func _Node_MoveReport_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Node_ReplicaFetch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReplicaFetchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).ReplicaFetch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_ReplicaFetch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).ReplicaFetch(ctx, req.(*ReplicaFetchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Node_ReplicaEndOffset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReplicaEndOffsetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).ReplicaEndOffset(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_ReplicaEndOffset_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).ReplicaEndOffset(ctx, req.(*ReplicaEndOffsetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Node_ServiceDesc is the grpc.ServiceDesc for Node service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1001,6 +1079,14 @@ var Node_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MoveReport",
 			Handler:    _Node_MoveReport_Handler,
+		},
+		{
+			MethodName: "ReplicaFetch",
+			Handler:    _Node_ReplicaFetch_Handler,
+		},
+		{
+			MethodName: "ReplicaEndOffset",
+			Handler:    _Node_ReplicaEndOffset_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,161 @@
+package noderpc
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"narad.dev/broker/internal/errcode"
+	"narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/replica"
+	"narad.dev/broker/internal/rpc"
+	"narad.dev/broker/internal/rpc/nodepb"
+)
+
+// maxReplicaFetchWait bounds how long a follower's fetch may be held (the follower asks for
+// less; this only keeps a bad request from pinning a call).
+const maxReplicaFetchWait = 30 * time.Second
+
+// maxReplicaFetchBytes bounds the frames of one fetch answer (at least one whole frame is
+// always sent, whatever its size).
+const maxReplicaFetchBytes = 1 << 20
+
+// errNoPeerID refuses a fetch from a connection without a claimed node ID.
+var errNoPeerID = errcode.Sub("caller has no node id", errcode.ErrInvalid)
+
+// ReplicaFetch (op 34) serves a follower's fetch on the leader of a replicated partition
+// (docs/internals/replication.md §5). The follower is the node the connection authenticated.
+func (s *Service) ReplicaFetch(ctx context.Context, req *nodepb.ReplicaFetchRequest) (*nodepb.ReplicaFetchReply, error) {
+	follower, ok := rpc.PeerNodeID(ctx)
+	if s.replicas == nil {
+		return replicaFetchRefusal(replica.ErrNotLeading), nil
+	}
+	if !ok {
+		return replicaFetchRefusal(errNoPeerID), nil
+	}
+	maxBytes := int(req.MaxBytes)
+	if maxBytes <= 0 || maxBytes > maxReplicaFetchBytes {
+		maxBytes = maxReplicaFetchBytes
+	}
+	wait := min(time.Duration(max(req.WaitMs, 0))*time.Millisecond, maxReplicaFetchWait)
+	rep, err := s.replicas.Fetch(ctx, req.Topic, int(req.Partition), req.Incarnation, replica.FetchRequest{
+		Follower: follower, Epoch: req.LeaderEpoch, Offset: req.FetchOffset, MaxBytes: maxBytes, HWM: req.FollowerHwm,
+	}, wait)
+	if err != nil {
+		out := replicaFetchRefusal(err)
+		out.LeaderEpoch = s.replicas.EpochOf(req.Topic, int(req.Partition))
+		return out, nil
+	}
+	out := &nodepb.ReplicaFetchReply{Status: 200, Frames: rep.Frames, NextOffset: rep.Next, Hwm: rep.HWM,
+		LeaderEpoch: req.LeaderEpoch}
+	for _, e := range rep.Epochs {
+		out.Epochs = append(out.Epochs, &nodepb.EpochStart{Epoch: e.Epoch, Start: e.Start})
+	}
+	return out, nil
+}
+
+// replicaFetchRefusal is the reply of a refused fetch; a fetch below the leader's log start
+// carries the log start (410).
+func replicaFetchRefusal(err error) *nodepb.ReplicaFetchReply {
+	st, reason, msg := errcode.Replica.Reply(err)
+	out := &nodepb.ReplicaFetchReply{Status: st, Error: msg, Reason: string(reason)}
+	var below *replica.BelowLogStartError
+	if errors.As(err, &below) {
+		out.LogStart = below.LogStart
+	}
+	return out
+}
+
+// ReplicaEndOffset (op 35) answers where an epoch ends in the leader's log
+// (docs/internals/replication.md §7).
+func (s *Service) ReplicaEndOffset(ctx context.Context, req *nodepb.ReplicaEndOffsetRequest) (*nodepb.ReplicaEndOffsetReply, error) {
+	if s.replicas == nil {
+		st, reason, msg := errcode.Replica.Reply(replica.ErrNotLeading)
+		return &nodepb.ReplicaEndOffsetReply{Status: st, Error: msg, Reason: string(reason)}, nil
+	}
+	found, end, known, err := s.replicas.EndOffset(ctx, req.Topic, int(req.Partition), req.Incarnation, req.LeaderEpoch, req.Epoch)
+	if err != nil {
+		st, reason, msg := errcode.Replica.Reply(err)
+		return &nodepb.ReplicaEndOffsetReply{Status: st, Error: msg, Reason: string(reason)}, nil
+	}
+	return &nodepb.ReplicaEndOffsetReply{Status: 200, Known: known, Epoch: found, EndOffset: end}, nil
+}
+
+// ReplicaHost is the leader side of this node's replicated partitions (replica.Host).
+type ReplicaHost interface {
+	Fetch(ctx context.Context, topic string, p int, incarnation string, req replica.FetchRequest, wait time.Duration) (replica.FetchReply, error)
+	EndOffset(ctx context.Context, topic string, p int, incarnation string, leaderEpoch, epoch uint64) (uint64, int64, bool, error)
+	// EpochOf is the epoch this node leads topic/p under (0 when it does not).
+	EpochOf(topic string, p int) uint64
+}
+
+var _ ReplicaHost = (*replica.Host)(nil)
+
+// replicaSource is a follower's replica.Source over ops 34 and 35 to one leader.
+type replicaSource struct {
+	peers       Peers
+	addr        string
+	topic       string
+	partition   int
+	incarnation string
+	wait        time.Duration
+}
+
+// ReplicaSource returns the replica.Source a follower of topic/p uses to reach the leader at
+// addr (its cluster address); a fetch with nothing to return is held up to wait.
+func (p Peers) ReplicaSource(addr, topic string, partition int, incarnation string, wait time.Duration) replica.Source {
+	return replicaSource{peers: p, addr: addr, topic: topic, partition: partition, incarnation: incarnation, wait: wait}
+}
+
+// Fetch implements replica.Source. Refusals wrap the leader's sentinel (errcode.Replica: stale
+// epoch, not the leader, gone: a *replica.BelowLogStartError); a call that fails in transport
+// wraps errcode.ErrUnavailable.
+func (r replicaSource) Fetch(ctx context.Context, req replica.FetchRequest) (replica.FetchReply, error) {
+	c, err := r.peers.pool.Client(r.addr)
+	if err != nil {
+		return replica.FetchReply{}, replicaTransport(err)
+	}
+	rep, err := c.ReplicaFetch(ctx, &nodepb.ReplicaFetchRequest{
+		Topic: r.topic, Partition: int32(r.partition), Incarnation: r.incarnation, LeaderEpoch: req.Epoch,
+		FetchOffset: req.Offset, MaxBytes: int32(min(req.MaxBytes, maxReplicaFetchBytes)),
+		WaitMs: r.wait.Milliseconds(), FollowerHwm: req.HWM,
+	})
+	if err != nil {
+		return replica.FetchReply{}, replicaTransport(err)
+	}
+	if rep.Status != 200 {
+		err := errcode.Replica.Error(rep.Status, rep.Reason, rep.Error)
+		if rep.Status == 410 {
+			return replica.FetchReply{}, &replica.BelowLogStartError{LogStart: rep.LogStart}
+		}
+		return replica.FetchReply{}, err
+	}
+	out := replica.FetchReply{Frames: rep.Frames, Next: rep.NextOffset, HWM: rep.Hwm}
+	for _, e := range rep.Epochs {
+		out.Epochs = append(out.Epochs, log.EpochEntry{Epoch: e.Epoch, Start: e.Start})
+	}
+	return out, nil
+}
+
+// EndOffset implements replica.Source.
+func (r replicaSource) EndOffset(ctx context.Context, leaderEpoch, epoch uint64) (uint64, int64, bool, error) {
+	c, err := r.peers.pool.Client(r.addr)
+	if err != nil {
+		return 0, 0, false, replicaTransport(err)
+	}
+	rep, err := c.ReplicaEndOffset(ctx, &nodepb.ReplicaEndOffsetRequest{
+		Topic: r.topic, Partition: int32(r.partition), Incarnation: r.incarnation, LeaderEpoch: leaderEpoch, Epoch: epoch,
+	})
+	if err != nil {
+		return 0, 0, false, replicaTransport(err)
+	}
+	if rep.Status != 200 {
+		return 0, 0, false, errcode.Replica.Error(rep.Status, rep.Reason, rep.Error)
+	}
+	return rep.Epoch, rep.EndOffset, rep.Known, nil
+}
+
+// replicaTransport reads the transport error of an op 34/35 call (errcode.TransportStatus).
+func replicaTransport(err error) error {
+	return errcode.Replica.Error(errcode.TransportStatus(err), "", err.Error())
+}
