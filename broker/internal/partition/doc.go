@@ -24,6 +24,9 @@
 //   - While a partition's handoff freeze is active it appends nothing and its shard, whenever
 //     one exists, is frozen. A freeze is created only by ArmFreeze; a token can only move the
 //     deadline of the freeze it names (RenewFreeze).
+//   - A replicated partition's log is open on every replica (Deps.Replicates), but only the
+//     owner, its leader, commits (CommitReplicated: append under the produce lock, wait for
+//     the HWM outside it) and serves consumers (docs/internals/replication.md §4).
 //   - Commit checks ownership and the freeze before the produce lock and again under it, so a
 //     refused commit appends nothing; commit times never decrease along a partition within
 //     the process (the floor, Deps.RaiseFloor, outlives a log's close and reopen).

@@ -17,7 +17,7 @@ func (r *Registry) PurgeExpired() {
 }
 
 // CloseLost closes every open partition whose assignment in the local replica no longer
-// names this node (a move's flip applied, or the topic is gone): its log and shard close, so
+// names this node as owner or replica (a move's flip applied, or the topic is gone): its log and shard close, so
 // leases answer 410, its handoff freeze ends, and long-poll waiters wake and re-route
 // (docs/internals/consume-and-leases.md §7, docs/internals/moves.md §3.3 rule 4).
 func (r *Registry) CloseLost() {
@@ -26,10 +26,11 @@ func (r *Registry) CloseLost() {
 	}
 }
 
-// CloseIfLost closes (topic, p) if it is open here and this node does not own it.
+// CloseIfLost closes (topic, p) if it is open here and this node neither owns it nor is one
+// of its replicas.
 func (r *Registry) CloseIfLost(topic string, p int) {
 	pt := r.Peek(topic, p)
-	if pt == nil || r.d.Owns(topic, p) {
+	if pt == nil || r.d.Owns(topic, p) || r.replicates(topic, p) {
 		return
 	}
 	r.d.Logger.Info("partition closed: ownership moved away", "topic", topic, "partition", p)

@@ -30,6 +30,7 @@ type Partition struct {
 	err         error
 
 	log        *plog.Log
+	epochs     *plog.Epochs // the leader-epoch file (empty for an R = 1 partition)
 	lastAccess atomic.Int64 // unix nanos of the last Get; Peek never stamps
 
 	commitMu sync.Mutex
@@ -62,6 +63,9 @@ func (pt *Partition) Dir() string { return pt.dir }
 
 // Log is the open partition log.
 func (pt *Partition) Log() *plog.Log { return pt.log }
+
+// Epochs is the partition's leader-epoch file (docs/internals/storage-format.md §19).
+func (pt *Partition) Epochs() *plog.Epochs { return pt.epochs }
 
 // Labels are the metric labels (topic, partition) of the partition's series.
 func (pt *Partition) Labels() [2]string { return pt.labels }

@@ -16,6 +16,7 @@ import (
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
+	"narad.dev/broker/internal/replica"
 )
 
 // Deps is what a Registry reads from the rest of the node, fixed at construction.
@@ -32,8 +33,17 @@ type Deps struct {
 	Offsets *consume.Committer
 	// Topic is the local replica's record of a topic (cheap, hot path).
 	Topic func(name string) (meta.Topic, bool)
-	// Owns reports whether the local replica says this node owns (topic, p).
+	// Owns reports whether the local replica says this node owns (topic, p): for a
+	// replicated partition, whether it is the leader.
 	Owns func(topic string, p int) bool
+	// Replicates reports whether the local replica names this node as one of the replicas of
+	// (topic, p), leader or follower (docs/internals/replication.md §1). A follower's log is
+	// opened and kept open like the owner's, but only the owner commits to it and serves it
+	// to consumers. nil: no replicated partitions (only Owns counts).
+	Replicates func(topic string, p int) bool
+	// Leader returns the leadership this node holds for a replicated (topic, p), which
+	// CommitReplicated commits under. nil: none ever.
+	Leader func(topic string, p int) (*replica.Leader, bool)
 	// RaiseFloor returns max(t0, newest commit time of (topic, p) in this process) and records
 	// it; Commit calls it under the produce lock. The floor outlives a log's close and reopen.
 	RaiseFloor func(topic string, p int, t0 int64) int64
@@ -79,7 +89,15 @@ func New(d Deps) *Registry {
 	if d.Notify == nil {
 		d.Notify = func(string, int, bool) {}
 	}
+	if d.Leader == nil {
+		d.Leader = func(string, int) (*replica.Leader, bool) { return nil, false }
+	}
 	return &Registry{d: d, open: map[key]*Partition{}}
+}
+
+// replicates is Deps.Replicates, false without it.
+func (r *Registry) replicates(topic string, p int) bool {
+	return r.d.Replicates != nil && r.d.Replicates(topic, p)
 }
 
 // Guard is topic's open guard: Get holds it shared while it opens a log of the topic; whoever
@@ -155,7 +173,7 @@ func (r *Registry) openPartition(t meta.Topic, pt *Partition) error {
 	if cur, ok := r.d.Topic(t.Name); !ok || cur.Incarnation != t.Incarnation {
 		return fmt.Errorf("%s: %w", t.Name, errcode.ErrTopicGone)
 	}
-	if !r.d.Owns(t.Name, pt.key.p) {
+	if !r.d.Owns(t.Name, pt.key.p) && !r.replicates(t.Name, pt.key.p) {
 		return fmt.Errorf("%s/%d: %w", t.Name, pt.key.p, errcode.ErrNotOwner)
 	}
 	if err := r.PrepareTopicDir(t); err != nil {
@@ -174,6 +192,10 @@ func (r *Registry) openPartition(t meta.Topic, pt *Partition) error {
 		Now:              r.d.Now,
 	})
 	if err != nil {
+		return fmt.Errorf("open %s/%d: %w", t.Name, pt.key.p, err)
+	}
+	if pt.epochs, err = plog.OpenEpochs(pt.dir); err != nil {
+		l.Close()
 		return fmt.Errorf("open %s/%d: %w", t.Name, pt.key.p, err)
 	}
 	pt.log = l
