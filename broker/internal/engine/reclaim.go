@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"narad.dev/broker/internal/datadir"
 	"narad.dev/broker/internal/durable"
@@ -114,10 +115,10 @@ func (e *Engine) withStaleCopy(topic string, partition int, incarnation string, 
 }
 
 // claimed reports whether the local replica gives (topic, partition) to this node: it owns
-// it or is the target of its move.
+// it, is one of its replicas (docs/internals/replication.md §1) or is the target of its move.
 func (e *Engine) claimed(topic string, partition int) bool {
 	a, ok := e.meta.Assignment(topic, partition)
-	return ok && (a.Owner == e.cfg.NodeID || a.Target == e.cfg.NodeID)
+	return ok && (a.Owner == e.cfg.NodeID || a.Target == e.cfg.NodeID || slices.Contains(a.ReplicaSet(), e.cfg.NodeID))
 }
 
 // removeCopy deletes a partition copy and fsyncs its parent.

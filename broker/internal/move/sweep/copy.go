@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"time"
 
 	"narad.dev/broker/internal/faults"
@@ -35,13 +36,13 @@ type localSegment struct {
 func (s *Sweeper) sweepCopy(ctx context.Context, t meta.Topic, p int) {
 	self := s.cfg.NodeID
 	inc := t.Incarnation
-	if a, ok := s.cfg.Store.Assignment(t.Name, p); !ok || a.Owner == "" || a.Owner == self || a.Target == self {
-		return // ours, moving here, or unassigned: not a stale copy
+	if a, ok := s.cfg.Store.Assignment(t.Name, p); !ok || a.Owner == "" || holds(a, self) {
+		return // ours (owner, a replica or the target of a move), or unassigned: not a stale copy
 	}
 	cctx, cancel := s.callCtx(ctx)
 	defer cancel()
 	a, found, err := s.cfg.Store.ConfirmAssignment(cctx, t.Name, p)
-	if err != nil || !found || a.Owner == "" || a.Owner == self || a.Target == self {
+	if err != nil || !found || a.Owner == "" || holds(a, self) {
 		if err != nil {
 			s.log.Debug("sweep: ownership unconfirmed; deferring", "topic", t.Name, "partition", p, "err", err)
 		}
@@ -209,4 +210,10 @@ func anyUnexpired(local []localSegment) bool {
 		}
 	}
 	return false
+}
+
+// holds reports whether a gives the partition's data to node: it owns (leads) it, is one of
+// its replicas (docs/internals/replication.md §1) or is the target of its move.
+func holds(a meta.Assignment, node string) bool {
+	return a.Owner == node || a.Target == node || slices.Contains(a.ReplicaSet(), node)
 }

@@ -205,6 +205,10 @@ func TestSweepDefersWhileItCannotJudge(t *testing.T) {
 		{"moving here", func(e *env) {
 			e.store.assigns[akey("t", 0)] = meta.Assignment{Topic: "t", Owner: owner, Target: self}
 		}, false},
+		{"a follower here", func(e *env) {
+			e.store.assigns[akey("t", 0)] = meta.Assignment{Topic: "t", Owner: owner,
+				Replicas: []string{owner, self}, ISR: []string{owner}, LeaderEpoch: 2}
+		}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
