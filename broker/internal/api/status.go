@@ -104,6 +104,11 @@ func (s *server) writeErr(w http.ResponseWriter, r *http.Request, op string, err
 	if errors.Is(err, ErrBusy) {
 		w.Header().Set("Retry-After", retryAfterBusySeconds)
 	}
+	if errors.Is(err, errcode.ErrNotEnoughReplicas) {
+		// docs/replication.md: the body names the condition, a client retries after a moment.
+		msg = "not_enough_replicas"
+		w.Header().Set("Retry-After", "1")
+	}
 	var fields map[string]any
 	var fe errorFielder
 	if errors.As(err, &fe) {

@@ -25,6 +25,9 @@ type TopicObject struct {
 	AttachEpoch               string   `json:"attach_epoch,omitempty"`
 	AttachOffsets             []int64  `json:"attach_offsets,omitempty"`
 	FanoutDelayMs             int64    `json:"fanout_delay_ms,omitempty"`
+	ReplicationFactor         int      `json:"replication_factor"`
+	MinInsyncReplicas         int      `json:"min_insync_replicas"`
+	UncleanLeaderElection     bool     `json:"unclean_leader_election"`
 }
 
 // TopicObjectOf converts a stored topic to its wire form; an empty role reads as
@@ -49,6 +52,9 @@ func TopicObjectOf(t meta.Topic) TopicObject {
 		AttachEpoch:               t.AttachEpoch,
 		AttachOffsets:             t.AttachOffsets,
 		FanoutDelayMs:             t.FanoutDelayMs,
+		ReplicationFactor:         t.RF(),
+		MinInsyncReplicas:         t.MinISR(),
+		UncleanLeaderElection:     t.UncleanLeaderElection,
 	}
 }
 
@@ -81,6 +87,9 @@ type createTopicBody struct {
 	Parent                    string          `json:"parent"`
 	FanoutDelayMs             int64           `json:"fanout_delay_ms"`
 	Owner                     string          `json:"owner"` // accepted and ignored (docs/internals/http-api.md §2.2)
+	ReplicationFactor         int             `json:"replication_factor"`      // 0 = the cluster default
+	MinInsyncReplicas         int             `json:"min_insync_replicas"`     // 0 = min(2, R)
+	UncleanLeaderElection     bool            `json:"unclean_leader_election"` // default false
 }
 
 // alterTopicBody is the strict request body of PATCH /v1/topics/{topic} (docs/internals/http-api.md §2.5). Any

@@ -114,6 +114,9 @@ func validateCreate(b *createTopicBody, maxPartitions int) (service.CreateTopicR
 	if b.FanoutDelayMs < 0 || b.FanoutDelayMs > meta.MaxDelayMs {
 		return service.CreateTopicRequest{}, invalidf("fanout_delay_ms must be 0…%d", meta.MaxDelayMs)
 	}
+	if err := checkReplication(b.ReplicationFactor, b.MinInsyncReplicas); err != nil {
+		return service.CreateTopicRequest{}, err
+	}
 	return service.CreateTopicRequest{
 		Name:                      b.Name,
 		Partitions:                b.Partitions,
@@ -124,7 +127,27 @@ func validateCreate(b *createTopicBody, maxPartitions int) (service.CreateTopicR
 		Schema:                    doc,
 		Parent:                    b.Parent,
 		FanoutDelayMs:             b.FanoutDelayMs,
+		ReplicationFactor:         b.ReplicationFactor,
+		MinInsyncReplicas:         b.MinInsyncReplicas,
+		UncleanLeaderElection:     b.UncleanLeaderElection,
 	}, nil
+}
+
+// checkReplication is the stateless check of a create's replication fields
+// (docs/replication.md): R 0 (the cluster default) or 1…5; M 0 (min(2, R)) or 1…R, where an R
+// of 0 allows any M up to 5 (the default R is known only to the engine, which checks again).
+func checkReplication(r, m int) error {
+	if r < 0 || r > meta.MaxReplicationFactor {
+		return &fieldError{Field: "replication_factor", msg: fmt.Sprintf("replication_factor must be 0 (default) … %d, not %d", meta.MaxReplicationFactor, r)}
+	}
+	limit := r
+	if r == 0 {
+		limit = meta.MaxReplicationFactor
+	}
+	if m < 0 || m > limit {
+		return &fieldError{Field: "min_insync_replicas", msg: fmt.Sprintf("min_insync_replicas must be 0 (default) … %d (the replication factor), not %d", limit, m)}
+	}
+	return nil
 }
 
 // validateAlter is the first step of docs/internals/http-api.md §2.5 (JSON syntax and field validation, all

@@ -9,6 +9,7 @@ import (
 	"narad.dev/broker/internal/clock"
 	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/replica"
 	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
@@ -55,6 +56,9 @@ type Peers interface {
 	CommitRemote(ctx context.Context, addr, topic, incarnation string, partition int, recs []wal.Record) error
 	// FanoutCursors runs op 17 on the owner of a parent partition.
 	FanoutCursors(ctx context.Context, addr, parent string, partition int) (fanout.PartitionCursors, error)
+	// ReplicaSource reaches the leader at addr of a replicated partition (ops 34, 35), holding
+	// a fetch with nothing to return up to wait.
+	ReplicaSource(addr, topic string, partition int, incarnation string, wait time.Duration) replica.Source
 }
 
 // owner describes who serves a partition, from the local replica.

@@ -26,6 +26,9 @@ func (e *Engine) CommitLocal(ctx context.Context, topic, incarnation string, p i
 	if p < 0 || p >= t.Partitions {
 		return 0, fmt.Errorf("partition %d of %s: %w", p, topic, errcode.ErrInvalid)
 	}
+	if replicated(t) {
+		return e.parts.CommitReplicated(ctx, t, p, recs) // under the caller's deadline
+	}
 	return e.parts.Commit(t, p, recs)
 }
 

@@ -41,6 +41,8 @@ import (
 	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/move/source"
 	"narad.dev/broker/internal/partition"
+	"narad.dev/broker/internal/replica"
+	"narad.dev/broker/internal/replication"
 	"narad.dev/broker/internal/schema"
 	"narad.dev/broker/internal/wal"
 )
@@ -48,19 +50,22 @@ import (
 // Config holds the engine's settings (units are in the names) and its collaborators, all
 // fixed at construction; the fan-out runner, built over the engine, is bound by BindFanout.
 type Config struct {
-	NodeID             string
-	DataDir            string // <data_dir>; partitions live under <data_dir>/topics
-	Codec              string // none | zstd
-	CompressionLevel   string
-	DefaultPartitions  int
-	MaxPartitions      int
-	DefaultRetentionMs int64
-	IdleLogEviction    time.Duration // 0 disables
-	SegmentBytes       int64         // 0 = log default (64 MiB); tests lower it
-	SecurityEnabled    bool
-	Logger             *slog.Logger
-	Metrics            *metrics.Metrics
-	Now                func() time.Time
+	NodeID            string
+	DataDir           string // <data_dir>; partitions live under <data_dir>/topics
+	Codec             string // none | zstd
+	CompressionLevel  string
+	DefaultPartitions int
+	// DefaultReplicationFactor is a new topic's replication factor when its create does not
+	// say (--default-replication-factor); 0 or 1: unreplicated.
+	DefaultReplicationFactor int
+	MaxPartitions            int
+	DefaultRetentionMs       int64
+	IdleLogEviction          time.Duration // 0 disables
+	SegmentBytes             int64         // 0 = log default (64 MiB); tests lower it
+	SecurityEnabled          bool
+	Logger                   *slog.Logger
+	Metrics                  *metrics.Metrics
+	Now                      func() time.Time
 	// RemoteAllowedHosts is --remote-allowed-hosts: remote-link targets off the list are
 	// refused at attach and never contacted by a sender. The zero list allows every host.
 	RemoteAllowedHosts hostlist.List
@@ -117,15 +122,17 @@ type Engine struct {
 	gateOnce        sync.Once
 	undispatched    atomic.Pointer[func() uint64] // set by DispatcherStarted; read by node RPCs already serving
 
-	peers         Peers          // Config.Peers
-	placementLock sync.Locker    // Config.PlacementLock, or a lock of its own
-	notices       noticeHub      // local "reservable" notices for WatchCommits streams
-	remote        remoteWake     // wakes long-polls parked on remote owners' partitions
-	probeSuspects suspects       // peers benched after a failed queue probe
-	parked        sync.Map       // topic → *atomic.Int32: queue long-polls parked here
-	fan           *fanout.Links  // the links service over fanoutNode; its runner bound by BindFanout
-	src           *source.Source // the move source side (ops 22–24) over parts and view
-	eventTasks    taskGroup      // goroutines started by OnMetaEvent; closed when Run ends
+	peers         Peers                // Config.Peers
+	placementLock sync.Locker          // Config.PlacementLock, or a lock of its own
+	notices       noticeHub            // local "reservable" notices for WatchCommits streams
+	remote        remoteWake           // wakes long-polls parked on remote owners' partitions
+	probeSuspects suspects             // peers benched after a failed queue probe
+	parked        sync.Map             // topic → *atomic.Int32: queue long-polls parked here
+	fan           *fanout.Links        // the links service over fanoutNode; its runner bound by BindFanout
+	src           *source.Source       // the move source side (ops 22–24) over parts and view
+	eventTasks    taskGroup            // goroutines started by OnMetaEvent; closed when Run ends
+	host          *replica.Host        // this node's leaderships of replicated partitions
+	repl          *replication.Manager // takes up leaderships, runs follower loops (replication.go)
 
 	quarantineListed atomic.Bool // the startup listing of quarantined copies ran (tests wait on it)
 }
@@ -188,6 +195,8 @@ func New(cfg Config, store *meta.Store, w appender) *Engine {
 		Offsets:          e.offsets,
 		Topic:            e.view.Topic,
 		Owns:             e.owns,
+		Replicates:       e.replicates,
+		Leader:           func(topic string, p int) (*replica.Leader, bool) { return e.host.Leader(topic, p) },
 		RaiseFloor:       e.raiseFloor,
 		Taker:            e.localTaker,
 		Notify:           e.notifyPeers,
@@ -196,6 +205,7 @@ func New(cfg Config, store *meta.Store, w appender) *Engine {
 	if e.placementLock == nil {
 		e.placementLock = &sync.Mutex{}
 	}
+	e.newReplication()
 	e.remote.init()
 	e.fan = newFanoutLinks(e)
 	e.src = newMoveSource(e)
@@ -298,6 +308,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.pollLoop,
 		e.sweepLoop,
 		e.fan.ResealRemoteLinks,
+		func(ctx context.Context) { _ = e.repl.Run(ctx) },
 	}
 	for _, loop := range loops {
 		wg.Add(1)
@@ -314,6 +325,9 @@ func (e *Engine) Run(ctx context.Context) error {
 // must not block: the work (purging a deleted topic's local data, for one) runs on goroutines
 // of e.eventTasks, which Run waits for when it ends; events after that start nothing.
 func (e *Engine) OnMetaEvent(ev meta.Event) {
+	if ev.Op != meta.OpMemberHeartbeat {
+		e.repl.Kick() // an assignment or topic may have changed (docs/internals/replication.md §4)
+	}
 	switch {
 	case ev.Op == meta.OpDeleteTopic:
 		e.eventTasks.goTask(func(context.Context) { e.purgeTopic(ev.Topic, ev.Incarnation) })

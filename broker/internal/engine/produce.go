@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"sync/atomic"
 
+	"narad.dev/broker/internal/dispatch"
 	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/service"
@@ -21,6 +22,9 @@ func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []service.Produ
 	if e.draining.Load() {
 		e.m.ProduceRejections.WithLabelValues(t.Name, "draining").Inc()
 		return fmt.Errorf("%w", errcode.ErrDraining)
+	}
+	if replicated(t) {
+		return e.produceReplicated(ctx, t, recs)
 	}
 	now := e.now().UnixMilli()
 	out := make([]wal.Record, len(recs))
@@ -41,6 +45,49 @@ func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []service.Produ
 		return fmt.Errorf("%w: the node cannot write its ingress log right now (disk full or I/O error); retry", errcode.ErrUnavailable)
 	}
 	return nil
+}
+
+// produceReplicated is the accept path of a replicated topic (docs/internals/replication.md
+// §4): the records of each partition are committed at its leader, here or over node RPC, and
+// Produce returns only once every batch is below its partition's HWM, so fsynced on at least
+// min_insync_replicas replicas. The ingress WAL is not used: it would make the answering node's
+// disk the durability point. A failure after some batches committed leaves them committed (a
+// retry duplicates them); a failed wait means the outcome of that batch is unknown.
+func (e *Engine) produceReplicated(ctx context.Context, t meta.Topic, recs []service.ProduceRecord) error {
+	now := e.now().UnixMilli()
+	groups := map[int][]wal.Record{}
+	var order []int
+	for _, r := range recs {
+		p := e.pickPartition(t, r)
+		if _, ok := groups[p]; !ok {
+			order = append(order, p)
+		}
+		groups[p] = append(groups[p], wal.Record{Topic: t.Name, Incarnation: t.Incarnation, Key: r.Key,
+			Partition: uint32(p), AcceptedAtMs: now, Payload: r.Payload})
+	}
+	for _, p := range order {
+		if err := e.commitAtLeader(ctx, t, p, groups[p]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitAtLeader commits recs to partition p of replicated topic t at its leader and waits for
+// the HWM to pass them.
+func (e *Engine) commitAtLeader(ctx context.Context, t meta.Topic, p int, recs []wal.Record) error {
+	d := e.Topology().Destination(t.Name, p)
+	switch d.Kind {
+	case dispatch.DestLocal:
+		_, err := e.parts.CommitReplicated(ctx, t, p, recs)
+		return err
+	case dispatch.DestRemote:
+		if e.peers == nil {
+			return fmt.Errorf("%s/%d: %w", t.Name, p, errcode.ErrOwnerDown)
+		}
+		return e.peers.CommitRemote(ctx, d.Addr, t.Name, t.Incarnation, p, recs)
+	}
+	return fmt.Errorf("%s/%d: leader %s: %w", t.Name, p, d.Node, errcode.ErrOwnerDown)
 }
 
 // pickPartition: pinned → it; keyed → FNV-1a-32(key) mod n; keyless → round-robin, one

@@ -11,6 +11,7 @@ import (
 	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/replica"
 	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
@@ -90,6 +91,10 @@ func (f *fakePeers) CommitRemote(context.Context, string, string, string, int, [
 
 func (f *fakePeers) FanoutCursors(context.Context, string, string, int) (fanout.PartitionCursors, error) {
 	return fanout.PartitionCursors{}, errors.New("unreachable")
+}
+
+func (f *fakePeers) ReplicaSource(string, string, int, string, time.Duration) replica.Source {
+	return noPeers{}
 }
 
 func (f *fakePeers) consumeCalls() []fakeConsume {

@@ -81,6 +81,19 @@ func (e *Engine) CreateTopicAsLeader(ctx context.Context, req service.CreateTopi
 		Owner:                     req.Owner,
 		Incarnation:               newID(),
 		Role:                      meta.RoleStandalone,
+		ReplicationFactor:         req.ReplicationFactor,
+		MinInsyncReplicas:         req.MinInsyncReplicas,
+		UncleanLeaderElection:     req.UncleanLeaderElection,
+	}
+	if t.ReplicationFactor == 0 && e.cfg.DefaultReplicationFactor > 1 {
+		t.ReplicationFactor = e.cfg.DefaultReplicationFactor
+	}
+	if t.ReplicationFactor == 1 {
+		t.ReplicationFactor = 0 // stored as before replication existed
+	}
+	if t.MinInsyncReplicas > t.RF() {
+		return meta.Topic{}, fmt.Errorf("min_insync_replicas %d is above the replication factor %d: %w",
+			t.MinInsyncReplicas, t.RF(), errcode.ErrInvalid)
 	}
 	if t.Partitions == 0 {
 		t.Partitions = e.cfg.DefaultPartitions
@@ -108,9 +121,16 @@ func (e *Engine) CreateTopicAsLeader(ctx context.Context, req service.CreateTopi
 		parent = placement.ParentOf(pt.Partitions, e.view.Assignments(pt.Name))
 	}
 	// One Raft entry: topic, placement and schema land together or not at all.
+	var err error
 	e.placementLock.Lock()
-	create.Assignments = e.placeUnder(t.Name, 0, t.Partitions, parent)
-	_, err := e.meta.CreateTopicWith(ctx, create)
+	if t.RF() >= 2 {
+		create.Assignments, err = e.placeReplicated(t, 0, t.Partitions, req.Parent)
+	} else {
+		create.Assignments = e.placeUnder(t.Name, 0, t.Partitions, parent)
+	}
+	if err == nil {
+		_, err = e.meta.CreateTopicWith(ctx, create)
+	}
 	e.placementLock.Unlock()
 	if err != nil {
 		return meta.Topic{}, err
@@ -144,6 +164,31 @@ func (e *Engine) placeUnder(topic string, from, to int, parent *placement.Parent
 	}
 	out, _ := placement.Place(cand, topic, placement.Range(from, to), parent)
 	return out
+}
+
+// placeReplicated places partitions [from, to) of replicated topic t
+// (docs/internals/replication.md §3): R replicas each on live, non-draining members, racks
+// apart, leaders spread, a child's replicas off its parent's where a balanced choice allows;
+// every replica starts in the ISR (every copy starts empty). Fewer members than R is
+// errcode.ErrNotEnoughMembers (422). Caller holds the placement lock.
+func (e *Engine) placeReplicated(t meta.Topic, from, to int, parent string) ([]meta.Assignment, error) {
+	spec := placement.ReplicaSpec{Nodes: placement.Nodes(e.meta.Members()), R: t.RF(),
+		Parts: placement.Range(from, to), Load: placement.LoadOf(e.meta.AllAssignments())}
+	if parent != "" {
+		spec.Avoid = map[int][]string{}
+		for _, a := range e.view.Assignments(parent) {
+			spec.Avoid[a.Partition] = a.ReplicaSet()
+		}
+	}
+	reps, err := placement.PlaceReplicas(spec)
+	if err != nil {
+		return nil, fmt.Errorf("replication_factor %d: %w", t.RF(), err)
+	}
+	out := make([]meta.Assignment, len(reps))
+	for i, r := range reps {
+		out[i] = meta.Assignment{Topic: t.Name, Partition: from + i, Owner: r[0], Replicas: r, ISR: r}
+	}
+	return out, nil
 }
 
 // ListTopics implements api.Backend (keyset pagination by name).
@@ -203,6 +248,7 @@ func (e *Engine) PartitionStats(ctx context.Context, t meta.Topic, partition int
 			return
 		}
 		got.Index, got.OwnerNode, got.TargetNode = st.Index, st.OwnerNode, st.TargetNode
+		got.Replicas, got.Leader, got.LeaderEpoch, got.ISR = st.Replicas, st.Leader, st.LeaderEpoch, st.ISR
 		*st = got
 	})
 	return out
@@ -222,6 +268,12 @@ func (e *Engine) LocalPartitionStats(t meta.Topic, partition int) []service.Part
 		a, ok := e.view.Assignment(t.Name, p)
 		if ok {
 			st.OwnerNode, st.TargetNode = a.Owner, a.Target
+			if replicated(t) {
+				st.Replicas, st.Leader, st.LeaderEpoch, st.ISR = a.ReplicaSet(), a.Owner, a.LeaderEpoch, a.InSync()
+				if ld, ok := e.host.Leader(t.Name, p); ok && ld.Epoch() == a.LeaderEpoch {
+					st.FollowerLag = ld.Lag()
+				}
+			}
 		}
 		if !ok || a.Owner != e.cfg.NodeID {
 			out = append(out, st) // remote owners are asked by the cluster layer; unknown here
@@ -317,7 +369,15 @@ func (e *Engine) AlterTopicAsLeader(ctx context.Context, name string, req servic
 	}
 	// One Raft entry: every field, the schema version and the new partitions' placement.
 	e.placementLock.Lock()
-	got, err := e.meta.AlterTopic(ctx, meta.TopicUpdate{Topic: t, Schema: req.Schema, Assignments: e.place(name, old, t.Partitions)})
+	added := e.place(name, old, t.Partitions)
+	var err error
+	if t.RF() >= 2 && t.Partitions > old {
+		added, err = e.placeReplicated(t, old, t.Partitions, t.Parent)
+	}
+	var got meta.Topic
+	if err == nil {
+		got, err = e.meta.AlterTopic(ctx, meta.TopicUpdate{Topic: t, Schema: req.Schema, Assignments: added})
+	}
 	e.placementLock.Unlock()
 	if err != nil {
 		return meta.Topic{}, err

@@ -137,7 +137,7 @@ func (p Peers) PartitionStats(ctx context.Context, addr, topic string, partition
 	}
 	return service.PartitionStats{Index: partition, Available: rep.Available, Segments: int(rep.Segments),
 		OldestOffset: rep.OldestOffset, NextOffset: rep.NextOffset, HighWatermark: rep.Hwm, SizeBytes: rep.SizeBytes,
-		OldestSegmentAt: rep.OldestSegmentAtUnixMs / 1000}, nil
+		OldestSegmentAt: rep.OldestSegmentAtUnixMs / 1000, FollowerLag: rep.FollowerLag}, nil
 }
 
 // CreateTopic implements engine.Peers (op 4).

@@ -138,7 +138,8 @@ func (s *Service) TopicPartitionStats(ctx context.Context, req *nodepb.TopicPart
 	p := st[0]
 	return &nodepb.TopicPartitionStatsReply{Status: 200, Hwm: p.HighWatermark, NextOffset: p.NextOffset,
 		OldestOffset: p.OldestOffset, Segments: int64(p.Segments), SizeBytes: p.SizeBytes,
-		OldestSegmentAtUnixMs: p.OldestSegmentAt * 1000, Exact: p.Available, Available: p.Available}, nil
+		OldestSegmentAtUnixMs: p.OldestSegmentAt * 1000, Exact: p.Available, Available: p.Available,
+		FollowerLag: p.FollowerLag}, nil
 }
 
 // CommitProduceBatch (op 11): the owner-side commit of a dispatched batch.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/faults"
@@ -24,7 +25,8 @@ var ErrFrozen = errors.New("partition frozen for a move handoff")
 const FaultCommitAfterGate = "engine.commit_after_gate"
 
 // Commit is the produce gate and the owner-side commit of one non-empty batch to partition p
-// of t (docs/internals/produce-path.md §8). In order:
+// of t (docs/internals/produce-path.md §8). A partition of a replicated topic commits with
+// CommitReplicated instead. In order:
 //
 //  1. this node must own (t, p) in the local replica: errcode.ErrNotOwner;
 //  2. Get opens the log: a failure wraps errcode.ErrUnavailable;
@@ -40,6 +42,13 @@ const FaultCommitAfterGate = "engine.commit_after_gate"
 // It returns the first assigned offset. Invariant: commit times never decrease along a
 // partition within this process.
 func (r *Registry) Commit(t meta.Topic, p int, recs []wal.Record) (int64, error) {
+	if t.RF() >= 2 {
+		// Every commit to a replicated partition (the dispatcher's, fan-out's, a peer's) waits
+		// for the ISR, so the HWM never passes a record the followers lack.
+		ctx, cancel := context.WithTimeout(context.Background(), ReplicatedCommitTimeout)
+		defer cancel()
+		return r.CommitReplicated(ctx, t, p, recs)
+	}
 	topic := t.Name
 	if !r.d.Owns(topic, p) {
 		return 0, fmt.Errorf("%s/%d: %w", topic, p, errcode.ErrNotOwner)
@@ -100,6 +109,10 @@ func (r *Registry) appendLocked(pt *Partition, recs []wal.Record, ts int64) (int
 func frozenErr(topic string, p int) error {
 	return fmt.Errorf("%s/%d: %w: %w", topic, p, ErrFrozen, errcode.ErrUnavailable)
 }
+
+// ReplicatedCommitTimeout bounds Commit's wait for the ISR of a replicated partition (the
+// node RPC commit's own deadline, 30 s, is the same).
+const ReplicatedCommitTimeout = 30 * time.Second
 
 // errNoLeadership: this node owns a replicated partition in the local replica but has not
 // taken up its leadership yet (the replication manager does it on the assignment's apply);

@@ -299,7 +299,8 @@ func (p *process) newMoves() error {
 
 // serveCluster serves node RPC and Raft on the cluster port.
 func (p *process) serveCluster() error {
-	p.grpcSrv = rpc.NewServer(p.secret, noderpc.NewService(noderpc.Deps{Engine: p.e, Store: p.store, Log: p.logger, Moves: p.mv}), p.logger, p.rpcOpts...)
+	p.grpcSrv = rpc.NewServer(p.secret, noderpc.NewService(noderpc.Deps{Engine: p.e, Store: p.store, Log: p.logger, Moves: p.mv,
+		Replicas: p.e.ReplicaHost()}), p.logger, p.rpcOpts...)
 	p.stopGRPC = p.cleanup.push("node rpc", func() error {
 		p.grpcSrv.Stop()
 		return nil

@@ -15,6 +15,11 @@ type CreateTopicRequest struct {
 	Parent                    string
 	FanoutDelayMs             int64
 	Owner                     string // the caller's username; "" when security is off
+	// ReplicationFactor (0 = the cluster default), MinInsyncReplicas (0 = min(2, R)) and
+	// UncleanLeaderElection of a replicated topic (docs/replication.md).
+	ReplicationFactor     int
+	MinInsyncReplicas     int
+	UncleanLeaderElection bool
 }
 
 // AlterTopicRequest is a validated PATCH body; nil / zero means "not supplied"
@@ -40,4 +45,12 @@ type PartitionStats struct {
 	HighWatermark   int64  `json:"high_watermark"`
 	SizeBytes       int64  `json:"size_bytes"`
 	OldestSegmentAt int64  `json:"oldest_segment_at,omitempty"` // Unix seconds
+	// A replicated partition (docs/replication.md): its replicas (preferred leader first), its
+	// leader (the owner), the leader epoch, the in-sync replicas and, when the leader answered,
+	// each follower's lag in records.
+	Replicas    []string         `json:"replicas,omitempty"`
+	Leader      string           `json:"leader,omitempty"`
+	LeaderEpoch uint64           `json:"leader_epoch,omitempty"`
+	ISR         []string         `json:"isr,omitempty"`
+	FollowerLag map[string]int64 `json:"follower_lag,omitempty"`
 }

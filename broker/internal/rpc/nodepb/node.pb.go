@@ -719,7 +719,10 @@ type TopicPartitionStatsReply struct {
 	ConsumerFrontier int64 `protobuf:"varint,11,opt,name=consumer_frontier,json=consumerFrontier,proto3" json:"consumer_frontier,omitempty"`
 	// The error's reason code (errcode.Reason), so the caller maps it back to the same
 	// sentinel; empty from a peer that predates it, which is then read by status alone.
-	Reason        string `protobuf:"bytes,12,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,12,opt,name=reason,proto3" json:"reason,omitempty"`
+	// A replicated partition led here: each follower's distance from the leader's log end, in
+	// records (docs/internals/replication.md §6).
+	FollowerLag   map[string]int64 `protobuf:"bytes,13,rep,name=follower_lag,json=followerLag,proto3" json:"follower_lag,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -836,6 +839,13 @@ func (x *TopicPartitionStatsReply) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *TopicPartitionStatsReply) GetFollowerLag() map[string]int64 {
+	if x != nil {
+		return x.FollowerLag
+	}
+	return nil
 }
 
 type ProduceEntry struct {
@@ -3594,7 +3604,7 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x1aTopicPartitionStatsRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12,\n" +
-	"\x04mode\x18\x03 \x01(\x0e2\x18.narad.node.v1.StatsModeR\x04mode\"\x8e\x03\n" +
+	"\x04mode\x18\x03 \x01(\x0e2\x18.narad.node.v1.StatsModeR\x04mode\"\xab\x04\n" +
 	"\x18TopicPartitionStatsReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x10\n" +
@@ -3610,7 +3620,11 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\tavailable\x18\n" +
 	" \x01(\bR\tavailable\x12+\n" +
 	"\x11consumer_frontier\x18\v \x01(\x03R\x10consumerFrontier\x12\x16\n" +
-	"\x06reason\x18\f \x01(\tR\x06reason\"`\n" +
+	"\x06reason\x18\f \x01(\tR\x06reason\x12[\n" +
+	"\ffollower_lag\x18\r \x03(\v28.narad.node.v1.TopicPartitionStatsReply.FollowerLagEntryR\vfollowerLag\x1a>\n" +
+	"\x10FollowerLagEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"`\n" +
 	"\fProduceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12$\n" +
@@ -3877,7 +3891,7 @@ func file_nodepb_node_proto_rawDescGZIP() []byte {
 }
 
 var file_nodepb_node_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_nodepb_node_proto_goTypes = []any{
 	(AckMode)(0),                         // 0: narad.node.v1.AckMode
 	(StatsMode)(0),                       // 1: narad.node.v1.StatsMode
@@ -3927,6 +3941,7 @@ var file_nodepb_node_proto_goTypes = []any{
 	(*ReplicaFetchReply)(nil),            // 45: narad.node.v1.ReplicaFetchReply
 	(*ReplicaEndOffsetRequest)(nil),      // 46: narad.node.v1.ReplicaEndOffsetRequest
 	(*ReplicaEndOffsetReply)(nil),        // 47: narad.node.v1.ReplicaEndOffsetReply
+	nil,                                  // 48: narad.node.v1.TopicPartitionStatsReply.FollowerLagEntry
 }
 var file_nodepb_node_proto_depIdxs = []int32{
 	3,  // 0: narad.node.v1.ConsumeReply.messages:type_name -> narad.node.v1.Message
@@ -3934,63 +3949,64 @@ var file_nodepb_node_proto_depIdxs = []int32{
 	5,  // 2: narad.node.v1.AckBatchRequest.entries:type_name -> narad.node.v1.AckEntry
 	7,  // 3: narad.node.v1.AckBatchReply.results:type_name -> narad.node.v1.AckResult
 	1,  // 4: narad.node.v1.TopicPartitionStatsRequest.mode:type_name -> narad.node.v1.StatsMode
-	11, // 5: narad.node.v1.CommitProduceBatchRequest.entries:type_name -> narad.node.v1.ProduceEntry
-	27, // 6: narad.node.v1.CommitNotices.partitions:type_name -> narad.node.v1.PartitionRef
-	30, // 7: narad.node.v1.FanoutCursorsReply.cursors:type_name -> narad.node.v1.FanoutCursor
-	44, // 8: narad.node.v1.ReplicaFetchReply.epochs:type_name -> narad.node.v1.EpochStart
-	2,  // 9: narad.node.v1.Node.Consume:input_type -> narad.node.v1.ConsumeRequest
-	9,  // 10: narad.node.v1.Node.TopicPartitionStats:input_type -> narad.node.v1.TopicPartitionStatsRequest
-	12, // 11: narad.node.v1.Node.CommitProduceBatch:input_type -> narad.node.v1.CommitProduceBatchRequest
-	14, // 12: narad.node.v1.Node.GetTopic:input_type -> narad.node.v1.GetTopicRequest
-	16, // 13: narad.node.v1.Node.JoinCluster:input_type -> narad.node.v1.JoinClusterRequest
-	18, // 14: narad.node.v1.Node.NodeStatus:input_type -> narad.node.v1.NodeStatusRequest
-	6,  // 15: narad.node.v1.Node.AckBatch:input_type -> narad.node.v1.AckBatchRequest
-	20, // 16: narad.node.v1.Node.CreateTopic:input_type -> narad.node.v1.TopicWriteRequest
-	20, // 17: narad.node.v1.Node.AlterTopic:input_type -> narad.node.v1.TopicWriteRequest
-	20, // 18: narad.node.v1.Node.DeleteTopic:input_type -> narad.node.v1.TopicWriteRequest
-	22, // 19: narad.node.v1.Node.GetAssignment:input_type -> narad.node.v1.GetAssignmentRequest
-	24, // 20: narad.node.v1.Node.ForwardCommand:input_type -> narad.node.v1.ForwardCommandRequest
-	26, // 21: narad.node.v1.Node.WatchCommits:input_type -> narad.node.v1.WatchCommitsRequest
-	20, // 22: narad.node.v1.Node.AttachChild:input_type -> narad.node.v1.TopicWriteRequest
-	20, // 23: narad.node.v1.Node.DetachChild:input_type -> narad.node.v1.TopicWriteRequest
-	29, // 24: narad.node.v1.Node.FanoutCursors:input_type -> narad.node.v1.FanoutCursorsRequest
-	32, // 25: narad.node.v1.Node.ListPartitionSegments:input_type -> narad.node.v1.ListPartitionSegmentsRequest
-	34, // 26: narad.node.v1.Node.FetchSegmentChunk:input_type -> narad.node.v1.FetchSegmentChunkRequest
-	36, // 27: narad.node.v1.Node.StreamSegment:input_type -> narad.node.v1.StreamSegmentRequest
-	37, // 28: narad.node.v1.Node.PrepareHandoff:input_type -> narad.node.v1.PrepareHandoffRequest
-	39, // 29: narad.node.v1.Node.DecommissionMember:input_type -> narad.node.v1.DecommissionMemberRequest
-	41, // 30: narad.node.v1.Node.MoveReport:input_type -> narad.node.v1.MoveReportRequest
-	43, // 31: narad.node.v1.Node.ReplicaFetch:input_type -> narad.node.v1.ReplicaFetchRequest
-	46, // 32: narad.node.v1.Node.ReplicaEndOffset:input_type -> narad.node.v1.ReplicaEndOffsetRequest
-	4,  // 33: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
-	10, // 34: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
-	13, // 35: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
-	15, // 36: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
-	17, // 37: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
-	19, // 38: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
-	8,  // 39: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
-	21, // 40: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 41: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 42: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
-	23, // 43: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
-	25, // 44: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
-	28, // 45: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
-	21, // 46: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
-	21, // 47: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
-	31, // 48: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
-	33, // 49: narad.node.v1.Node.ListPartitionSegments:output_type -> narad.node.v1.ListPartitionSegmentsReply
-	35, // 50: narad.node.v1.Node.FetchSegmentChunk:output_type -> narad.node.v1.FetchSegmentChunkReply
-	35, // 51: narad.node.v1.Node.StreamSegment:output_type -> narad.node.v1.FetchSegmentChunkReply
-	38, // 52: narad.node.v1.Node.PrepareHandoff:output_type -> narad.node.v1.PrepareHandoffReply
-	40, // 53: narad.node.v1.Node.DecommissionMember:output_type -> narad.node.v1.DecommissionMemberReply
-	42, // 54: narad.node.v1.Node.MoveReport:output_type -> narad.node.v1.MoveReportReply
-	45, // 55: narad.node.v1.Node.ReplicaFetch:output_type -> narad.node.v1.ReplicaFetchReply
-	47, // 56: narad.node.v1.Node.ReplicaEndOffset:output_type -> narad.node.v1.ReplicaEndOffsetReply
-	33, // [33:57] is the sub-list for method output_type
-	9,  // [9:33] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	48, // 5: narad.node.v1.TopicPartitionStatsReply.follower_lag:type_name -> narad.node.v1.TopicPartitionStatsReply.FollowerLagEntry
+	11, // 6: narad.node.v1.CommitProduceBatchRequest.entries:type_name -> narad.node.v1.ProduceEntry
+	27, // 7: narad.node.v1.CommitNotices.partitions:type_name -> narad.node.v1.PartitionRef
+	30, // 8: narad.node.v1.FanoutCursorsReply.cursors:type_name -> narad.node.v1.FanoutCursor
+	44, // 9: narad.node.v1.ReplicaFetchReply.epochs:type_name -> narad.node.v1.EpochStart
+	2,  // 10: narad.node.v1.Node.Consume:input_type -> narad.node.v1.ConsumeRequest
+	9,  // 11: narad.node.v1.Node.TopicPartitionStats:input_type -> narad.node.v1.TopicPartitionStatsRequest
+	12, // 12: narad.node.v1.Node.CommitProduceBatch:input_type -> narad.node.v1.CommitProduceBatchRequest
+	14, // 13: narad.node.v1.Node.GetTopic:input_type -> narad.node.v1.GetTopicRequest
+	16, // 14: narad.node.v1.Node.JoinCluster:input_type -> narad.node.v1.JoinClusterRequest
+	18, // 15: narad.node.v1.Node.NodeStatus:input_type -> narad.node.v1.NodeStatusRequest
+	6,  // 16: narad.node.v1.Node.AckBatch:input_type -> narad.node.v1.AckBatchRequest
+	20, // 17: narad.node.v1.Node.CreateTopic:input_type -> narad.node.v1.TopicWriteRequest
+	20, // 18: narad.node.v1.Node.AlterTopic:input_type -> narad.node.v1.TopicWriteRequest
+	20, // 19: narad.node.v1.Node.DeleteTopic:input_type -> narad.node.v1.TopicWriteRequest
+	22, // 20: narad.node.v1.Node.GetAssignment:input_type -> narad.node.v1.GetAssignmentRequest
+	24, // 21: narad.node.v1.Node.ForwardCommand:input_type -> narad.node.v1.ForwardCommandRequest
+	26, // 22: narad.node.v1.Node.WatchCommits:input_type -> narad.node.v1.WatchCommitsRequest
+	20, // 23: narad.node.v1.Node.AttachChild:input_type -> narad.node.v1.TopicWriteRequest
+	20, // 24: narad.node.v1.Node.DetachChild:input_type -> narad.node.v1.TopicWriteRequest
+	29, // 25: narad.node.v1.Node.FanoutCursors:input_type -> narad.node.v1.FanoutCursorsRequest
+	32, // 26: narad.node.v1.Node.ListPartitionSegments:input_type -> narad.node.v1.ListPartitionSegmentsRequest
+	34, // 27: narad.node.v1.Node.FetchSegmentChunk:input_type -> narad.node.v1.FetchSegmentChunkRequest
+	36, // 28: narad.node.v1.Node.StreamSegment:input_type -> narad.node.v1.StreamSegmentRequest
+	37, // 29: narad.node.v1.Node.PrepareHandoff:input_type -> narad.node.v1.PrepareHandoffRequest
+	39, // 30: narad.node.v1.Node.DecommissionMember:input_type -> narad.node.v1.DecommissionMemberRequest
+	41, // 31: narad.node.v1.Node.MoveReport:input_type -> narad.node.v1.MoveReportRequest
+	43, // 32: narad.node.v1.Node.ReplicaFetch:input_type -> narad.node.v1.ReplicaFetchRequest
+	46, // 33: narad.node.v1.Node.ReplicaEndOffset:input_type -> narad.node.v1.ReplicaEndOffsetRequest
+	4,  // 34: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
+	10, // 35: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
+	13, // 36: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
+	15, // 37: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
+	17, // 38: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
+	19, // 39: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
+	8,  // 40: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
+	21, // 41: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 42: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 43: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
+	23, // 44: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
+	25, // 45: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
+	28, // 46: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
+	21, // 47: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
+	21, // 48: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
+	31, // 49: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
+	33, // 50: narad.node.v1.Node.ListPartitionSegments:output_type -> narad.node.v1.ListPartitionSegmentsReply
+	35, // 51: narad.node.v1.Node.FetchSegmentChunk:output_type -> narad.node.v1.FetchSegmentChunkReply
+	35, // 52: narad.node.v1.Node.StreamSegment:output_type -> narad.node.v1.FetchSegmentChunkReply
+	38, // 53: narad.node.v1.Node.PrepareHandoff:output_type -> narad.node.v1.PrepareHandoffReply
+	40, // 54: narad.node.v1.Node.DecommissionMember:output_type -> narad.node.v1.DecommissionMemberReply
+	42, // 55: narad.node.v1.Node.MoveReport:output_type -> narad.node.v1.MoveReportReply
+	45, // 56: narad.node.v1.Node.ReplicaFetch:output_type -> narad.node.v1.ReplicaFetchReply
+	47, // 57: narad.node.v1.Node.ReplicaEndOffset:output_type -> narad.node.v1.ReplicaEndOffsetReply
+	34, // [34:58] is the sub-list for method output_type
+	10, // [10:34] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_nodepb_node_proto_init() }
@@ -4004,7 +4020,7 @@ func file_nodepb_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nodepb_node_proto_rawDesc), len(file_nodepb_node_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

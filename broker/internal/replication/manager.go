@@ -1,0 +1,361 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"narad.dev/broker/internal/clock"
+	"narad.dev/broker/internal/errcode"
+	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/partition"
+	"narad.dev/broker/internal/replica"
+)
+
+// Defaults.
+const (
+	DefaultTick          = time.Second
+	DefaultReplicaLagMax = 10 * time.Second // replica_lag_max
+	DefaultFetchWait     = 2 * time.Second  // a follower's long-poll
+	proposeTimeout       = 5 * time.Second
+	maxFetchBytes        = 1 << 20
+)
+
+// Slot is one partition this node replicates: its topic record and assignment, as the local
+// metastore replica has them.
+type Slot struct {
+	Topic meta.Topic
+	A     meta.Assignment
+}
+
+// Partitions is what the manager needs of the partition registry (*partition.Registry).
+type Partitions interface {
+	Get(t meta.Topic, p int) (*partition.Partition, error)
+	Peek(topic string, p int) *partition.Partition
+	ClosePartition(pt *partition.Partition)
+}
+
+// Deps is what a Manager works with, fixed at construction.
+type Deps struct {
+	Self       string
+	Partitions Partitions
+	// Slots lists the partitions of replicated topics (replication_factor ≥ 2) whose replica
+	// set names Self.
+	Slots func() []Slot
+	// MemberAddr is a member's cluster address.
+	MemberAddr func(id string) (string, bool)
+	// Source reaches the leader at addr for one partition (node RPC ops 34, 35).
+	Source func(addr, topic string, p int, incarnation string, wait time.Duration) replica.Source
+	// ProposeISR proposes op 23 (meta.Store.SetISR).
+	ProposeISR func(ctx context.Context, topic string, p int, epoch uint64, expected, next []string) (meta.CASResult, meta.Assignment, error)
+	// OnISRChange is told of every ISR change this node's leaderships make ("shrink" or
+	// "expand"), for metrics and audit. nil: nothing.
+	OnISRChange func(topic string, p int, change string, isr []string)
+	Host        *replica.Host
+	Logger      *slog.Logger
+	Tick        time.Duration // 0 → DefaultTick
+	LagMax      time.Duration // 0 → DefaultReplicaLagMax
+	FetchWait   time.Duration // 0 → DefaultFetchWait
+}
+
+type key struct {
+	topic string
+	p     int
+}
+
+// role is this node's current part in one partition: a leadership or a follower loop.
+type role struct {
+	incarnation string
+	epoch       uint64
+	pt          *partition.Partition // the leadership's open partition
+	leader      *replica.Leader
+	following   string // the leader followed
+	cancel      context.CancelFunc
+	done        chan struct{}
+}
+
+// Manager runs this node's roles in replicated partitions. Run drives it; Kick asks for a
+// pass now.
+type Manager struct {
+	d    Deps
+	log  *slog.Logger
+	kick chan struct{}
+
+	mu    sync.Mutex // guards roles; held by a pass
+	roles map[key]*role
+}
+
+// New returns a Manager over d.
+func New(d Deps) *Manager {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Tick <= 0 {
+		d.Tick = DefaultTick
+	}
+	if d.LagMax <= 0 {
+		d.LagMax = DefaultReplicaLagMax
+	}
+	if d.FetchWait <= 0 {
+		d.FetchWait = DefaultFetchWait
+	}
+	if d.OnISRChange == nil {
+		d.OnISRChange = func(string, int, string, []string) {}
+	}
+	return &Manager{d: d, log: d.Logger, kick: make(chan struct{}, 1), roles: make(map[key]*role)}
+}
+
+// Kick asks for a pass as soon as possible (a metastore event applied). Never blocks.
+func (m *Manager) Kick() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Leader is the leadership this node holds for topic/p (partition.Deps.Leader).
+func (m *Manager) Leader(topic string, p int) (*replica.Leader, bool) {
+	return m.d.Host.Leader(topic, p)
+}
+
+// Run makes passes until ctx ends, then ends every role.
+func (m *Manager) Run(ctx context.Context) error {
+	t := time.NewTicker(m.d.Tick)
+	defer t.Stop()
+	defer m.stopAll()
+	for {
+		m.pass(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-m.kick:
+		}
+	}
+}
+
+// pass brings every role in line with the assignments.
+func (m *Manager) pass(ctx context.Context) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := make(map[key]bool)
+	for _, s := range m.d.Slots() {
+		k := key{s.Topic.Name, s.A.Partition}
+		seen[k] = true
+		if s.A.Owner == m.d.Self {
+			m.lead(ctx, k, s)
+		} else {
+			m.follow(ctx, k, s)
+		}
+	}
+	for k, r := range m.roles {
+		if !seen[k] {
+			m.end(k, r)
+		}
+	}
+}
+
+// lead takes up, or keeps up, the leadership of s.
+func (m *Manager) lead(ctx context.Context, k key, s Slot) {
+	r := m.roles[k]
+	if r != nil && r.leader != nil && r.epoch == s.A.LeaderEpoch && r.incarnation == s.Topic.Incarnation &&
+		m.d.Partitions.Peek(k.topic, k.p) == r.pt {
+		if _, err := m.d.Partitions.Get(s.Topic, k.p); err == nil { // keeps the log from idle eviction
+			m.keepISR(ctx, k, s, r)
+		}
+		return
+	}
+	if r != nil {
+		m.end(k, r)
+	}
+	pt, err := m.d.Partitions.Get(s.Topic, k.p)
+	if err != nil {
+		m.log.Warn("replication: cannot open a led partition; retrying", "topic", k.topic, "partition", k.p, "err", err)
+		return
+	}
+	if err := pt.Epochs().Assign(s.A.LeaderEpoch, pt.Log().NextOffset()); err != nil {
+		m.log.Error("replication: cannot record the leader epoch; not leading", "topic", k.topic, "partition", k.p,
+			"epoch", s.A.LeaderEpoch, "err", err)
+		return
+	}
+	ld, err := replica.NewLeader(replica.LeaderConfig{Self: m.d.Self, Epoch: s.A.LeaderEpoch,
+		Replicas: s.A.ReplicaSet(), ISR: s.A.InSync(), MinISR: s.Topic.MinISR(), Log: pt.Log()})
+	if err != nil {
+		m.log.Error("replication: bad assignment; not leading", "topic", k.topic, "partition", k.p, "err", err)
+		return
+	}
+	m.d.Host.Lead(k.topic, k.p, s.Topic.Incarnation, ld, pt.Log(), pt.Epochs())
+	m.roles[k] = &role{incarnation: s.Topic.Incarnation, epoch: s.A.LeaderEpoch, pt: pt, leader: ld}
+	m.log.Info("replication: leading", "topic", k.topic, "partition", k.p, "epoch", s.A.LeaderEpoch,
+		"isr", s.A.InSync(), "hwm", pt.Log().HighWatermark(), "leo", pt.Log().NextOffset())
+	if err := ld.Appended(); err != nil { // an ISR of the leader alone commits what it has
+		m.log.Warn("replication: advance hwm", "topic", k.topic, "partition", k.p, "err", err)
+	}
+}
+
+// keepISR installs the metastore's ISR in the leadership and proposes a shrink or an expand
+// when its followers call for one (docs/internals/replication.md §6).
+func (m *Manager) keepISR(ctx context.Context, k key, s Slot, r *role) {
+	ld := r.leader
+	stored := s.A.InSync()
+	if !sameSet(ld.ISR(), stored) {
+		if err := ld.SetISR(r.epoch, stored); err != nil {
+			m.log.Warn("replication: install isr", "topic", k.topic, "partition", k.p, "err", err)
+		}
+	}
+	shrink, expand := ld.ShrinkCandidates(m.d.LagMax), ld.ExpandCandidates()
+	if len(shrink) == 0 && len(expand) == 0 {
+		return
+	}
+	var next []string
+	for _, id := range s.A.ReplicaSet() {
+		in := slices.Contains(stored, id) && !slices.Contains(shrink, id)
+		if in || slices.Contains(expand, id) || id == m.d.Self {
+			next = append(next, id)
+		}
+	}
+	if sameSet(next, stored) {
+		return
+	}
+	ld.ProposingISR(next)
+	pctx, cancel := context.WithTimeout(ctx, proposeTimeout)
+	res, _, err := m.d.ProposeISR(pctx, k.topic, k.p, r.epoch, stored, next)
+	cancel()
+	if err != nil || (res != meta.CASDone && res != meta.CASAlreadyDone) {
+		if perr := ld.ProposalFailed(); perr != nil {
+			m.log.Warn("replication: advance hwm", "topic", k.topic, "partition", k.p, "err", perr)
+		}
+		m.log.Warn("replication: isr change not applied", "topic", k.topic, "partition", k.p, "isr", next, "err", err)
+		return
+	}
+	if err := ld.SetISR(r.epoch, next); err != nil {
+		m.log.Warn("replication: install isr", "topic", k.topic, "partition", k.p, "err", err)
+	}
+	change := "expand"
+	if len(shrink) > 0 {
+		change = "shrink"
+	}
+	m.log.Info("replication: isr changed", "topic", k.topic, "partition", k.p, "change", change, "isr", next,
+		"lagging", shrink, "caught_up", expand)
+	m.d.OnISRChange(k.topic, k.p, change, next)
+}
+
+// follow starts, or keeps running, the follower loop of s.
+func (m *Manager) follow(ctx context.Context, k key, s Slot) {
+	r := m.roles[k]
+	if r != nil && r.cancel != nil && r.epoch == s.A.LeaderEpoch && r.following == s.A.Owner &&
+		r.incarnation == s.Topic.Incarnation {
+		return
+	}
+	if r != nil {
+		m.end(k, r)
+	}
+	addr, ok := m.d.MemberAddr(s.A.Owner)
+	if !ok {
+		return // the leader's member record is not here yet; a later pass retries
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	r = &role{incarnation: s.Topic.Incarnation, epoch: s.A.LeaderEpoch, following: s.A.Owner, cancel: cancel,
+		done: make(chan struct{})}
+	m.roles[k] = r
+	src := m.d.Source(addr, k.topic, k.p, s.Topic.Incarnation, m.d.FetchWait)
+	go func() {
+		defer close(r.done)
+		m.runFollower(fctx, k, s, src)
+	}()
+}
+
+// runFollower follows one leader for one epoch until ctx ends: reconcile, then fetch, with a
+// backoff after failures (a leader being elected, restarting or not yet leading answers
+// refusals for a moment).
+func (m *Manager) runFollower(ctx context.Context, k key, s Slot, src replica.Source) {
+	backoff := 100 * time.Millisecond
+	var lastLog time.Time
+	for ctx.Err() == nil {
+		err := m.followOnce(ctx, k, s, src)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			backoff = 100 * time.Millisecond
+			continue
+		}
+		if time.Since(lastLog) > 10*time.Second {
+			lastLog = time.Now()
+			level := slog.LevelWarn
+			if errors.Is(err, errcode.ErrStaleEpoch) || errors.Is(err, errcode.ErrNotOwner) {
+				level = slog.LevelInfo // the assignment is changing; the next pass restarts this loop
+			}
+			m.log.Log(ctx, level, "replication: follower fetch failed; retrying", "topic", k.topic, "partition", k.p,
+				"leader", s.A.Owner, "epoch", s.A.LeaderEpoch, "err", err)
+		}
+		if clock.Sleep(ctx, backoff) != nil {
+			return
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// followOnce opens the log, reconciles with the leader and fetches until an error.
+func (m *Manager) followOnce(ctx context.Context, k key, s Slot, src replica.Source) error {
+	pt, err := m.d.Partitions.Get(s.Topic, k.p)
+	if err != nil {
+		return err
+	}
+	fw := &replica.Follower{Self: m.d.Self, Epoch: s.A.LeaderEpoch, Log: pt.Log(), Epochs: pt.Epochs(),
+		Source: src, MaxBytes: maxFetchBytes}
+	if err := fw.Reconcile(ctx); err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		if cur, err := m.d.Partitions.Get(s.Topic, k.p); err != nil || cur != pt {
+			return err // closed or reopened: start over on the current log
+		}
+		if err := fw.FetchOnce(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// end ends role r of k: a leadership is deposed, unhosted and its partition closed (its
+// consume shard and leases go with it); a follower loop is stopped and waited for.
+func (m *Manager) end(k key, r *role) {
+	delete(m.roles, k)
+	if r.leader != nil {
+		m.d.Host.Drop(k.topic, k.p, r.leader)
+		if pt := m.d.Partitions.Peek(k.topic, k.p); pt != nil && pt == r.pt {
+			m.d.Partitions.ClosePartition(pt)
+		}
+		m.log.Info("replication: leadership ended", "topic", k.topic, "partition", k.p, "epoch", r.epoch)
+	}
+	if r.cancel != nil {
+		r.cancel()
+		<-r.done
+	}
+}
+
+// stopAll ends every role (Run's exit).
+func (m *Manager) stopAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, r := range m.roles {
+		m.end(k, r)
+	}
+}
+
+// sameSet reports whether a and b hold the same members (both duplicate-free).
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
