@@ -86,6 +86,7 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.HeartbeatTimeout = b.duration(optHeartbeatTimeout)
 	s.ForcePromoteAfter = b.duration(optForcePromoteAfter)
 	s.DeadTargetAbortAfter = b.duration(optDeadTargetAbort)
+	s.ReplicaFailoverAfter = b.duration(optReplicaFailover)
 	s.RemoteAllowedHosts = b.list(optRemoteAllowedHosts)
 	s.FanoutMaxBatchRecords = int(b.integer(optFanoutMaxRecords, 32))
 	s.FanoutMaxBatchBytes = int(b.integer(optFanoutMaxBytes, 32))

@@ -57,7 +57,7 @@ func TestDefaultsApplyWhenNothingIsSet(t *testing.T) {
 		ShutdownGrace: 10 * time.Second, HTTPReadTimeout: 10 * time.Second,
 		HTTPWriteTimeout: 30 * time.Second, HTTPIdleTimeout: 60 * time.Second,
 		HeartbeatInterval: 5 * time.Second, HeartbeatTimeout: 30 * time.Second,
-		ForcePromoteAfter: 2 * time.Minute, DeadTargetAbortAfter: 2 * time.Minute,
+		ForcePromoteAfter: 2 * time.Minute, DeadTargetAbortAfter: 2 * time.Minute, ReplicaFailoverAfter: 10 * time.Second,
 		FanoutMaxBatchRecords: 4096, FanoutMaxBatchBytes: 4 << 20, MaxMovesInFlight: 8, MinVoters: 3,
 		MaxConnections: 8192, MaxConnectionsPerIP: 1024, ClusterMaxConnections: 1024, ClusterMaxConnectionsPerIP: 256,
 		MaxInflightRequestBytes: 256 << 20,
@@ -156,8 +156,9 @@ func TestEnvNamesAreUpperSnakeWithAliases(t *testing.T) {
 		t.Fatalf("env mapping:\n got %v\nwant %v", got, want)
 	}
 	s = mustLoad(t, nil, map[string]string{"NARAD_FANOUT_MAX_BATCH_RECORDS": "16", "NARAD_FANOUT_MAX_BATCH_BYTES": "65536",
-		"NARAD_MAX_MOVES_IN_FLIGHT": "2", "NARAD_MIN_VOTERS": "5"})
-	if s.FanoutMaxBatchRecords != 16 || s.FanoutMaxBatchBytes != 65536 || s.MaxMovesInFlight != 2 || s.MinVoters != 5 {
+		"NARAD_MAX_MOVES_IN_FLIGHT": "2", "NARAD_MIN_VOTERS": "5", "NARAD_REPLICA_FAILOVER_AFTER": "1m"})
+	if s.FanoutMaxBatchRecords != 16 || s.FanoutMaxBatchBytes != 65536 || s.MaxMovesInFlight != 2 || s.MinVoters != 5 ||
+		s.ReplicaFailoverAfter != time.Minute {
 		t.Fatalf("tunables from env: %+v", s)
 	}
 	// The canonical name beats its alias.
@@ -344,6 +345,9 @@ func TestEachValidationErrorNamesItsField(t *testing.T) {
 		{[]string{"--min-voters=0"}, nil, "min-voters", "outside 1…9"},
 		{[]string{"--min-voters=11"}, nil, "min-voters", "outside"},
 		{[]string{"--min-voters=4"}, nil, "min-voters", "must be odd"},
+		{[]string{"--replica-failover-after=999ms"}, nil, "replica-failover-after", "outside 1s…5m0s"},
+		{nil, map[string]string{"NARAD_REPLICA_FAILOVER_AFTER": "5m1s"}, "replica-failover-after", "outside 1s…5m0s (from env NARAD_REPLICA_FAILOVER_AFTER)"},
+		{[]string{"--replica-failover-after=5s"}, nil, "replica-failover-after", "must exceed heartbeat-interval (5s)"},
 		{[]string{"--max-inflight-request-bytes=8388607"}, nil, "max-inflight-request-bytes", "below 8388608"},
 		{[]string{"--topic-default-retention-ms=315360000001"}, nil, "topic-default-retention-ms", "at most 315360000000"},
 		{nil, map[string]string{"NARAD_MAX_INFLIGHT_REQUEST_BYTES": "lots"}, "max-inflight-request-bytes", ""},
@@ -404,7 +408,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"dev": "false", "bootstrap": "false", "join": "[]",
 		"tls-cert": "", "tls-key": "", "cluster-tls-ca": "", "initial-members": "[]",
 		"heartbeat-interval": "5s", "heartbeat-timeout": "30s",
-		"move-force-promote-after": "2m0s", "move-dead-target-abort-after": "2m0s",
+		"move-force-promote-after": "2m0s", "move-dead-target-abort-after": "2m0s", "replica-failover-after": "10s",
 		"remote-allowed-hosts": "[]",
 		"max-connections":      "8192", "max-connections-per-ip": "1024",
 		"cluster-max-connections": "1024", "cluster-max-connections-per-ip": "256",
@@ -417,7 +421,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"topic-default-retention-ms", "idle-log-eviction", "shutdown-grace", "http-read-timeout",
 		"http-write-timeout", "http-idle-timeout", "tls-cert", "tls-key", "cluster-tls-ca",
 		"initial-members", "heartbeat-interval", "heartbeat-timeout", "move-force-promote-after",
-		"move-dead-target-abort-after",
+		"move-dead-target-abort-after", "replica-failover-after",
 		"remote-allowed-hosts",
 		"fanout-max-batch-records", "fanout-max-batch-bytes", "max-moves-in-flight", "min-voters",
 		"max-connections", "max-connections-per-ip", "cluster-max-connections", "cluster-max-connections-per-ip",
@@ -515,5 +519,16 @@ func TestPprofAndTrustedProxiesAccepted(t *testing.T) {
 	}
 	if s := mustLoad(t, []string{"--dev", "--pprof-addr=127.0.0.1:6060"}, nil); s.PprofAddr != "127.0.0.1:6060" {
 		t.Fatalf("loopback pprof with --dev: %q", s.PprofAddr)
+	}
+}
+
+// replica-failover-after loads from the config file too and is part of the startup log line.
+func TestReplicaFailoverAfterFromFileAndLogged(t *testing.T) {
+	s := mustLoad(t, []string{"--config", writeFile(t, "c.yaml", "replica-failover-after: 30s\n")}, nil)
+	if s.ReplicaFailoverAfter != 30*time.Second {
+		t.Fatalf("ReplicaFailoverAfter = %s from the file, want 30s", s.ReplicaFailoverAfter)
+	}
+	if text := s.LogValue().String(); !strings.Contains(text, "replica_failover_after=30s") {
+		t.Fatalf("startup log lacks replica_failover_after: %s", text)
 	}
 }

@@ -74,6 +74,7 @@ const (
 	optFanoutMaxBytes     = "fanout-max-batch-bytes"
 	optMaxMovesInFlight   = "max-moves-in-flight"
 	optMinVoters          = "min-voters"
+	optReplicaFailover    = "replica-failover-after"
 
 	optMaxConnections             = "max-connections"
 	optMaxConnectionsPerIP        = "max-connections-per-ip"
@@ -120,6 +121,10 @@ const (
 	// DefaultDeadTargetAbortAfter is how long a move's destination may be dead, on the leader's
 	// clock, before the controller clears the move (docs/internals/moves.md §10).
 	DefaultDeadTargetAbortAfter = 2 * time.Minute
+	// DefaultReplicaFailoverAfter is how long a replicated partition's leader may miss its
+	// heartbeats before the controller elects another (docs/internals/replication.md §7); the
+	// member's dead verdict (heartbeat-timeout) stays for everything else.
+	DefaultReplicaFailoverAfter = 10 * time.Second
 
 	// Tunables of the seeds (docs/operating.md, Tunables): a fan-out slab's caps
 	// (fanout.max_batch_records / _bytes), the controller's budget of partition moves in flight
@@ -182,6 +187,7 @@ var options = []option{
 	{name: optFanoutMaxBytes, kind: kInt, def: strconv.Itoa(DefaultFanoutMaxBatchBytes), help: "most key+payload bytes one fan-out slab carries (1024-8388608; a larger record still goes alone)"},
 	{name: optMaxMovesInFlight, kind: kInt, def: strconv.Itoa(DefaultMaxMovesInFlight), help: "partition moves the leader runs at once (1-256); set the same on every node"},
 	{name: optMinVoters, kind: kInt, def: strconv.Itoa(DefaultMinVoters), help: "Raft voters the leader keeps and a decommission must leave (odd, 1-9); set the same on every node"},
+	{name: optReplicaFailover, kind: kDuration, def: DefaultReplicaFailoverAfter.String(), help: "heartbeat silence after which the leader of a replicated partition (replication_factor >= 2) is replaced by an in-sync replica (1s-5m, above heartbeat-interval); set the same on every node"},
 	{name: optMaxConnections, kind: kInt, def: strconv.Itoa(DefaultMaxConnections), help: "connections the HTTP port keeps open at once; more are closed at accept"},
 	{name: optMaxConnectionsPerIP, kind: kInt, def: strconv.Itoa(DefaultMaxConnectionsPerIP), help: "connections the HTTP port keeps open at once from one client IP (at most max-connections)"},
 	{name: optClusterMaxConnections, kind: kInt, def: strconv.Itoa(DefaultClusterMaxConnections), help: "connections the cluster port keeps open at once, authenticated or not"},

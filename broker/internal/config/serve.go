@@ -72,6 +72,10 @@ type Serve struct {
 	// 2 min each, docs/internals/moves.md §8, §10).
 	ForcePromoteAfter    time.Duration
 	DeadTargetAbortAfter time.Duration
+	// ReplicaFailoverAfter is the heartbeat silence after which the controller replaces the
+	// leader of a replicated partition (1 s … 5 min and above HeartbeatInterval, default
+	// 10 s, docs/internals/replication.md §7). The leader's value applies.
+	ReplicaFailoverAfter time.Duration
 	// MaxInflightRequestBytes is the budget of produce body bytes held at once (≥ 8 MiB,
 	// default 256 MiB); a produce over it is answered 503 with Retry-After.
 	MaxInflightRequestBytes int64
@@ -144,6 +148,7 @@ func (s Serve) LogValue() slog.Value {
 		slog.Int("cluster_max_connections_per_ip", s.ClusterMaxConnectionsPerIP),
 		slog.Duration("move_force_promote_after", s.ForcePromoteAfter),
 		slog.Duration("move_dead_target_abort_after", s.DeadTargetAbortAfter),
+		slog.Duration("replica_failover_after", s.ReplicaFailoverAfter),
 		slog.Int("fanout_max_batch_records", s.FanoutMaxBatchRecords),
 		slog.Int("fanout_max_batch_bytes", s.FanoutMaxBatchBytes),
 		slog.Int("max_moves_in_flight", s.MaxMovesInFlight),

@@ -26,6 +26,12 @@ const (
 	MaxFanoutBatchBytes   = 8 << 20
 	MaxMovesInFlight      = 256
 	MaxMinVoters          = 9
+
+	// Range of replica-failover-after (docs/operating.md, Tunables): at least a second (the
+	// heartbeat stamps' unit) and at most 5 min, beyond which a lost leader stops its
+	// partitions for longer than the member verdict would.
+	MinReplicaFailoverAfter = time.Second
+	MaxReplicaFailoverAfter = 5 * time.Minute
 )
 
 // validate checks every field and the rules between them. origin(name) is " (from …)" for an
@@ -158,6 +164,17 @@ func validate(s *Serve, origin func(string) string) error {
 		func() error {
 			if s.HeartbeatTimeout <= s.HeartbeatInterval {
 				return fieldErr(optHeartbeatTimeout, "must exceed heartbeat-interval (%s)%s", s.HeartbeatInterval, origin(optHeartbeatTimeout))
+			}
+			return nil
+		},
+		func() error {
+			d := s.ReplicaFailoverAfter
+			if d < MinReplicaFailoverAfter || d > MaxReplicaFailoverAfter {
+				return fieldErr(optReplicaFailover, "%s outside %s…%s%s", d, MinReplicaFailoverAfter, MaxReplicaFailoverAfter, origin(optReplicaFailover))
+			}
+			if d <= s.HeartbeatInterval {
+				// A live leader would be replaced between two of its heartbeats.
+				return fieldErr(optReplicaFailover, "must exceed heartbeat-interval (%s)%s", s.HeartbeatInterval, origin(optReplicaFailover))
 			}
 			return nil
 		},

@@ -2,7 +2,9 @@
 // (C1), placement of unassigned partitions (C2), voter promotion and demotion (C3), clearing
 // the targets of moves aimed at gone or dead destinations (C4), the rebalance planner (C5),
 // decommission (C6), the blocked-move and blocked-decommission metrics (C7), seeding the
-// root admin (C8) and garbage collection of member records (C9). The API's decommission
+// root admin (C8), garbage collection of member records (C9), and the leader elections of
+// replicated partitions: failover (C10) and preferred leaders (C11, docs/internals/replication.md
+// §7, §9). The API's decommission
 // calls (Decommission, CancelDecommission, EvaluateDecommission, DecommissionBlocked) are
 // answered by the controller on the leader.
 //
@@ -41,6 +43,10 @@ const (
 	DeadTargetAbortAfter = 2 * time.Minute
 	// MaxInFlightMoves bounds the moves with a target set at once (C5, docs/internals/moves.md §11).
 	MaxInFlightMoves = 8
+	// DefaultReplicaFailoverAfter: a replicated partition's leader silent this long on the
+	// leader's clock loses its partitions to a live in-sync replica (C10,
+	// docs/internals/replication.md §7). Shorter than DeadAfter, which stays the member verdict.
+	DefaultReplicaFailoverAfter = 10 * time.Second
 )
 
 // Status is what a node reports about itself (NodeStatus, node RPC op 29, docs/internals/node-rpc.md §6) as far as the controller's duties need it.
@@ -92,7 +98,7 @@ type Config struct {
 	// Membership reads and changes the Raft configuration for C4 and C6; nil → Store.
 	Membership Membership
 	// Metrics receives C7's gauges (narad_moves_blocked source_dead/target_dead,
-	// narad_decommission_blocked); nil → none.
+	// narad_decommission_blocked) and C10/C11's narad_leader_elections_total; nil → none.
 	Metrics *metrics.Metrics
 
 	Tick            time.Duration // between passes while leader (10 s)
@@ -104,6 +110,10 @@ type Config struct {
 	// DeadTargetAbortAfter: C4 clears a move whose target has been dead this long (2 min).
 	DeadTargetAbortAfter time.Duration
 	MaxInFlightMoves     int // C5's budget of moves in flight (8)
+	// ReplicaFailoverAfter: C10 elects a new leader for a replicated partition whose leader
+	// has not heartbeated for this long, and C10/C11 elect only members that have (10 s).
+	// It must exceed the heartbeat interval, or live leaders would be deposed between beats.
+	ReplicaFailoverAfter time.Duration
 	// MinVoters is C3's voter target and C6's floor (min_voters): odd, default 3. Every node
 	// should be given the same value; the leader's applies.
 	MinVoters int
@@ -155,7 +165,8 @@ func New(cfg Config) *Controller {
 		def time.Duration
 	}{{&cfg.Tick, DefaultTick}, {&cfg.Resync, DefaultResync}, {&cfg.DeadAfter, DefaultDeadAfter},
 		{&cfg.RemoveDeadAfter, DefaultRemoveDeadAfter}, {&cfg.ProbeTimeout, DefaultProbeTimeout},
-		{&cfg.CatchUpWait, DefaultCatchUpWait}, {&cfg.DeadTargetAbortAfter, DeadTargetAbortAfter}}
+		{&cfg.CatchUpWait, DefaultCatchUpWait}, {&cfg.DeadTargetAbortAfter, DeadTargetAbortAfter},
+		{&cfg.ReplicaFailoverAfter, DefaultReplicaFailoverAfter}}
 	for _, x := range defaults {
 		if *x.d <= 0 {
 			*x.d = x.def

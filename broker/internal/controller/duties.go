@@ -17,7 +17,9 @@ type duty struct {
 }
 
 // dutyList is the pass, in order. Liveness comes first so every later duty sees fresh
-// statuses and dead_since; GC comes last.
+// statuses and dead_since; GC comes last. Failover (C10) follows liveness at once: a
+// replicated partition without a live leader is unavailable until it runs. Both election
+// duties change leaders, which placement and decommission count, so they hold the lock.
 //
 // Moves: C4 clears the targets of moves aimed at gone or dead destinations and C6's first
 // step clears those aimed at draining nodes, both before the planner (C5), so the budget they
@@ -26,6 +28,8 @@ type duty struct {
 func (c *Controller) dutyList() []duty {
 	return []duty{
 		{name: "C1 liveness", run: c.liveness},
+		{name: "C10 failover", placement: true, run: c.failover},
+		{name: "C11 preferred leaders", placement: true, run: c.preferredLeaders},
 		{name: "C2 assign", placement: true, run: c.assignUnassigned},
 		{name: "C3 voters", run: c.reconcileVoters},
 		{name: "C4 dead targets", placement: true, run: c.clearDeadTargets},

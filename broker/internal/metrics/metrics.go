@@ -88,6 +88,10 @@ type Metrics struct {
 	// Cluster-port authentication and connection caps (docs/operating.md, "Connection limits").
 	ClusterAuth        *prometheus.CounterVec
 	ConnectionsRefused *prometheus.CounterVec
+
+	// LeaderElections counts the leader elections of replicated partitions made by this
+	// node's controller while it led, by reason (docs/internals/replication.md §7, §9).
+	LeaderElections *prometheus.CounterVec
 }
 
 // New registers every family on a fresh registry, plus the Go and process collectors.
@@ -170,6 +174,7 @@ func New() *Metrics {
 
 	m.ClusterAuth = f.counterVec("narad_cluster_auth_total", "Cluster-port handshakes by outcome: accepted, or refused (wrong secret, malformed, timed out, failed TLS).", []string{"outcome"})
 	m.ConnectionsRefused = f.counterVec("narad_connections_refused_total", "Connections closed at accept for being over a connection cap, by port (http, cluster) and reason (max_connections, max_connections_per_ip).", []string{"port", "reason"})
+	m.LeaderElections = f.counterVec("narad_leader_elections_total", "Leader elections of replicated partitions made by this node's controller, by reason.", []string{"reason"})
 	for _, o := range []string{"accepted", "refused"} {
 		m.ClusterAuth.WithLabelValues(o)
 	}
@@ -207,6 +212,9 @@ var (
 	retentionReasons    = []string{"age"}
 )
 
+// ElectionReasons are the narad_leader_elections_total reasons, meta's Elect* values.
+var ElectionReasons = []string{"dead", "shutdown", "preferred", "unclean"}
+
 // initKnown creates the zero series of every label set known without a topic.
 func (m *Metrics) initKnown() {
 	for _, ck := range ErrorKinds {
@@ -223,6 +231,9 @@ func (m *Metrics) initKnown() {
 	}
 	for _, d := range dispatchDests {
 		m.DispatchedRecords.WithLabelValues(d)
+	}
+	for _, r := range ElectionReasons {
+		m.LeaderElections.WithLabelValues(r)
 	}
 }
 

@@ -99,6 +99,8 @@ var golden = []family{
 	// Cluster-port authentication and connection caps (docs/operating.md, "Connection limits")
 	{"narad_cluster_auth_total", counter, []string{"outcome"}, nil},
 	{"narad_connections_refused_total", counter, []string{"port", "reason"}, nil},
+	// Leader elections of replicated partitions (docs/internals/metrics.md §8)
+	{"narad_leader_elections_total", counter, []string{"reason"}, nil},
 }
 
 // proposed is docs/internals/metrics.md §9: optional, but if registered they must match.

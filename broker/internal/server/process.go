@@ -229,6 +229,7 @@ func (p *process) newController() error {
 		DeadTargetAbortAfter: cfg.DeadTargetAbortAfter,
 		MaxInFlightMoves:     cfg.MaxMovesInFlight,
 		MinVoters:            cfg.MinVoters,
+		ReplicaFailoverAfter: cfg.ReplicaFailoverAfter,
 		// 10 s with the default 30 s heartbeat timeout; shorter timeouts (tests) tick faster.
 		Tick: min(10*time.Second, cfg.HeartbeatTimeout/3),
 	})
