@@ -127,7 +127,7 @@ func TestGetTopicDecodesStatsAndSendsPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := PartitionStat{Index: 1, OwnerNode: "n1", Available: true, Segments: 2, OldestOffset: 4, NextOffset: 10, HighWatermark: 9, SizeBytes: 100, OldestSegmentAt: 5}
-	if d.Name != "o" || d.Children[0] != "c" || len(d.PartitionStats) != 1 || d.PartitionStats[0] != want {
+	if d.Name != "o" || d.Children[0] != "c" || len(d.PartitionStats) != 1 || !reflect.DeepEqual(d.PartitionStats[0], want) {
 		t.Fatalf("detail = %+v", d)
 	}
 	if f.last(t).Query.Get("partition") != "1" {

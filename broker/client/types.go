@@ -26,6 +26,11 @@ type Topic struct {
 	AttachEpoch               string   `json:"attach_epoch,omitempty"`
 	AttachOffsets             []int64  `json:"attach_offsets,omitempty"`
 	FanoutDelayMs             int64    `json:"fanout_delay_ms,omitempty"`
+	// Replication (docs/replication.md): copies of each partition, the copies a 202 needs,
+	// and whether an out-of-sync copy may be elected leader.
+	ReplicationFactor     int  `json:"replication_factor,omitempty"`
+	MinInsyncReplicas     int  `json:"min_insync_replicas,omitempty"`
+	UncleanLeaderElection bool `json:"unclean_leader_election,omitempty"`
 }
 
 // PartitionStat is one entry of a topic's partition_stats (§2.4). When Available is false
@@ -41,6 +46,13 @@ type PartitionStat struct {
 	HighWatermark   int64  `json:"high_watermark"` // exclusive end of consumer-visible records
 	SizeBytes       int64  `json:"size_bytes"`
 	OldestSegmentAt int64  `json:"oldest_segment_at,omitempty"` // Unix seconds
+	// A replicated partition: its replicas (preferred leader first), leader, leader epoch,
+	// in-sync replicas and, when the leader answered, each follower's lag in records.
+	Replicas    []string         `json:"replicas,omitempty"`
+	Leader      string           `json:"leader,omitempty"`
+	LeaderEpoch uint64           `json:"leader_epoch,omitempty"`
+	ISR         []string         `json:"isr,omitempty"`
+	FollowerLag map[string]int64 `json:"follower_lag,omitempty"`
 }
 
 // TopicDetail is the describe response (§2.4): the Topic object plus per-partition stats
@@ -71,7 +83,10 @@ type CreateTopicRequest struct {
 	MaxAckedAheadPerPartition int64           `json:"max_acked_ahead_per_partition,omitempty"`
 	Schema                    json.RawMessage `json:"schema,omitempty"`
 	Parent                    string          `json:"parent,omitempty"`
-	FanoutDelayMs             int64           `json:"fanout_delay_ms,omitempty"` // only with Parent
+	FanoutDelayMs             int64           `json:"fanout_delay_ms,omitempty"`         // only with Parent
+	ReplicationFactor         int             `json:"replication_factor,omitempty"`      // 0 = the cluster default
+	MinInsyncReplicas         int             `json:"min_insync_replicas,omitempty"`     // 0 = min(2, R)
+	UncleanLeaderElection     bool            `json:"unclean_leader_election,omitempty"` // default false
 }
 
 // AlterTopicRequest is the body of PATCH /v1/topics/{topic} (§2.5). A nil field is not

@@ -125,3 +125,24 @@ func TestProduceKeysAreBoundedUTF8(t *testing.T) {
 		})
 	}
 }
+
+func TestReplicationFieldsOutOfRangeAre400NamingTheField(t *testing.T) {
+	cases := []struct{ body, field string }{
+		{`{"name":"orders-new","replication_factor":6}`, "replication_factor"},
+		{`{"name":"orders-new","replication_factor":-1}`, "replication_factor"},
+		{`{"name":"orders-new","replication_factor":3,"min_insync_replicas":4}`, "min_insync_replicas"},
+		{`{"name":"orders-new","min_insync_replicas":6}`, "min_insync_replicas"},
+		{`{"name":"orders-new","min_insync_replicas":-1}`, "min_insync_replicas"},
+	}
+	for _, c := range cases {
+		env := newEnv(t)
+		r := env.do("POST", "/v1/topics", "alice", []byte(c.body))
+		expectStatus(t, r, 400)
+		if body := expectJSONError(t, r); body["field"] != c.field {
+			t.Fatalf("%s: error body %v does not name field %q", c.body, body, c.field)
+		}
+		if env.be.called("CreateTopic") {
+			t.Fatalf("%s reached the backend", c.body)
+		}
+	}
+}

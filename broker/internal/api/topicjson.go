@@ -86,7 +86,7 @@ type createTopicBody struct {
 	Schema                    json.RawMessage `json:"schema"`
 	Parent                    string          `json:"parent"`
 	FanoutDelayMs             int64           `json:"fanout_delay_ms"`
-	Owner                     string          `json:"owner"` // accepted and ignored (docs/internals/http-api.md §2.2)
+	Owner                     string          `json:"owner"`                   // accepted and ignored (docs/internals/http-api.md §2.2)
 	ReplicationFactor         int             `json:"replication_factor"`      // 0 = the cluster default
 	MinInsyncReplicas         int             `json:"min_insync_replicas"`     // 0 = min(2, R)
 	UncleanLeaderElection     bool            `json:"unclean_leader_election"` // default false

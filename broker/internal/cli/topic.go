@@ -75,6 +75,9 @@ func (a *app) topicAddCmd() *cobra.Command {
 	f.StringVar(&dly, "delay", "", "fan-out delay of a delay child (requires --parent)")
 	f.Int64Var(&req.MaxInFlightPerPartition, "max-in-flight", 0, "max unacked reservations per partition (0 = default)")
 	f.Int64Var(&req.MaxAckedAheadPerPartition, "max-acked-ahead", 0, "max out-of-order acks parked per partition (0 = default)")
+	f.IntVar(&req.ReplicationFactor, "replication-factor", 0, "copies of each partition, 1-5 (0 = server default)")
+	f.IntVar(&req.MinInsyncReplicas, "min-insync", 0, "copies a produce must reach before its 202 (0 = min(2, replication factor))")
+	f.BoolVar(&req.UncleanLeaderElection, "unclean-leader-election", false, "allow an out-of-sync copy to become leader when no in-sync one is alive (may lose records)")
 	return cmd
 }
 

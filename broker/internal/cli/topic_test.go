@@ -170,3 +170,20 @@ func TestTopicRmOfAParentNeedsDetachChildren(t *testing.T) {
 		t.Fatalf("detach_children=%q, want true", got)
 	}
 }
+
+func TestTopicAddSendsTheReplicationFlags(t *testing.T) {
+	f := newFakeAPI(t)
+	f.fixed("POST /v1/topics", 201, `{"name":"o","partitions":3,"replication_factor":3,"min_insync_replicas":2,"role":"standalone","created_at":1}`)
+	r := runCLI(context.Background(), testApp(envFor(t, f)), "", "topic", "add", "o", "--partitions", "3",
+		"--replication-factor", "3", "--min-insync", "2", "--unclean-leader-election")
+	if r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	var body map[string]any
+	_ = json.Unmarshal([]byte(f.callsTo("POST", "/v1/topics")[0].Body), &body)
+	want := map[string]any{"name": "o", "partitions": 3.0, "replication_factor": 3.0, "min_insync_replicas": 2.0,
+		"unclean_leader_election": true}
+	if !reflect.DeepEqual(body, want) {
+		t.Fatalf("body = %v", body)
+	}
+}

@@ -107,8 +107,8 @@ func TestFailoverElectsTheFirstLiveInSyncReplica(t *testing.T) {
 	r.c.advance(time.Second, "a", "c", "d")
 	pass(t, r.ctl, r.log)
 	a := assignment(t, r.st, "orders", 0)
-	if a.Owner != "d" || a.LeaderEpoch != 1 || !reflect.DeepEqual(a.InSync(), []string{"b", "d"}) {
-		t.Fatalf("orders/0 = %+v, want d (first live ISR member) leading at epoch 1, isr unchanged", a)
+	if a.Owner != "d" || a.LeaderEpoch != 1 || !reflect.DeepEqual(a.InSync(), []string{"d"}) {
+		t.Fatalf("orders/0 = %+v, want d (first live ISR member) leading at epoch 1, b out of the isr", a)
 	}
 	if a := assignment(t, r.st, "orders", 1); a.Owner != "c" || a.LeaderEpoch != 0 {
 		t.Fatalf("orders/1, led by live c, changed: %+v", a)

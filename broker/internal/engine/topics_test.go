@@ -332,3 +332,24 @@ func TestCreateTopicWaitsBehindTheCreateGate(t *testing.T) {
 		t.Fatal("a shutting-down node still reports ready")
 	}
 }
+
+func TestReplicatedCreateNeedsAsManyMembersAsReplicas(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	_, err := n.e.CreateTopic(n.ctx(), service.CreateTopicRequest{Name: "r3", Partitions: 3, ReplicationFactor: 3})
+	if !errors.Is(err, errcode.ErrNotEnoughMembers) || errcode.HTTPStatus(err) != 422 {
+		t.Fatalf("R=3 on one node: %v", err)
+	}
+	if _, ok := n.store.Topic("r3"); ok {
+		t.Fatal("a refused replicated create was proposed anyway")
+	}
+	// R = 1 said out loud is stored exactly as a topic that never heard of replication.
+	if _, err := n.e.CreateTopic(n.ctx(), service.CreateTopicRequest{Name: "r1", Partitions: 3, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := n.store.Topic("r1"); got.ReplicationFactor != 0 || got.RF() != 1 {
+		t.Fatalf("stored %+v", got)
+	}
+	if a, _ := n.store.Assignment("r1", 0); a.Replicas != nil || a.ISR != nil {
+		t.Fatalf("R=1 assignment stored with replica lists: %+v", a)
+	}
+}

@@ -77,8 +77,14 @@ func (x *txn) electLeader(c *electLeaderCmd) Result {
 		return badReplicaSet(a, "%s is not in the isr %v", c.NewLeader, a.InSync())
 	}
 	isr := a.InSync()
-	if unclean {
+	switch c.Reason {
+	case ElectUnclean:
 		isr = []string{c.NewLeader}
+	case ElectDead:
+		// The failed leader leaves the ISR with its leadership (as Kafka's controller does):
+		// otherwise the new leader's HWM would wait for it until the shrink rule dropped it.
+		// It comes back through the leader's expand once it has caught up.
+		isr = slices.DeleteFunc(slices.Clone(isr), func(id string) bool { return id == a.Owner })
 	}
 	a.Owner, a.ISR = c.NewLeader, isr
 	a.LeaderEpoch++

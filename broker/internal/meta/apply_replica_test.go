@@ -282,7 +282,7 @@ func TestElectLeaderRules(t *testing.T) {
 		wantEpoch uint64
 		wantISR   []string
 	}{
-		{"dead leader → in-sync follower", false, nil, 0, "b", ElectDead, OutcomeOK, "b", 1, []string{"a", "b", "c"}},
+		{"dead leader → in-sync follower; it leaves the isr", false, nil, 0, "b", ElectDead, OutcomeOK, "b", 1, []string{"b", "c"}},
 		{"preferred leader back", false, nil, 0, "a", ElectPreferred, OutcomeOK, "a", 1, []string{"a", "b", "c"}},
 		{"stale epoch", false, nil, 3, "b", ElectDead, OutcomeStaleEpoch, "a", 0, []string{"a", "b", "c"}},
 		{"out-of-sync replica", false, []string{"a", "b"}, 0, "c", ElectDead, OutcomeBadReplicaSet, "a", 0, []string{"a", "b"}},
@@ -481,7 +481,7 @@ func TestSnapshotRoundTripKeepsReplicaSets(t *testing.T) {
 	}
 	sameState(t, src.f, dst.f)
 	a, _ := dst.store().Assignment("orders", 1)
-	want := Assignment{Topic: "orders", Partition: 1, Owner: "c", Replicas: []string{"a", "b", "c"}, LeaderEpoch: 1, ISR: []string{"a", "c"}}
+	want := Assignment{Topic: "orders", Partition: 1, Owner: "c", Replicas: []string{"a", "b", "c"}, LeaderEpoch: 1, ISR: []string{"c"}}
 	if !reflect.DeepEqual(a, want) {
 		t.Fatalf("restored %+v, want %+v", a, want)
 	}

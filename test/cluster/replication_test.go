@@ -1,0 +1,118 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"narad.dev/broker/client"
+	"narad.dev/test/harness"
+)
+
+// Replicated partitions (docs/replication.md): a partition lives on R nodes, 202 means fsynced
+// on at least min_insync_replicas of them, and losing a node with its disk loses nothing.
+
+// failoverAfter is --replica-failover-after of the replication specs: short, so a spec that
+// kills three leaders in turn stays well inside its budget.
+const failoverAfter = "2s"
+
+// createReplicated creates a 3-partition topic with R = 3, M = 2 through node 0 and waits until
+// every live node sees every partition assigned.
+func createReplicated(c *harness.Cluster, name string) {
+	GinkgoHelper()
+	_, err := harness.CreateTopicRetry(ctx(30*time.Second), c.Client(0), client.CreateTopicRequest{
+		Name: name, Partitions: 3, VisibilityTimeoutMs: visibilityMs, ReplicationFactor: 3, MinInsyncReplicas: 2})
+	Expect(err).NotTo(HaveOccurred(), "create %s", name)
+	waitTopicEverywhere(c, name)
+}
+
+// partitionView is one partition as a live node describes it.
+func partitionView(c *harness.Cluster, topic string, p int) (client.PartitionStat, error) {
+	var last error
+	for _, i := range c.Live() {
+		rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		d, err := c.Client(i).GetTopic(rctx, topic, &p)
+		cancel()
+		if err != nil {
+			last = err
+			continue
+		}
+		for _, st := range d.PartitionStats {
+			if st.Index == p {
+				return st, nil
+			}
+		}
+	}
+	return client.PartitionStat{}, fmt.Errorf("no live node describes %s/%d: %v", topic, p, last)
+}
+
+// waitPartition waits until a live node describes topic/p so that cond holds.
+func waitPartition(topic string, p int, c *harness.Cluster, within time.Duration, what string, cond func(client.PartitionStat) bool) client.PartitionStat {
+	GinkgoHelper()
+	var st client.PartitionStat
+	Eventually(func() bool {
+		var err error
+		st, err = partitionView(c, topic, p)
+		return err == nil && cond(st)
+	}).WithTimeout(within).WithPolling(200*time.Millisecond).Should(BeTrue(), "%s/%d: %s (last seen %+v)", topic, p, what, st)
+	return st
+}
+
+var _ = Describe("Replicated partitions", func() {
+	It("(r1) R=3 M=2: the leader of every partition in turn is killed -9 with its data directory deleted, and every 202 is delivered", func() {
+		c := newCluster(3, func(o *harness.ClusterOptions) {
+			o.Args = append(o.Args, "--replica-failover-after="+failoverAfter)
+		})
+		topic := "repl-wipe"
+		createReplicated(c, topic)
+		for p := range 3 {
+			st := waitPartition(topic, p, c, 30*time.Second, "three replicas, all in sync", func(st client.PartitionStat) bool {
+				return len(st.Replicas) == 3 && len(st.ISR) == 3 && st.Leader != ""
+			})
+			logf("p%d: replicas %v leader %s epoch %d", p, st.Replicas, st.Leader, st.LeaderEpoch)
+		}
+
+		h := harness.NewHistory()
+		tctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		pst, pwait := harness.StartClusterProducers(tctx, h, harness.ProducerOptions{
+			Topic: topic, Prefix: "r1", Workers: 3, Endpoints: c.Endpoints(), Interval: 20 * time.Millisecond,
+		})
+		watch(h, topic, pst, &harness.TrafficStats{})
+		waitAccepted(h, topic, 100, 30*time.Second)
+
+		for p := range 3 {
+			st := waitPartition(topic, p, c, 90*time.Second, "all replicas in sync", func(st client.PartitionStat) bool {
+				return len(st.ISR) == 3
+			})
+			victim := c.Index(st.Leader)
+			Expect(victim).To(BeNumerically(">=", 0), "leader %s of p%d is a node of the cluster", st.Leader, p)
+			before := len(h.Accepted(topic))
+			logf("p%d: wiping its leader %s (epoch %d) with %d accepted so far", p, st.Leader, st.LeaderEpoch, before)
+			Expect(c.Wipe(victim)).To(Succeed())
+			killedAt := time.Now()
+			elected := waitPartition(topic, p, c, 30*time.Second, "a new leader", func(now client.PartitionStat) bool {
+				return now.Leader != "" && now.Leader != st.Leader && now.LeaderEpoch > st.LeaderEpoch
+			})
+			logf("p%d: %s leads at epoch %d, %s after the kill", p, elected.Leader, elected.LeaderEpoch,
+				time.Since(killedAt).Round(time.Millisecond))
+			Expect(c.Restart(ctx(60*time.Second), victim)).To(Succeed())
+			Expect(c.WaitMember(ctx(60*time.Second), c.ID(victim), client.StatusAlive)).To(Succeed())
+			back := waitPartition(topic, p, c, 90*time.Second, "the wiped replica back in sync", func(now client.PartitionStat) bool {
+				return slices.Contains(now.ISR, st.Leader) && len(now.ISR) == 3
+			})
+			logf("p%d: %s back in the isr %v, %s after the kill", p, st.Leader, back.ISR, time.Since(killedAt).Round(time.Millisecond))
+			Expect(len(h.Accepted(topic))).To(BeNumerically(">", before), "producers got 202s while p%d failed over", p)
+		}
+		stop()
+		pwait()
+		logf("producers: %s", pst)
+		drain(h, topic, c.Endpoints())
+		r := expectClean("R=3 leader wipes", h)
+		logf("duplicates: %d", r.Duplicates)
+	})
+})
