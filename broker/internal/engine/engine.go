@@ -133,6 +133,8 @@ type Engine struct {
 	eventTasks    taskGroup            // goroutines started by OnMetaEvent; closed when Run ends
 	host          *replica.Host        // this node's leaderships of replicated partitions
 	repl          *replication.Manager // takes up leaderships, runs follower loops (replication.go)
+	slotsMu       sync.Mutex
+	slots         slotCache // replicatedSlots' last list
 
 	quarantineListed atomic.Bool // the startup listing of quarantined copies ran (tests wait on it)
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"sync/atomic"
@@ -80,14 +81,24 @@ func (e *Engine) commitAtLeader(ctx context.Context, t meta.Topic, p int, recs [
 	switch d.Kind {
 	case dispatch.DestLocal:
 		_, err := e.parts.CommitReplicated(ctx, t, p, recs)
-		return err
+		return leaderCommitError(err)
 	case dispatch.DestRemote:
 		if e.peers == nil {
 			return fmt.Errorf("%s/%d: %w", t.Name, p, errcode.ErrOwnerDown)
 		}
-		return e.peers.CommitRemote(ctx, d.Addr, t.Name, t.Incarnation, p, recs)
+		return leaderCommitError(e.peers.CommitRemote(ctx, d.Addr, t.Name, t.Incarnation, p, recs))
 	}
 	return fmt.Errorf("%s/%d: leader %s: %w", t.Name, p, d.Node, errcode.ErrOwnerDown)
+}
+
+// leaderCommitError is what a producer is told of a failed commit at a leader: a leadership
+// that moved or ended during the commit (not the owner, deposed) is a 503 to retry, like an
+// owner that is down; its outcome may be unknown, never a loss.
+func leaderCommitError(err error) error {
+	if err != nil && errors.Is(err, errcode.ErrNotOwner) && !errors.Is(err, errcode.ErrUnavailable) {
+		return fmt.Errorf("%w: the partition's leadership moved: %v", errcode.ErrUnavailable, err)
+	}
+	return err
 }
 
 // pickPartition: pinned → it; keyed → FNV-1a-32(key) mod n; keyless → round-robin, one

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
+	"narad.dev/broker/internal/replica"
 	"narad.dev/broker/internal/service"
 	"narad.dev/broker/internal/wal"
 )
@@ -246,4 +248,28 @@ func TestDrainFlagInTheReplicaRefusesProduceAcrossARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, func() bool { return produce(n) == nil }, "produce accepted after the cancel")
+}
+
+// A producer to a replicated topic whose leadership moves mid-commit gets a 503 to retry,
+// never a 500; the other refusals keep their status.
+func TestLeaderCommitErrorsAreRetryableWhenTheLeadershipMoved(t *testing.T) {
+	cases := []struct {
+		err  error
+		want int
+	}{
+		{nil, 200},
+		{fmt.Errorf("orders/0: %w", errcode.ErrNotOwner), 503},
+		{fmt.Errorf("commit: outcome unknown: %w", replica.ErrDeposed), 503},
+		{fmt.Errorf("orders/0: %w", replica.ErrNotEnoughReplicas), 503},
+		{fmt.Errorf("orders: %w", errcode.ErrTopicGone), errcode.HTTPStatus(errcode.ErrTopicGone)},
+	}
+	for _, c := range cases {
+		got := leaderCommitError(c.err)
+		if st := errcode.HTTPStatus(got); st != c.want {
+			t.Errorf("%v → %v: status %d, want %d", c.err, got, st, c.want)
+		}
+	}
+	if !errors.Is(leaderCommitError(replica.ErrNotEnoughReplicas), errcode.ErrNotEnoughReplicas) {
+		t.Fatal("not_enough_replicas lost its identity")
+	}
 }

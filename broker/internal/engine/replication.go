@@ -58,20 +58,36 @@ func (noPeers) EndOffset(context.Context, uint64, uint64) (uint64, int64, bool, 
 }
 
 // replicatedSlots lists the partitions of replicated topics whose replica set names this
-// node, from the local replica.
+// node, from the local replica. The list is kept until the metadata version moves, and then
+// rebuilt from the topic records, reading assignments of replicated topics only, so a cluster
+// of unreplicated topics pays one scan of its topic records per change.
 func (e *Engine) replicatedSlots() []replication.Slot {
-	var out []replication.Slot
-	for _, a := range e.meta.AllAssignments() {
-		if len(a.Replicas) < 2 || !slices.Contains(a.Replicas, e.cfg.NodeID) {
-			continue
-		}
-		t, ok := e.view.Topic(a.Topic)
-		if !ok || t.RF() < 2 {
-			continue
-		}
-		out = append(out, replication.Slot{Topic: t, A: a})
+	ver := e.meta.MetadataVersion()
+	e.slotsMu.Lock()
+	defer e.slotsMu.Unlock()
+	if e.slots.ok && e.slots.version == ver {
+		return e.slots.list
 	}
+	var out []replication.Slot
+	for _, t := range e.meta.Topics("", 0) {
+		if t.RF() < 2 {
+			continue
+		}
+		for _, a := range e.meta.Assignments(t.Name) {
+			if slices.Contains(a.ReplicaSet(), e.cfg.NodeID) {
+				out = append(out, replication.Slot{Topic: t, A: a})
+			}
+		}
+	}
+	e.slots.version, e.slots.list, e.slots.ok = ver, out, true
 	return out
+}
+
+// slotCache is replicatedSlots' list and the metadata version it was read at.
+type slotCache struct {
+	version uint64
+	list    []replication.Slot
+	ok      bool
 }
 
 // replicates reports whether the local replica names this node as a replica of (topic, p)
