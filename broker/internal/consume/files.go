@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"narad.dev/broker/internal/durable"
 )
 
 // File names inside a partition directory (docs/internals/storage-format.md §14).
@@ -195,4 +197,16 @@ func readConsumerFiles(dir string, logger *slog.Logger) (recovered, error) {
 		}
 	}
 	return rec, nil
+}
+
+// StoreReplicatedCheckpoint writes b, a replicated partition leader's consumer state as
+// EncodeCheckpoint made it, as dir's consumer.offset (docs/internals/replication.md §8): the
+// follower that holds dir never has a shard open on it, and the copy seeds the shard it opens
+// if it becomes the leader, so a failover redelivers at most what was acked since the last
+// copy. b must decode (DecodeCheckpoint); the write is atomic and durable.
+func StoreReplicatedCheckpoint(dir string, b []byte) error {
+	if _, err := DecodeCheckpoint(b); err != nil {
+		return err
+	}
+	return durable.WriteFileAtomic(filepath.Join(dir, CheckpointFile), b)
 }

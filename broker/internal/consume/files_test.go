@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash/crc32"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -274,4 +276,26 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 			t.Fatalf("re-encode mismatch: %x vs %x", again, b)
 		}
 	})
+}
+
+// A follower's copy of its leader's consumer state seeds the shard it opens as the next
+// leader; bytes that are not a checkpoint are refused and change nothing.
+func TestReplicatedCheckpointSeedsTheNextLeadersShard(t *testing.T) {
+	dir := t.TempDir()
+	if err := StoreReplicatedCheckpoint(dir, []byte("not a checkpoint")); err == nil {
+		t.Fatal("garbage stored as a checkpoint")
+	}
+	if _, err := os.Stat(filepath.Join(dir, CheckpointFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused copy left a file: %v", err)
+	}
+	if err := StoreReplicatedCheckpoint(dir, EncodeCheckpoint(Checkpoint{Frontier: 41, AckedAhead: []int64{43, 45}})); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := readConsumerFiles(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Frontier != 41 || !slices.Equal(rec.AckedAhead, []int64{43, 45}) {
+		t.Fatalf("recovered %+v", rec.Checkpoint)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"narad.dev/broker/internal/log"
 )
@@ -41,6 +42,9 @@ type FetchReply struct {
 	Next   int64
 	HWM    int64
 	Epochs []log.EpochEntry
+	// ConsumerState is the leader's consumer state (an encoded consume.Checkpoint) when it is
+	// due to this follower (ConsumerStateSync); nil otherwise.
+	ConsumerState []byte
 }
 
 // Source is the follower's way to its leader (node RPC in production). Errors of the leader
@@ -62,6 +66,9 @@ type Follower struct {
 	Epochs   *log.Epochs
 	Source   Source
 	MaxBytes int // per fetch; 0 → 1 MiB
+	// OnConsumerState stores the leader's consumer state a fetch brought
+	// (docs/internals/replication.md §8). nil: it is dropped.
+	OnConsumerState func(state []byte) error
 }
 
 // Run truncates a divergent suffix, then fetches and appends until ctx ends or the leader
@@ -147,7 +154,12 @@ func (f *Follower) FetchOnce(ctx context.Context) error {
 		}
 	}
 	if h := min(rep.HWM, f.Log.NextOffset()); h > f.Log.HighWatermark() {
-		return f.Log.AdvanceHWM(h)
+		if err := f.Log.AdvanceHWM(h); err != nil {
+			return err
+		}
+	}
+	if len(rep.ConsumerState) > 0 && f.OnConsumerState != nil {
+		return f.OnConsumerState(rep.ConsumerState)
 	}
 	return nil
 }
@@ -167,11 +179,41 @@ func (l *Leader) Serve(req FetchRequest, lg interface {
 	if err := l.Fetched(req.Follower, req.Epoch, req.Offset); err != nil {
 		return FetchReply{}, err
 	}
-	rep := FetchReply{Frames: frames, Next: next, HWM: l.log.HighWatermark()}
+	rep := FetchReply{Frames: frames, Next: next, HWM: l.log.HighWatermark(), ConsumerState: l.consumerStateFor(req.Follower)}
 	if len(frames) > 0 {
 		rep.Epochs = epochsCovering(epochs.Entries(), req.Offset, next)
 	}
 	return rep, nil
+}
+
+// ConsumerStateSync is how often, at most, a follower is sent the leader's consumer state
+// (consumer_state_sync, docs/internals/replication.md §8).
+const ConsumerStateSync = time.Second
+
+// consumerStateFor returns the consumer state to send follower f with this answer: the
+// current state when ConsumerStateSync has passed since f was last considered and the state
+// changed since f was last sent it; nil otherwise.
+func (l *Leader) consumerStateFor(f string) []byte {
+	if l.state == nil {
+		return nil
+	}
+	now := l.now()
+	l.mu.Lock()
+	fs := l.followers[f]
+	due := fs != nil && now.Sub(fs.stateAt) >= ConsumerStateSync
+	l.mu.Unlock()
+	if !due {
+		return nil
+	}
+	b := l.state()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fs.stateAt = now
+	if b == nil || string(b) == fs.stateSent {
+		return nil
+	}
+	fs.stateSent = string(b)
+	return b
 }
 
 // epochsCovering returns the entries in force over [from, to): the last starting at or before

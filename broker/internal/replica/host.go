@@ -120,16 +120,16 @@ func (h *Host) Fetch(ctx context.Context, topic string, p int, incarnation strin
 		notify := hs.log.NotifyC()
 		changed := hs.leader.changedC()
 		rep, err := h.serve(hs, req)
-		if err != nil || len(rep.Frames) > 0 || rep.HWM > req.HWM {
+		if err != nil || len(rep.Frames) > 0 || rep.HWM > req.HWM || rep.ConsumerState != nil {
 			return rep, err
 		}
 		select {
 		case <-notify:
 		case <-changed:
 		case <-timer.C:
-			return rep, nil
+			return h.serve(hs, req) // fresh: the HWM and consumer state as of now
 		case <-ctx.Done():
-			return rep, nil // the caller's deadline: an empty answer, not an error
+			return rep, nil // the caller's deadline: an empty answer, not an error (a consumer state in rep was not due)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,5 +63,48 @@ func TestHostFetchWaitsThenAnswersEmptyOrEarlyOnANewHWM(t *testing.T) {
 	}
 	if _, err := h.Fetch(ctx, "t", 0, "inc", FetchRequest{Epoch: 1}, 0); !errors.Is(err, ErrNotLeading) {
 		t.Fatalf("fetch after Drop: %v", err)
+	}
+}
+
+// The consumer state goes to each follower at most once per ConsumerStateSync, and only when
+// it changed since that follower last got it; the follower hands it to OnConsumerState.
+func TestConsumerStateReachesFollowersOncePerSyncWhenChanged(t *testing.T) {
+	a, b := newNode(t, "a"), newNode(t, "b")
+	now := time.Unix(1000, 0)
+	var state []byte
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	if err := a.epochs.Assign(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	ld, err := NewLeader(LeaderConfig{Self: "a", Epoch: 1, Replicas: []string{"a", "b"}, ISR: []string{"a", "b"},
+		MinISR: 1, Log: a.log, Now: clock, State: func() []byte { mu.Lock(); defer mu.Unlock(); return state }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]byte
+	fw := &Follower{Self: "b", Epoch: 1, Log: b.log, Epochs: b.epochs, Source: direct{n: a, ld: ld},
+		OnConsumerState: func(s []byte) error { got = append(got, s); return nil }}
+	fetch := func() {
+		t.Helper()
+		if err := fw.FetchOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := func(s string, d time.Duration) { mu.Lock(); state, now = []byte(s), now.Add(d); mu.Unlock() }
+
+	fetch() // no state yet
+	set("s1", 0)
+	fetch() // considered less than a second ago: not yet
+	set("s1", time.Second)
+	fetch() // due and new
+	set("s1", time.Second)
+	fetch() // due but unchanged
+	set("s2", 100*time.Millisecond)
+	fetch() // changed but not due
+	set("s2", time.Second)
+	fetch() // due and changed
+	if len(got) != 2 || string(got[0]) != "s1" || string(got[1]) != "s2" {
+		t.Fatalf("follower got %q, want [s1 s2]", got)
 	}
 }

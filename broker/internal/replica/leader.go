@@ -45,6 +45,9 @@ type LeaderConfig struct {
 	MinISR   int
 	Log      LeaderLog
 	Now      func() time.Time // nil → time.Now
+	// State returns the partition's consumer state to copy to followers (an encoded
+	// consume.Checkpoint), nil when there is none yet. nil: no consumer state is copied.
+	State func() []byte
 }
 
 // followerState is what the leader knows of one follower.
@@ -53,6 +56,8 @@ type followerState struct {
 	fetchedAt  time.Time // when it last fetched
 	caughtUpAt time.Time // the last time its LEO reached the leader's LEO (see Fetched)
 	leaderLEO  int64     // the leader's LEO at its last fetch
+	stateAt    time.Time // when it was last considered for the consumer state
+	stateSent  string    // the consumer state it was last sent
 }
 
 // Leader is the leader's view of one replicated partition for one epoch. Safe for concurrent
@@ -63,6 +68,7 @@ type Leader struct {
 	minISR int
 	log    LeaderLog
 	now    func() time.Time
+	state  func() []byte
 
 	advMu sync.Mutex // serializes AdvanceHWM calls (each fsyncs the hwm file)
 
@@ -89,7 +95,7 @@ func NewLeader(cfg LeaderConfig) (*Leader, error) {
 		now = time.Now
 	}
 	l := &Leader{
-		self: cfg.Self, epoch: cfg.Epoch, minISR: cfg.MinISR, log: cfg.Log, now: now,
+		self: cfg.Self, epoch: cfg.Epoch, minISR: cfg.MinISR, log: cfg.Log, now: now, state: cfg.State,
 		isr:       slices.Clone(cfg.ISR),
 		followers: make(map[string]*followerState),
 		changed:   make(chan struct{}),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/clock"
+	"narad.dev/broker/internal/consume"
 	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/partition"
@@ -182,7 +183,8 @@ func (m *Manager) lead(ctx context.Context, k key, s Slot) {
 		return
 	}
 	ld, err := replica.NewLeader(replica.LeaderConfig{Self: m.d.Self, Epoch: s.A.LeaderEpoch,
-		Replicas: s.A.ReplicaSet(), ISR: s.A.InSync(), MinISR: s.Topic.MinISR(), Log: pt.Log()})
+		Replicas: s.A.ReplicaSet(), ISR: s.A.InSync(), MinISR: s.Topic.MinISR(), Log: pt.Log(),
+		State: func() []byte { return consumerState(pt) }})
 	if err != nil {
 		m.log.Error("replication: bad assignment; not leading", "topic", k.topic, "partition", k.p, "err", err)
 		return
@@ -306,7 +308,8 @@ func (m *Manager) followOnce(ctx context.Context, k key, s Slot, src replica.Sou
 		return err
 	}
 	fw := &replica.Follower{Self: m.d.Self, Epoch: s.A.LeaderEpoch, Log: pt.Log(), Epochs: pt.Epochs(),
-		Source: src, MaxBytes: maxFetchBytes}
+		Source: src, MaxBytes: maxFetchBytes,
+		OnConsumerState: func(b []byte) error { return consume.StoreReplicatedCheckpoint(pt.Dir(), b) }}
 	if err := fw.Reconcile(ctx); err != nil {
 		return err
 	}
@@ -345,6 +348,16 @@ func (m *Manager) stopAll() {
 	for k, r := range m.roles {
 		m.end(k, r)
 	}
+}
+
+// consumerState is a led partition's consumer state for its followers: the shard's frontier
+// and acked-ahead set, nil while no consume attached a shard (docs/internals/replication.md §8).
+func consumerState(pt *partition.Partition) []byte {
+	s := pt.Shard()
+	if s == nil {
+		return nil
+	}
+	return consume.EncodeCheckpoint(s.Frontier())
 }
 
 // sameSet reports whether a and b hold the same members (both duplicate-free).

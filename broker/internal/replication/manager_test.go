@@ -3,6 +3,9 @@ package replication
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -69,7 +72,6 @@ func newWorld(t *testing.T, ids ...string) *world {
 	w.a = meta.Assignment{Topic: "t", Partition: 0, Owner: ids[0], Replicas: ids, ISR: ids}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
 	for _, id := range ids {
 		n := &node{id: id, host: replica.NewHost()}
 		n.reg = partition.New(partition.Deps{
@@ -106,6 +108,9 @@ func newWorld(t *testing.T, ids ...string) *world {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = n.m.Run(ctx) }()
 	}
+	// Registered last, so it runs first: the managers stop before the registries close and
+	// the data directories go.
+	t.Cleanup(func() { cancel(); wg.Wait() })
 	return w
 }
 
@@ -183,5 +188,62 @@ func TestManagerRunsLeadershipAndFollowersThroughAnElection(t *testing.T) {
 	}
 	if got := pa.Epochs().Entries(); len(got) != 2 || got[1].Epoch != 1 || got[1].Start != 3 {
 		t.Fatalf("a's leader epochs %v, want epoch 1 from offset 3", got)
+	}
+}
+
+// What consumers acked on the old leader is known to the new one: the followers keep a copy of
+// the leader's consumer state, which seeds the shard the new leader opens.
+func TestANewLeaderStartsFromTheConsumerStateTheOldOneHad(t *testing.T) {
+	w := newWorld(t, "a", "b")
+	a, b := w.nodes["a"], w.nodes["b"]
+	testwait.For(t, 5*time.Second, "a leads", func() bool { _, ok := a.host.Leader("t", 0); return ok })
+	if err := commit(t, a, w, "m0", "m1", "m2", "m3"); err != nil {
+		t.Fatal(err)
+	}
+	pt := a.reg.Peek("t", 0)
+	sh, err := a.reg.ShardOf(w.topic, pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, _ := sh.Reserve(consume.Limits{}, 3)
+	if len(ds) != 3 {
+		t.Fatalf("reserved %d", len(ds))
+	}
+	for _, d := range []consume.Delivery{ds[0], ds[1], ds[2]} {
+		if d.Message.Offset == 1 {
+			continue // offset 1 stays leased: 0 is the frontier, 2 is acked ahead
+		}
+		if err := sh.Ack(d.Handle.Offset, d.Handle.Nonce, consume.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bdir := b.reg.Peek("t", 0).Dir()
+	testwait.For(t, 10*time.Second, "b holds a's consumer state", func() bool {
+		raw, err := os.ReadFile(filepath.Join(bdir, consume.CheckpointFile))
+		if err != nil {
+			return false
+		}
+		c, err := consume.DecodeCheckpoint(raw)
+		return err == nil && c.Frontier == 0 && slices.Equal(c.AckedAhead, []int64{2})
+	})
+
+	cur := w.assignment()
+	w.set(meta.Assignment{Topic: "t", Partition: 0, Owner: "b", Replicas: cur.Replicas, ISR: []string{"b"}, LeaderEpoch: 1})
+	testwait.For(t, 5*time.Second, "b leads", func() bool { _, ok := b.host.Leader("t", 0); return ok })
+	bpt := b.reg.Peek("t", 0)
+	bsh, err := b.reg.ShardOf(w.topic, bpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := bsh.Frontier(); f.Frontier != 0 || !slices.Equal(f.AckedAhead, []int64{2}) {
+		t.Fatalf("the new leader starts from %+v, want frontier 0 with 2 acked ahead", f)
+	}
+	again, _ := bsh.Reserve(consume.Limits{}, 10)
+	var offs []int64
+	for _, d := range again {
+		offs = append(offs, d.Message.Offset)
+	}
+	if !slices.Equal(offs, []int64{1, 3}) {
+		t.Fatalf("the new leader delivers %v, want [1 3] (0 and 2 were acked on the old one)", offs)
 	}
 }

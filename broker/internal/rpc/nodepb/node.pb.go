@@ -3296,7 +3296,10 @@ type ReplicaFetchReply struct {
 	// The leader's current epoch (on 409, the one the follower should look up).
 	LeaderEpoch uint64 `protobuf:"varint,8,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
 	// The leader's oldest retained offset (on 410, where a copy must start).
-	LogStart      int64 `protobuf:"varint,9,opt,name=log_start,json=logStart,proto3" json:"log_start,omitempty"`
+	LogStart int64 `protobuf:"varint,9,opt,name=log_start,json=logStart,proto3" json:"log_start,omitempty"`
+	// The leader's consumer state (consumer.offset's encoding), at most once a second and only
+	// when it changed (docs/internals/replication.md §8); empty otherwise.
+	ConsumerState []byte `protobuf:"bytes,10,opt,name=consumer_state,json=consumerState,proto3" json:"consumer_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3392,6 +3395,13 @@ func (x *ReplicaFetchReply) GetLogStart() int64 {
 		return x.LogStart
 	}
 	return 0
+}
+
+func (x *ReplicaFetchReply) GetConsumerState() []byte {
+	if x != nil {
+		return x.ConsumerState
+	}
+	return nil
 }
 
 type ReplicaEndOffsetRequest struct {
@@ -3814,7 +3824,7 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\n" +
 	"EpochStart\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x14\n" +
-	"\x05start\x18\x02 \x01(\x03R\x05start\"\x97\x02\n" +
+	"\x05start\x18\x02 \x01(\x03R\x05start\"\xbe\x02\n" +
 	"\x11ReplicaFetchReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x16\n" +
@@ -3825,7 +3835,9 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x03hwm\x18\x06 \x01(\x03R\x03hwm\x121\n" +
 	"\x06epochs\x18\a \x03(\v2\x19.narad.node.v1.EpochStartR\x06epochs\x12!\n" +
 	"\fleader_epoch\x18\b \x01(\x04R\vleaderEpoch\x12\x1b\n" +
-	"\tlog_start\x18\t \x01(\x03R\blogStart\"\xa8\x01\n" +
+	"\tlog_start\x18\t \x01(\x03R\blogStart\x12%\n" +
+	"\x0econsumer_state\x18\n" +
+	" \x01(\fR\rconsumerState\"\xa8\x01\n" +
 	"\x17ReplicaEndOffsetRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12 \n" +
