@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -114,5 +115,72 @@ var _ = Describe("Replicated partitions", func() {
 		drain(h, topic, c.Endpoints())
 		r := expectClean("R=3 leader wipes", h)
 		logf("duplicates: %d", r.Duplicates)
+	})
+})
+
+var _ = Describe("Replicated partitions below min_insync_replicas", func() {
+	It("(r2) R=3 M=3: with one replica down the partition refuses produce with 503 not_enough_replicas, loses nothing, and recovers when it returns", func() {
+		c := newCluster(3, func(o *harness.ClusterOptions) {
+			o.Args = append(o.Args, "--replica-failover-after="+failoverAfter)
+		})
+		topic := "repl-min-isr"
+		_, err := harness.CreateTopicRetry(ctx(30*time.Second), c.Client(0), client.CreateTopicRequest{
+			Name: topic, Partitions: 3, VisibilityTimeoutMs: visibilityMs, ReplicationFactor: 3, MinInsyncReplicas: 3})
+		Expect(err).NotTo(HaveOccurred())
+		waitTopicEverywhere(c, topic)
+		p := 0
+		st := waitPartition(topic, p, c, 30*time.Second, "all replicas in sync", func(st client.PartitionStat) bool {
+			return len(st.ISR) == 3
+		})
+		h := harness.NewHistory()
+		leaderIdx := c.Index(st.Leader)
+		ep := c.Endpoint(leaderIdx)
+		Expect(produceN(h, ep, topic, "before", 20, &p)).To(Equal(20), "every produce with all replicas in sync answers 202")
+
+		// A follower goes down: after the shrink the ISR has 2 < 3 members.
+		victim := -1
+		for _, id := range st.Replicas {
+			if id != st.Leader && c.Index(id) != leader(c) {
+				victim = c.Index(id)
+				break
+			}
+		}
+		if victim < 0 { // both followers lead Raft? only one can: take the other follower
+			for _, id := range st.Replicas {
+				if id != st.Leader {
+					victim = c.Index(id)
+				}
+			}
+		}
+		c.Kill(victim)
+		logf("killed follower %s of p%d", c.ID(victim), p)
+		waitPartition(topic, p, c, 45*time.Second, "the dead follower out of the isr", func(now client.PartitionStat) bool {
+			return len(now.ISR) == 2
+		})
+		var apiErr *client.Error
+		Eventually(func() bool {
+			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			perr := ep.Client.Produce(rctx, topic, []byte("refused"), client.ProduceOptions{Partition: &p})
+			h.Produce(topic, ep.Node, fmt.Sprintf("refused-%d", time.Now().UnixNano()), perr)
+			return errors.As(perr, &apiErr) && apiErr.Status == 503 && apiErr.Message == "not_enough_replicas"
+		}).WithTimeout(20*time.Second).WithPolling(200*time.Millisecond).Should(BeTrue(), "produce below min ISR answers 503 not_enough_replicas (last: %v)", apiErr)
+
+		Expect(c.Restart(ctx(60*time.Second), victim)).To(Succeed())
+		waitPartition(topic, p, c, 60*time.Second, "the follower back in the isr", func(now client.PartitionStat) bool {
+			return len(now.ISR) == 3
+		})
+		// The leader installs the ISR it proposed a moment after other nodes apply it.
+		Eventually(func() error {
+			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			id := fmt.Sprintf("first-after-%d", time.Now().UnixNano())
+			perr := ep.Client.Produce(rctx, topic, []byte(id), client.ProduceOptions{Partition: &p})
+			h.Produce(topic, ep.Node, id, perr)
+			return perr
+		}).WithTimeout(20*time.Second).WithPolling(100*time.Millisecond).Should(Succeed(), "produce works again once the follower is back")
+		Expect(produceN(h, ep, topic, "after", 20, &p)).To(Equal(20), "every produce after the recovery answers 202")
+		drain(h, topic, c.Endpoints())
+		expectClean("R=3 M=3 below min ISR", h)
 	})
 })
