@@ -284,7 +284,7 @@ func TestTopicObjectShowsLinkFieldsOnlyForChildren(t *testing.T) {
 		}
 	}
 	b, _ = json.Marshal(TopicObjectOf(meta.Topic{Name: "s", Partitions: 3}))
-	want := `{"name":"s","partitions":3,"retention_ms":0,"visibility_timeout_ms":0,"max_in_flight_per_partition":0,"max_acked_ahead_per_partition":0,"created_at":0,"role":"standalone"}`
+	want := `{"name":"s","partitions":3,"retention_ms":0,"visibility_timeout_ms":0,"max_in_flight_per_partition":0,"max_acked_ahead_per_partition":0,"created_at":0,"role":"standalone","replication_factor":1,"min_insync_replicas":1,"unclean_leader_election":false}`
 	if string(b) != want {
 		t.Errorf("standalone object\n got %s\nwant %s", b, want)
 	}
