@@ -50,7 +50,7 @@ type PartitionStat struct {
 	// in-sync replicas and, when the leader answered, each follower's lag in records.
 	Replicas    []string         `json:"replicas,omitempty"`
 	Leader      string           `json:"leader,omitempty"`
-	LeaderEpoch uint64           `json:"leader_epoch,omitempty"`
+	LeaderEpoch uint64           `json:"leader_epoch"`
 	ISR         []string         `json:"isr,omitempty"`
 	FollowerLag map[string]int64 `json:"follower_lag,omitempty"`
 }

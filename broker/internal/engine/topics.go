@@ -269,7 +269,8 @@ func (e *Engine) LocalPartitionStats(t meta.Topic, partition int) []service.Part
 		if ok {
 			st.OwnerNode, st.TargetNode = a.Owner, a.Target
 			if replicated(t) {
-				st.Replicas, st.Leader, st.LeaderEpoch, st.ISR = a.ReplicaSet(), a.Owner, a.LeaderEpoch, a.InSync()
+				epoch := a.LeaderEpoch
+				st.Replicas, st.Leader, st.LeaderEpoch, st.ISR = a.ReplicaSet(), a.Owner, &epoch, a.InSync()
 				if ld, ok := e.host.Leader(t.Name, p); ok && ld.Epoch() == a.LeaderEpoch {
 					st.FollowerLag = ld.Lag()
 				}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/faults"
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/service"
 )
 
@@ -351,5 +353,37 @@ func TestReplicatedCreateNeedsAsManyMembersAsReplicas(t *testing.T) {
 	}
 	if a, _ := n.store.Assignment("r1", 0); a.Replicas != nil || a.ISR != nil {
 		t.Fatalf("R=1 assignment stored with replica lists: %+v", a)
+	}
+}
+
+// Describe shows a replicated partition's replica set, leader, epoch (0 included) and ISR;
+// an unreplicated partition shows none of them.
+func TestDescribeShowsTheReplicaFieldsOfAReplicatedPartitionOnly(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	rr := meta.Topic{Name: "rr", Partitions: 3, ReplicationFactor: 2, MinInsyncReplicas: 1, Incarnation: "00112233445566aa",
+		Role: meta.RoleStandalone}
+	var as []meta.Assignment
+	for p := range 3 {
+		as = append(as, meta.Assignment{Topic: "rr", Partition: p, Owner: "n1", Replicas: []string{"n1", "n9"},
+			ISR: []string{"n1", "n9"}})
+	}
+	if err := n.store.CreateTopic(n.ctx(), rr, as); err != nil {
+		t.Fatal(err)
+	}
+	plain := n.createTopic(service.CreateTopicRequest{Name: "plain"})
+	eventually(t, 5*time.Second, func() bool { _, ok := n.e.view.Topic("rr"); return ok }, "topic rr visible")
+	tp, _ := n.e.view.Topic("rr")
+	st := n.e.LocalPartitionStats(tp, 0)[0]
+	b, _ := json.Marshal(st)
+	for _, want := range []string{`"replicas":["n1","n9"]`, `"leader":"n1"`, `"leader_epoch":0`, `"isr":["n1","n9"]`} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("replicated partition %s lacks %s", b, want)
+		}
+	}
+	b, _ = json.Marshal(n.e.LocalPartitionStats(plain, 0)[0])
+	for _, absent := range []string{"replicas", "leader", "isr"} {
+		if strings.Contains(string(b), `"`+absent) {
+			t.Fatalf("unreplicated partition %s shows %s", b, absent)
+		}
 	}
 }

@@ -50,7 +50,7 @@ type PartitionStats struct {
 	// each follower's lag in records.
 	Replicas    []string         `json:"replicas,omitempty"`
 	Leader      string           `json:"leader,omitempty"`
-	LeaderEpoch uint64           `json:"leader_epoch,omitempty"`
+	LeaderEpoch *uint64          `json:"leader_epoch,omitempty"` // set for a replicated partition, 0 included
 	ISR         []string         `json:"isr,omitempty"`
 	FollowerLag map[string]int64 `json:"follower_lag,omitempty"`
 }
