@@ -75,6 +75,7 @@ const (
 	optMaxMovesInFlight   = "max-moves-in-flight"
 	optMinVoters          = "min-voters"
 	optReplicaFailover    = "replica-failover-after"
+	optDefaultReplication = "default-replication-factor"
 
 	optMaxConnections             = "max-connections"
 	optMaxConnectionsPerIP        = "max-connections-per-ip"
@@ -187,6 +188,7 @@ var options = []option{
 	{name: optFanoutMaxBytes, kind: kInt, def: strconv.Itoa(DefaultFanoutMaxBatchBytes), help: "most key+payload bytes one fan-out slab carries (1024-8388608; a larger record still goes alone)"},
 	{name: optMaxMovesInFlight, kind: kInt, def: strconv.Itoa(DefaultMaxMovesInFlight), help: "partition moves the leader runs at once (1-256); set the same on every node"},
 	{name: optMinVoters, kind: kInt, def: strconv.Itoa(DefaultMinVoters), help: "Raft voters the leader keeps and a decommission must leave (odd, 1-9); set the same on every node"},
+	{name: optDefaultReplication, kind: kInt, def: "1", help: "replication factor of a topic created without one (1-5; a replicated topic keeps each partition on that many nodes, docs/replication.md)"},
 	{name: optReplicaFailover, kind: kDuration, def: DefaultReplicaFailoverAfter.String(), help: "heartbeat silence after which the leader of a replicated partition (replication_factor >= 2) is replaced by an in-sync replica (1s-5m, above heartbeat-interval); set the same on every node"},
 	{name: optMaxConnections, kind: kInt, def: strconv.Itoa(DefaultMaxConnections), help: "connections the HTTP port keeps open at once; more are closed at accept"},
 	{name: optMaxConnectionsPerIP, kind: kInt, def: strconv.Itoa(DefaultMaxConnectionsPerIP), help: "connections the HTTP port keeps open at once from one client IP (at most max-connections)"},

@@ -76,6 +76,9 @@ type Serve struct {
 	// leader of a replicated partition (1 s … 5 min and above HeartbeatInterval, default
 	// 10 s, docs/internals/replication.md §7). The leader's value applies.
 	ReplicaFailoverAfter time.Duration
+	// DefaultReplicationFactor is the replication factor of a topic whose create does not
+	// name one (1 … 5, default 1: unreplicated).
+	DefaultReplicationFactor int
 	// MaxInflightRequestBytes is the budget of produce body bytes held at once (≥ 8 MiB,
 	// default 256 MiB); a produce over it is answered 503 with Retry-After.
 	MaxInflightRequestBytes int64
@@ -149,6 +152,7 @@ func (s Serve) LogValue() slog.Value {
 		slog.Duration("move_force_promote_after", s.ForcePromoteAfter),
 		slog.Duration("move_dead_target_abort_after", s.DeadTargetAbortAfter),
 		slog.Duration("replica_failover_after", s.ReplicaFailoverAfter),
+		slog.Int("default_replication_factor", s.DefaultReplicationFactor),
 		slog.Int("fanout_max_batch_records", s.FanoutMaxBatchRecords),
 		slog.Int("fanout_max_batch_bytes", s.FanoutMaxBatchBytes),
 		slog.Int("max_moves_in_flight", s.MaxMovesInFlight),

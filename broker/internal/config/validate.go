@@ -185,6 +185,7 @@ func validate(s *Serve, origin func(string) string) error {
 			return intRange(optFanoutMaxBytes, s.FanoutMaxBatchBytes, MinFanoutBatchBytes, MaxFanoutBatchBytes, origin)
 		},
 		func() error { return intRange(optMaxMovesInFlight, s.MaxMovesInFlight, 1, MaxMovesInFlight, origin) },
+		func() error { return intRange(optDefaultReplication, s.DefaultReplicationFactor, 1, 5, origin) },
 		func() error {
 			if err := intRange(optMinVoters, s.MinVoters, 1, MaxMinVoters, origin); err != nil {
 				return err

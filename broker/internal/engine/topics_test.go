@@ -387,3 +387,16 @@ func TestDescribeShowsTheReplicaFieldsOfAReplicatedPartitionOnly(t *testing.T) {
 		}
 	}
 }
+
+// A create that names no replication factor takes --default-replication-factor: 3 on a lone
+// node is refused for want of members, while an explicit 1 still creates.
+func TestCreateWithoutAReplicationFactorTakesTheClusterDefault(t *testing.T) {
+	n := startNode(t, t.TempDir(), func(c *Config) { c.DefaultReplicationFactor = 3 })
+	_, err := n.e.CreateTopic(n.ctx(), service.CreateTopicRequest{Name: "d", Partitions: 3})
+	if !errors.Is(err, errcode.ErrNotEnoughMembers) {
+		t.Fatalf("create under a default of 3 on one node: %v", err)
+	}
+	if _, err := n.e.CreateTopic(n.ctx(), service.CreateTopicRequest{Name: "one", Partitions: 3, ReplicationFactor: 1}); err != nil {
+		t.Fatalf("explicit replication factor 1: %v", err)
+	}
+}

@@ -249,21 +249,22 @@ func (p *process) newEngine() error {
 		return err
 	}
 	e := engine.New(engine.Config{
-		NodeID:             cfg.NodeID,
-		DataDir:            cfg.DataDir,
-		Codec:              cfg.StorageCodec,
-		CompressionLevel:   cfg.StorageCompressionLevel,
-		DefaultPartitions:  cfg.TopicDefaultPartitions,
-		MaxPartitions:      cfg.TopicMaxPartitions,
-		DefaultRetentionMs: cfg.TopicDefaultRetentionMs,
-		IdleLogEviction:    cfg.IdleLogEviction,
-		SecurityEnabled:    cfg.SecurityEnabled,
-		Logger:             logger,
-		Metrics:            p.m,
-		RemoteAllowedHosts: remoteAllowed,
-		LinkKey:            linkKey,
-		Peers:              p.nodes,
-		PlacementLock:      p.ctrl.PlacementLock(),
+		NodeID:                   cfg.NodeID,
+		DataDir:                  cfg.DataDir,
+		Codec:                    cfg.StorageCodec,
+		CompressionLevel:         cfg.StorageCompressionLevel,
+		DefaultPartitions:        cfg.TopicDefaultPartitions,
+		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		MaxPartitions:            cfg.TopicMaxPartitions,
+		DefaultRetentionMs:       cfg.TopicDefaultRetentionMs,
+		IdleLogEviction:          cfg.IdleLogEviction,
+		SecurityEnabled:          cfg.SecurityEnabled,
+		Logger:                   logger,
+		Metrics:                  p.m,
+		RemoteAllowedHosts:       remoteAllowed,
+		LinkKey:                  linkKey,
+		Peers:                    p.nodes,
+		PlacementLock:            p.ctrl.PlacementLock(),
 	}, p.store, p.in)
 	p.e = e
 	// The fan-out runner is built over the engine, so it is bound to it after New.
