@@ -94,6 +94,10 @@ func TestCheckpointDoesNotPassAFailedCommit(t *testing.T) {
 	}
 	h.clock.Advance(time.Second)
 	testwait.For(t, 20*time.Second, "retry after backoff", func() bool { return h.com.attemptsFor("t", 0) == 2 })
+	// The attempt is counted when it starts; its failure sets the next retry time when a pass
+	// settles it. Wait for that before moving the clock, or the failure could be settled at the
+	// later time and push the retry past the one second the clock moves.
+	h.waitPasses(t, 2)
 	h.com.setFail(nil)
 	h.clock.Advance(time.Second)
 	testwait.For(t, 20*time.Second, "checkpoint at next seq", func() bool { return h.w.Checkpoint() == h.w.NextSeq() })
