@@ -244,6 +244,7 @@ type Member struct {
 	OutboundMoves       int      `json:"outbound_moves"`
 	LastHeartbeat       int64    `json:"last_heartbeat"` // Unix seconds
 	DecommissionBlocked []string `json:"decommission_blocked,omitempty"`
+	Rack                string   `json:"rack,omitempty"` // the node's --rack; "" when none
 }
 
 // DecommissionVerdict is the dry-run answer of POST .../decommission?dry_run=true (§2.17).

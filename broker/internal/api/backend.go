@@ -171,6 +171,7 @@ type Member struct {
 	OwnedPartitions     int      `json:"owned_partitions"`
 	OutboundMoves       int      `json:"outbound_moves"`
 	LastHeartbeat       int64    `json:"last_heartbeat"`
+	Rack                string   `json:"rack,omitempty"` // --rack; omitted when none
 	DecommissionBlocked []string `json:"decommission_blocked,omitzero"`
 }
 

@@ -88,6 +88,7 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.DeadTargetAbortAfter = b.duration(optDeadTargetAbort)
 	s.ReplicaFailoverAfter = b.duration(optReplicaFailover)
 	s.DefaultReplicationFactor = int(b.integer(optDefaultReplication, 32))
+	s.Rack = b.str(optRack)
 	s.RemoteAllowedHosts = b.list(optRemoteAllowedHosts)
 	s.FanoutMaxBatchRecords = int(b.integer(optFanoutMaxRecords, 32))
 	s.FanoutMaxBatchBytes = int(b.integer(optFanoutMaxBytes, 32))

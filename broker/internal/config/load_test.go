@@ -350,6 +350,8 @@ func TestEachValidationErrorNamesItsField(t *testing.T) {
 		{[]string{"--replica-failover-after=5s"}, nil, "replica-failover-after", "must exceed heartbeat-interval (5s)"},
 		{[]string{"--default-replication-factor=0"}, nil, "default-replication-factor", "outside 1…5"},
 		{nil, map[string]string{"NARAD_DEFAULT_REPLICATION_FACTOR": "6"}, "default-replication-factor", "outside 1…5"},
+		{[]string{"--rack=eu west"}, nil, "rack", "must be 1-64 characters"},
+		{nil, map[string]string{"NARAD_RACK": strings.Repeat("r", 65)}, "rack", "(from env NARAD_RACK)"},
 		{[]string{"--max-inflight-request-bytes=8388607"}, nil, "max-inflight-request-bytes", "below 8388608"},
 		{[]string{"--topic-default-retention-ms=315360000001"}, nil, "topic-default-retention-ms", "at most 315360000000"},
 		{nil, map[string]string{"NARAD_MAX_INFLIGHT_REQUEST_BYTES": "lots"}, "max-inflight-request-bytes", ""},
@@ -411,7 +413,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"tls-cert": "", "tls-key": "", "cluster-tls-ca": "", "initial-members": "[]",
 		"heartbeat-interval": "5s", "heartbeat-timeout": "30s",
 		"move-force-promote-after": "2m0s", "move-dead-target-abort-after": "2m0s", "replica-failover-after": "10s",
-		"default-replication-factor": "1",
+		"default-replication-factor": "1", "rack": "",
 		"remote-allowed-hosts":       "[]",
 		"max-connections":            "8192", "max-connections-per-ip": "1024",
 		"cluster-max-connections": "1024", "cluster-max-connections-per-ip": "256",
@@ -424,7 +426,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"topic-default-retention-ms", "idle-log-eviction", "shutdown-grace", "http-read-timeout",
 		"http-write-timeout", "http-idle-timeout", "tls-cert", "tls-key", "cluster-tls-ca",
 		"initial-members", "heartbeat-interval", "heartbeat-timeout", "move-force-promote-after",
-		"move-dead-target-abort-after", "replica-failover-after", "default-replication-factor",
+		"move-dead-target-abort-after", "replica-failover-after", "default-replication-factor", "rack",
 		"remote-allowed-hosts",
 		"fanout-max-batch-records", "fanout-max-batch-bytes", "max-moves-in-flight", "min-voters",
 		"max-connections", "max-connections-per-ip", "cluster-max-connections", "cluster-max-connections-per-ip",
@@ -540,5 +542,22 @@ func TestDefaultReplicationFactorFromEnv(t *testing.T) {
 	s := mustLoad(t, nil, map[string]string{"NARAD_DEFAULT_REPLICATION_FACTOR": "3"})
 	if s.DefaultReplicationFactor != 3 {
 		t.Fatalf("DefaultReplicationFactor = %d, want 3", s.DefaultReplicationFactor)
+	}
+}
+
+// --rack comes from the env (or the flag), is logged, and defaults to none.
+func TestRackFromEnvAndLogged(t *testing.T) {
+	if s := mustLoad(t, nil, nil); s.Rack != "" {
+		t.Fatalf("Rack = %q by default, want none", s.Rack)
+	}
+	s := mustLoad(t, nil, map[string]string{"NARAD_RACK": "eu-west-1a"})
+	if s.Rack != "eu-west-1a" {
+		t.Fatalf("Rack = %q, want eu-west-1a", s.Rack)
+	}
+	if text := s.LogValue().String(); !strings.Contains(text, "rack=eu-west-1a") {
+		t.Fatalf("startup log lacks rack: %s", text)
+	}
+	if s := mustLoad(t, []string{"--rack", "r2"}, nil); s.Rack != "r2" {
+		t.Fatalf("Rack = %q from the flag, want r2", s.Rack)
 	}
 }

@@ -76,6 +76,7 @@ const (
 	optMinVoters          = "min-voters"
 	optReplicaFailover    = "replica-failover-after"
 	optDefaultReplication = "default-replication-factor"
+	optRack               = "rack"
 
 	optMaxConnections             = "max-connections"
 	optMaxConnectionsPerIP        = "max-connections-per-ip"
@@ -189,6 +190,7 @@ var options = []option{
 	{name: optMaxMovesInFlight, kind: kInt, def: strconv.Itoa(DefaultMaxMovesInFlight), help: "partition moves the leader runs at once (1-256); set the same on every node"},
 	{name: optMinVoters, kind: kInt, def: strconv.Itoa(DefaultMinVoters), help: "Raft voters the leader keeps and a decommission must leave (odd, 1-9); set the same on every node"},
 	{name: optDefaultReplication, kind: kInt, def: "1", help: "replication factor of a topic created without one (1-5; a replicated topic keeps each partition on that many nodes, docs/replication.md)"},
+	{name: optRack, kind: kString, help: "this node's failure domain (rack or zone; 1-64 characters of A-Z a-z 0-9 . _ -): replicas of a partition go to distinct racks when there are enough (default: none, a rack of its own)"},
 	{name: optReplicaFailover, kind: kDuration, def: DefaultReplicaFailoverAfter.String(), help: "heartbeat silence after which the leader of a replicated partition (replication_factor >= 2) is replaced by an in-sync replica (1s-5m, above heartbeat-interval); set the same on every node"},
 	{name: optMaxConnections, kind: kInt, def: strconv.Itoa(DefaultMaxConnections), help: "connections the HTTP port keeps open at once; more are closed at accept"},
 	{name: optMaxConnectionsPerIP, kind: kInt, def: strconv.Itoa(DefaultMaxConnectionsPerIP), help: "connections the HTTP port keeps open at once from one client IP (at most max-connections)"},

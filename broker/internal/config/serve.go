@@ -79,6 +79,10 @@ type Serve struct {
 	// DefaultReplicationFactor is the replication factor of a topic whose create does not
 	// name one (1 … 5, default 1: unreplicated).
 	DefaultReplicationFactor int
+	// Rack is this node's failure domain, stored in its member record ("" = none: a rack of
+	// its own); placement puts a partition's replicas on distinct racks (docs/replication.md,
+	// Racks). At most MaxRackLen characters of A-Z a-z 0-9 . _ -.
+	Rack string
 	// MaxInflightRequestBytes is the budget of produce body bytes held at once (≥ 8 MiB,
 	// default 256 MiB); a produce over it is answered 503 with Retry-After.
 	MaxInflightRequestBytes int64
@@ -153,6 +157,7 @@ func (s Serve) LogValue() slog.Value {
 		slog.Duration("move_dead_target_abort_after", s.DeadTargetAbortAfter),
 		slog.Duration("replica_failover_after", s.ReplicaFailoverAfter),
 		slog.Int("default_replication_factor", s.DefaultReplicationFactor),
+		slog.String("rack", s.Rack),
 		slog.Int("fanout_max_batch_records", s.FanoutMaxBatchRecords),
 		slog.Int("fanout_max_batch_bytes", s.FanoutMaxBatchBytes),
 		slog.Int("max_moves_in_flight", s.MaxMovesInFlight),

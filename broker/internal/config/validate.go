@@ -18,6 +18,7 @@ const (
 	MaxPasswordLen  = 72                     // bcrypt input limit (docs/operating.md, Security)
 	maxNodeIDLen    = 255
 	maxAdminUserLen = 64
+	MaxRackLen      = 64 // --rack (docs/operating.md, Tunables)
 
 	// Ranges of the seed tunables (docs/operating.md, Tunables). A slab's bytes stay well
 	// inside one node RPC (16 MiB) with its largest record on top.
@@ -186,6 +187,12 @@ func validate(s *Serve, origin func(string) string) error {
 		},
 		func() error { return intRange(optMaxMovesInFlight, s.MaxMovesInFlight, 1, MaxMovesInFlight, origin) },
 		func() error { return intRange(optDefaultReplication, s.DefaultReplicationFactor, 1, 5, origin) },
+		func() error {
+			if s.Rack != "" && !nameChars(s.Rack, MaxRackLen) {
+				return fieldErr(optRack, "%q must be 1-%d characters of A-Z a-z 0-9 . _ -%s", clip(s.Rack), MaxRackLen, origin(optRack))
+			}
+			return nil
+		},
 		func() error {
 			if err := intRange(optMinVoters, s.MinVoters, 1, MaxMinVoters, origin); err != nil {
 				return err

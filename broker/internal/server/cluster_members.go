@@ -61,7 +61,7 @@ func (c *clusterService) Members(ctx context.Context) api.MemberList {
 		}
 		mj := api.Member{ID: m.ID, Addr: m.Addr, ClusterAddr: m.ClusterAddr, Status: status, Draining: m.Draining,
 			RaftRole: role, Leader: m.ID == leaderID, OwnedPartitions: owned[m.ID],
-			OutboundMoves: outbound[m.ID], LastHeartbeat: m.LastHeartbeat}
+			OutboundMoves: outbound[m.ID], LastHeartbeat: m.LastHeartbeat, Rack: m.Rack}
 		if reachable {
 			mj.DecommissionBlocked = append([]string{}, blocked[m.ID]...)
 		}

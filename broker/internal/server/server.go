@@ -113,13 +113,13 @@ const registerWait = 10 * time.Second
 // self is this node's member record as it registers it.
 func self(cfg config.Serve, clusterAddr, httpAddr string) meta.Member {
 	return meta.Member{ID: cfg.NodeID, Addr: httpAdvertise(cfg.AdvertiseAddr, httpAddr), ClusterAddr: clusterAddr,
-		Status: meta.MemberAlive, LastHeartbeat: time.Now().Unix()}
+		Status: meta.MemberAlive, LastHeartbeat: time.Now().Unix(), Rack: cfg.Rack}
 }
 
-// register upserts m (op 6) unless the replica already shows it with the same addresses, in
-// which case a heartbeat (op 7) is enough.
+// register upserts m (op 6) unless the replica already shows it with the same addresses and
+// rack, in which case a heartbeat (op 7) is enough.
 func register(ctx context.Context, store *meta.Store, m meta.Member) error {
-	if cur, ok := store.Member(m.ID); ok && cur.Addr == m.Addr && cur.ClusterAddr == m.ClusterAddr {
+	if cur, ok := store.Member(m.ID); ok && cur.Addr == m.Addr && cur.ClusterAddr == m.ClusterAddr && cur.Rack == m.Rack {
 		return store.MemberHeartbeat(ctx, m.ID, m.LastHeartbeat)
 	}
 	return store.MemberJoin(ctx, m)
