@@ -414,8 +414,8 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"heartbeat-interval": "5s", "heartbeat-timeout": "30s",
 		"move-force-promote-after": "2m0s", "move-dead-target-abort-after": "2m0s", "replica-failover-after": "10s",
 		"default-replication-factor": "1", "rack": "",
-		"remote-allowed-hosts":       "[]",
-		"max-connections":            "8192", "max-connections-per-ip": "1024",
+		"remote-allowed-hosts": "[]",
+		"max-connections":      "8192", "max-connections-per-ip": "1024",
 		"cluster-max-connections": "1024", "cluster-max-connections-per-ip": "256",
 		"max-inflight-request-bytes": "268435456",
 	}
