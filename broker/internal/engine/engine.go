@@ -58,14 +58,17 @@ type Config struct {
 	// DefaultReplicationFactor is a new topic's replication factor when its create does not
 	// say (--default-replication-factor); 0 or 1: unreplicated.
 	DefaultReplicationFactor int
-	MaxPartitions            int
-	DefaultRetentionMs       int64
-	IdleLogEviction          time.Duration // 0 disables
-	SegmentBytes             int64         // 0 = log default (64 MiB); tests lower it
-	SecurityEnabled          bool
-	Logger                   *slog.Logger
-	Metrics                  *metrics.Metrics
-	Now                      func() time.Time
+	// ReplicaLagMax is how long an in-sync follower may stay behind before its leader drops
+	// it from the ISR; 0 → replication.DefaultReplicaLagMax (tests lower it).
+	ReplicaLagMax      time.Duration
+	MaxPartitions      int
+	DefaultRetentionMs int64
+	IdleLogEviction    time.Duration // 0 disables
+	SegmentBytes       int64         // 0 = log default (64 MiB); tests lower it
+	SecurityEnabled    bool
+	Logger             *slog.Logger
+	Metrics            *metrics.Metrics
+	Now                func() time.Time
 	// RemoteAllowedHosts is --remote-allowed-hosts: remote-link targets off the list are
 	// refused at attach and never contacted by a sender. The zero list allows every host.
 	RemoteAllowedHosts hostlist.List
@@ -134,7 +137,8 @@ type Engine struct {
 	host          *replica.Host        // this node's leaderships of replicated partitions
 	repl          *replication.Manager // takes up leaderships, runs follower loops (replication.go)
 	slotsMu       sync.Mutex
-	slots         slotCache // replicatedSlots' last list
+	slots         slotCache         // replicatedSlots' last list
+	replSeries    replicationSeries // the replication gauges' series (replication_metrics.go)
 
 	quarantineListed atomic.Bool // the startup listing of quarantined copies ran (tests wait on it)
 }

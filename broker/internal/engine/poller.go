@@ -80,6 +80,7 @@ func (e *Engine) pollGauges() {
 	for t, b := range topicBytes {
 		e.m.TopicBytes.WithLabelValues(t).Set(float64(b))
 	}
+	e.pollReplication()
 }
 
 // pollShard returns the consume shard of an open partition this node owns, opening it (it

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/meta"
+	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/replica"
 	"narad.dev/broker/internal/replication"
 )
@@ -29,11 +30,13 @@ func (e *Engine) newReplication() {
 		Source:     e.replicaSource,
 		ProposeISR: e.meta.SetISR,
 		OnISRChange: func(topic string, p int, change string, isr []string) {
+			e.countISRChange(change)
 			e.log.Info("audit", "event", "replication.isr."+change, "actor", e.cfg.NodeID, "topic", topic,
 				"partition", p, "isr", isr, "outcome", "ok")
 		},
 		Host:   e.host,
 		Logger: e.log,
+		LagMax: e.cfg.ReplicaLagMax,
 	})
 }
 
@@ -43,7 +46,7 @@ func (e *Engine) replicaSource(addr, topic string, p int, incarnation string, wa
 	if e.peers == nil {
 		return noPeers{}
 	}
-	return e.peers.ReplicaSource(addr, topic, p, incarnation, wait)
+	return meteredSource{e.peers.ReplicaSource(addr, topic, p, incarnation, wait), e.m.ReplicationBytes.WithLabelValues(metrics.ReplicationIn)}
 }
 
 // noPeers is the replica.Source of a node without node RPC.
@@ -97,8 +100,11 @@ func (e *Engine) replicates(topic string, p int) bool {
 	return ok && slices.Contains(a.ReplicaSet(), e.cfg.NodeID)
 }
 
-// ReplicaHost is the leader side of this node's replicated partitions, for node RPC.
-func (e *Engine) ReplicaHost() *replica.Host { return e.host }
+// ReplicaHost is the leader side of this node's replicated partitions, for node RPC; it
+// counts the frame bytes it serves (narad_replication_bytes_total{direction="out"}).
+func (e *Engine) ReplicaHost() MeteredHost {
+	return MeteredHost{Host: e.host, out: e.m.ReplicationBytes.WithLabelValues(metrics.ReplicationOut)}
+}
 
 // replicated reports whether t's partitions are replicated (R ≥ 2).
 func replicated(t meta.Topic) bool { return t.RF() >= 2 }

@@ -92,6 +92,17 @@ type Metrics struct {
 	// LeaderElections counts the leader elections of replicated partitions made by this
 	// node's controller while it led, by reason (docs/internals/replication.md §7, §9).
 	LeaderElections *prometheus.CounterVec
+
+	// Replicated partitions (docs/internals/metrics.md §8, docs/internals/replication.md §6):
+	// the per-partition gauges cover the partitions this node leads (owns), set by the
+	// engine's poller; the counters count this node's ISR changes and replication traffic.
+	PartitionReplicas *prometheus.GaugeVec
+	PartitionISR      *prometheus.GaugeVec
+	UnderReplicated   prometheus.Gauge
+	UnderMinISR       prometheus.Gauge
+	ReplicaLag        *prometheus.GaugeVec
+	ISRChanges        *prometheus.CounterVec
+	ReplicationBytes  *prometheus.CounterVec
 }
 
 // New registers every family on a fresh registry, plus the Go and process collectors.
@@ -175,6 +186,13 @@ func New() *Metrics {
 	m.ClusterAuth = f.counterVec("narad_cluster_auth_total", "Cluster-port handshakes by outcome: accepted, or refused (wrong secret, malformed, timed out, failed TLS).", []string{"outcome"})
 	m.ConnectionsRefused = f.counterVec("narad_connections_refused_total", "Connections closed at accept for being over a connection cap, by port (http, cluster) and reason (max_connections, max_connections_per_ip).", []string{"port", "reason"})
 	m.LeaderElections = f.counterVec("narad_leader_elections_total", "Leader elections of replicated partitions made by this node's controller, by reason.", []string{"reason"})
+	m.PartitionReplicas = f.gaugeVec("narad_partition_replicas", "Replicas in the replica list of a partition this node leads (1 when unreplicated).", tp)
+	m.PartitionISR = f.gaugeVec("narad_partition_isr", "In-sync replicas of a partition this node leads (1 when unreplicated).", tp)
+	m.UnderReplicated = f.gauge("narad_under_replicated_partitions", "Partitions this node leads whose ISR is smaller than their replica list.")
+	m.UnderMinISR = f.gauge("narad_under_min_isr_partitions", "Partitions this node leads with fewer in-sync replicas than min_insync_replicas (they refuse produce).")
+	m.ReplicaLag = f.gaugeVec("narad_replica_lag_records", "Records a follower is behind the leader's log end, on the leader.", []string{"topic", "partition", "replica"})
+	m.ISRChanges = f.counterVec("narad_isr_changes_total", "ISR changes this node's leaderships made, by change (shrink, expand).", []string{"change"})
+	m.ReplicationBytes = f.counterVec("narad_replication_bytes_total", "Bytes of log frames copied between replicas: in (fetched as follower), out (served as leader).", []string{"direction"})
 	for _, o := range []string{"accepted", "refused"} {
 		m.ClusterAuth.WithLabelValues(o)
 	}
@@ -215,6 +233,20 @@ var (
 // ElectionReasons are the narad_leader_elections_total reasons, meta's Elect* values.
 var ElectionReasons = []string{"dead", "shutdown", "preferred", "unclean"}
 
+// ISR change kinds (narad_isr_changes_total) and replication directions
+// (narad_replication_bytes_total).
+const (
+	ISRShrink      = "shrink"
+	ISRExpand      = "expand"
+	ReplicationIn  = "in"
+	ReplicationOut = "out"
+)
+
+var (
+	isrChanges            = []string{ISRShrink, ISRExpand}
+	replicationDirections = []string{ReplicationIn, ReplicationOut}
+)
+
 // initKnown creates the zero series of every label set known without a topic.
 func (m *Metrics) initKnown() {
 	for _, ck := range ErrorKinds {
@@ -234,6 +266,12 @@ func (m *Metrics) initKnown() {
 	}
 	for _, r := range ElectionReasons {
 		m.LeaderElections.WithLabelValues(r)
+	}
+	for _, c := range isrChanges {
+		m.ISRChanges.WithLabelValues(c)
+	}
+	for _, d := range replicationDirections {
+		m.ReplicationBytes.WithLabelValues(d)
 	}
 }
 
@@ -291,7 +329,7 @@ func (m *Metrics) DeleteTopic(topic string) {
 		m.InflightSize, m.AckedAheadSize, m.AckExtended, m.Nacks, m.CorruptSkipped,
 		m.StorageFlushDuration, m.StorageFlushBytes, m.StorageFsyncDuration, m.StorageHWMPersist,
 		m.RetentionBytesDeleted, m.RetentionMessagesDeleted, m.RetentionRunDuration,
-		m.TopicBytes, m.PartitionSize, m.Segments,
+		m.TopicBytes, m.PartitionSize, m.Segments, m.PartitionReplicas, m.PartitionISR, m.ReplicaLag,
 	} {
 		v.DeletePartialMatch(prometheus.Labels{"topic": topic})
 	}

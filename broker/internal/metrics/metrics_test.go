@@ -101,6 +101,14 @@ var golden = []family{
 	{"narad_connections_refused_total", counter, []string{"port", "reason"}, nil},
 	// Leader elections of replicated partitions (docs/internals/metrics.md §8)
 	{"narad_leader_elections_total", counter, []string{"reason"}, nil},
+	// Replicated partitions (docs/internals/metrics.md §8)
+	{"narad_partition_replicas", gauge, tp, nil},
+	{"narad_partition_isr", gauge, tp, nil},
+	{"narad_under_replicated_partitions", gauge, nil, nil},
+	{"narad_under_min_isr_partitions", gauge, nil, nil},
+	{"narad_replica_lag_records", gauge, []string{"topic", "partition", "replica"}, nil},
+	{"narad_isr_changes_total", counter, []string{"change"}, nil},
+	{"narad_replication_bytes_total", counter, []string{"direction"}, nil},
 }
 
 // proposed is docs/internals/metrics.md §9: optional, but if registered they must match.

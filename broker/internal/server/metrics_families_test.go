@@ -19,8 +19,9 @@ import (
 
 // familiesWithoutKnownLabels are the families whose label values exist only during an event:
 // narad_decommission_blocked{node,reason} is 1 for a draining node while it is blocked and
-// removed when cleared (docs/operating.md, Metrics).
-var familiesWithoutKnownLabels = []string{"narad_decommission_blocked"}
+// removed when cleared (docs/operating.md, Metrics); narad_replica_lag_records{...,replica}
+// exists only while this node leads a replicated partition (it has followers).
+var familiesWithoutKnownLabels = []string{"narad_decommission_blocked", "narad_replica_lag_records"}
 
 var fqNameRE = regexp.MustCompile(`fqName: "([^"]+)"`)
 
