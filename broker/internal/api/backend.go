@@ -145,6 +145,9 @@ type ClusterBackend interface {
 	AbortMove(ctx context.Context, topic string, partition int, target string) (AbortedMove, error)
 	// Decommission starts, dry-runs or cancels a member's decommission on the leader.
 	Decommission(ctx context.Context, req DecommissionRequest) (DecommissionResult, error)
+	// Partitions lists every partition's replica set from this node's replica, in any
+	// order, with UnderReplicated and UnderMinISR decided (docs/internals/http-api.md §2.21).
+	Partitions(ctx context.Context) []PartitionReplicas
 }
 
 // Member statuses of the cluster endpoints (docs/internals/http-api.md §2.16, §2.18).
