@@ -15,7 +15,7 @@ import (
 )
 
 func (a *app) clusterCmd() *cobra.Command {
-	cmd := groupCmd("cluster", "Inspect members and moves; decommission nodes")
+	cmd := groupCmd("cluster", "Inspect members, moves and partition replicas; decommission nodes")
 
 	var membersJSON bool
 	members := &cobra.Command{
@@ -140,7 +140,7 @@ func (a *app) clusterCmd() *cobra.Command {
 	decom.Flags().BoolVar(&dryRun, "dry-run", false, "evaluate and print the verdict; change nothing")
 	decom.Flags().BoolVar(&cancel, "cancel", false, "cancel a decommission")
 
-	cmd.AddCommand(members, moves, decom)
+	cmd.AddCommand(members, moves, decom, a.clusterPartitionsCmd())
 	return cmd
 }
 
