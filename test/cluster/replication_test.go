@@ -157,6 +157,7 @@ var _ = Describe("Replicated partitions below min_insync_replicas", func() {
 		waitPartition(topic, p, c, 45*time.Second, "the dead follower out of the isr", func(now client.PartitionStat) bool {
 			return len(now.ISR) == 2
 		})
+		expectUnderMinISRShown(c, leaderIdx, topic, p)
 		var apiErr *client.Error
 		Eventually(func() bool {
 			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -170,6 +171,10 @@ var _ = Describe("Replicated partitions below min_insync_replicas", func() {
 		waitPartition(topic, p, c, 60*time.Second, "the follower back in the isr", func(now client.PartitionStat) bool {
 			return len(now.ISR) == 3
 		})
+		Eventually(func() bool {
+			ps, err := c.Client(leaderIdx).AllClusterPartitions(ctx(5*time.Second), true)
+			return err == nil && !slices.ContainsFunc(ps, func(x client.PartitionReplicas) bool { return x.Topic == topic && x.Partition == p })
+		}).WithTimeout(10*time.Second).WithPolling(200*time.Millisecond).Should(BeTrue(), "p%d leaves the under-replicated listing", p)
 		// The leader installs the ISR it proposed a moment after other nodes apply it.
 		Eventually(func() error {
 			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -184,3 +189,37 @@ var _ = Describe("Replicated partitions below min_insync_replicas", func() {
 		expectClean("R=3 M=3 below min ISR", h)
 	})
 })
+
+// expectUnderMinISRShown checks that GET /v1/cluster/partitions?under_replicated=true lists
+// topic/p with its 2-member ISR below M = 3, and that the leader's metrics show it: ISR 2 of 3
+// replicas, one partition under min ISR, a shrink counted and replication bytes served.
+func expectUnderMinISRShown(c *harness.Cluster, leaderIdx int, topic string, p int) {
+	GinkgoHelper()
+	var last []client.PartitionReplicas
+	Eventually(func() bool {
+		ps, err := c.Client(leaderIdx).AllClusterPartitions(ctx(5*time.Second), true)
+		last = ps
+		i := slices.IndexFunc(ps, func(x client.PartitionReplicas) bool { return x.Topic == topic && x.Partition == p })
+		return err == nil && i >= 0 && ps[i].UnderReplicated && ps[i].UnderMinISR && len(ps[i].ISR) == 2 &&
+			ps[i].ReplicationFactor == 3 && ps[i].MinInsyncReplicas == 3
+	}).WithTimeout(10*time.Second).WithPolling(200*time.Millisecond).Should(BeTrue(), func() string {
+		return fmt.Sprintf("p%d listed under-replicated (last %+v)", p, last)
+	})
+	var seen string
+	Eventually(func() bool {
+		e, err := harness.ScrapeMetrics(ctx(5*time.Second), c.URL(leaderIdx))
+		if err != nil {
+			return false
+		}
+		tp := map[string]string{"topic": topic, "partition": fmt.Sprint(p)}
+		reps, _ := e.Value("narad_partition_replicas", tp)
+		isr, _ := e.Value("narad_partition_isr", tp)
+		under, _ := e.Value("narad_under_min_isr_partitions", nil)
+		shrinks, _ := e.Value("narad_isr_changes_total", map[string]string{"change": "shrink"})
+		out, _ := e.Value("narad_replication_bytes_total", map[string]string{"direction": "out"})
+		seen = fmt.Sprintf("replicas %v isr %v under_min_isr %v shrinks %v bytes_out %v", reps, isr, under, shrinks, out)
+		return reps == 3 && isr == 2 && under >= 1 && shrinks >= 1 && out > 0
+	}).WithTimeout(20*time.Second).WithPolling(500*time.Millisecond).Should(BeTrue(), func() string {
+		return "the leader's replication metrics (last: " + seen + ")"
+	})
+}
