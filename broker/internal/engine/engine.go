@@ -58,17 +58,14 @@ type Config struct {
 	// DefaultReplicationFactor is a new topic's replication factor when its create does not
 	// say (--default-replication-factor); 0 or 1: unreplicated.
 	DefaultReplicationFactor int
-	// ReplicaLagMax is how long an in-sync follower may stay behind before its leader drops
-	// it from the ISR; 0 → replication.DefaultReplicaLagMax (tests lower it).
-	ReplicaLagMax      time.Duration
-	MaxPartitions      int
-	DefaultRetentionMs int64
-	IdleLogEviction    time.Duration // 0 disables
-	SegmentBytes       int64         // 0 = log default (64 MiB); tests lower it
-	SecurityEnabled    bool
-	Logger             *slog.Logger
-	Metrics            *metrics.Metrics
-	Now                func() time.Time
+	MaxPartitions            int
+	DefaultRetentionMs       int64
+	IdleLogEviction          time.Duration // 0 disables
+	SegmentBytes             int64         // 0 = log default (64 MiB); tests lower it
+	SecurityEnabled          bool
+	Logger                   *slog.Logger
+	Metrics                  *metrics.Metrics
+	Now                      func() time.Time
 	// RemoteAllowedHosts is --remote-allowed-hosts: remote-link targets off the list are
 	// refused at attach and never contacted by a sender. The zero list allows every host.
 	RemoteAllowedHosts hostlist.List
@@ -76,6 +73,9 @@ type Config struct {
 	// node's senders (derived from the configured cluster secret). nil: no cluster secret was
 	// configured; an attach with a password is refused (docs/fanout.md, Remote children).
 	LinkKey *credseal.Key
+	// ReplicaLagMax is how long an in-sync follower may stay behind before its leader drops
+	// it from the ISR; 0 → replication.DefaultReplicaLagMax (tests lower it).
+	ReplicaLagMax time.Duration
 
 	// The engine's collaborators, fixed at construction.
 
@@ -137,8 +137,9 @@ type Engine struct {
 	host          *replica.Host        // this node's leaderships of replicated partitions
 	repl          *replication.Manager // takes up leaderships, runs follower loops (replication.go)
 	slotsMu       sync.Mutex
-	slots         slotCache         // replicatedSlots' last list
-	replSeries    replicationSeries // the replication gauges' series (replication_metrics.go)
+	slots         slotCache // replicatedSlots' last list
+
+	replSeries replicationSeries // the replication gauges' series (replication_metrics.go)
 
 	quarantineListed atomic.Bool // the startup listing of quarantined copies ran (tests wait on it)
 }
