@@ -188,7 +188,7 @@ func New() *Metrics {
 	m.LeaderElections = f.counterVec("narad_leader_elections_total", "Leader elections of replicated partitions made by this node's controller, by reason.", []string{"reason"})
 	m.PartitionReplicas = f.gaugeVec("narad_partition_replicas", "Replicas in the replica list of a partition this node leads (1 when unreplicated).", tp)
 	m.PartitionISR = f.gaugeVec("narad_partition_isr", "In-sync replicas of a partition this node leads (1 when unreplicated).", tp)
-	m.UnderReplicated = f.gauge("narad_under_replicated_partitions", "Partitions this node leads whose ISR is smaller than their replica list.")
+	m.UnderReplicated = f.gauge("narad_under_replicated_partitions", "Partitions this node leads with fewer in-sync replicas than their replication factor.")
 	m.UnderMinISR = f.gauge("narad_under_min_isr_partitions", "Partitions this node leads with fewer in-sync replicas than min_insync_replicas (they refuse produce).")
 	m.ReplicaLag = f.gaugeVec("narad_replica_lag_records", "Records a follower is behind the leader's log end, on the leader.", []string{"topic", "partition", "replica"})
 	m.ISRChanges = f.counterVec("narad_isr_changes_total", "ISR changes this node's leaderships made, by change (shrink, expand).", []string{"change"})
