@@ -96,3 +96,27 @@ func TestClusterPartitionsListFiltersAndPages(t *testing.T) {
 		expectStatus(t, env.do("GET", "/v1/cluster/partitions"+q, "bob", nil), 400)
 	}
 }
+
+// FuzzPartitionToken: any page_token is either refused or names a valid topic and a
+// non-negative partition whose own token reads back to the same position.
+func FuzzPartitionToken(f *testing.F) {
+	for _, s := range []string{"", "t/1", "orders.v2/107", "t/", "/1", "t/-1", "t/1/2", "a b/1", "t/99999999999", "t/+1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tok string) {
+		p, err := parsePartitionToken(tok)
+		if err != nil || p == nil {
+			if tok == "" && (err != nil || p != nil) {
+				t.Fatalf("empty token: %v %v", p, err)
+			}
+			return
+		}
+		if !validTopicName(p.Topic) || p.Partition < 0 {
+			t.Fatalf("%q accepted as %+v", tok, p)
+		}
+		again, err := parsePartitionToken(partitionToken(*p))
+		if err != nil || again == nil || again.Topic != p.Topic || again.Partition != p.Partition {
+			t.Fatalf("%q → %+v → %q → %+v, %v", tok, p, partitionToken(*p), again, err)
+		}
+	})
+}
