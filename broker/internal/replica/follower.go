@@ -45,6 +45,9 @@ type FetchReply struct {
 	// ConsumerState is the leader's consumer state (an encoded consume.Checkpoint) when it is
 	// due to this follower (ConsumerStateSync); nil otherwise.
 	ConsumerState []byte
+	// FanoutCursors are the leader's fan-out cursor positions (a cursorsync envelope), with
+	// the cadence of ConsumerState; nil otherwise.
+	FanoutCursors []byte
 }
 
 // Source is the follower's way to its leader (node RPC in production). Errors of the leader
@@ -69,6 +72,9 @@ type Follower struct {
 	// OnConsumerState stores the leader's consumer state a fetch brought
 	// (docs/internals/replication.md §8). nil: it is dropped.
 	OnConsumerState func(state []byte) error
+	// OnFanoutCursors stores the leader's fan-out cursor positions a fetch brought
+	// (docs/internals/replication.md §8). nil: they are dropped.
+	OnFanoutCursors func(cursors []byte) error
 }
 
 // Run truncates a divergent suffix, then fetches and appends until ctx ends or the leader
@@ -159,7 +165,12 @@ func (f *Follower) FetchOnce(ctx context.Context) error {
 		}
 	}
 	if len(rep.ConsumerState) > 0 && f.OnConsumerState != nil {
-		return f.OnConsumerState(rep.ConsumerState)
+		if err := f.OnConsumerState(rep.ConsumerState); err != nil {
+			return err
+		}
+	}
+	if len(rep.FanoutCursors) > 0 && f.OnFanoutCursors != nil {
+		return f.OnFanoutCursors(rep.FanoutCursors)
 	}
 	return nil
 }
@@ -179,7 +190,8 @@ func (l *Leader) Serve(req FetchRequest, lg interface {
 	if err := l.Fetched(req.Follower, req.Epoch, req.Offset); err != nil {
 		return FetchReply{}, err
 	}
-	rep := FetchReply{Frames: frames, Next: next, HWM: l.log.HighWatermark(), ConsumerState: l.consumerStateFor(req.Follower)}
+	rep := FetchReply{Frames: frames, Next: next, HWM: l.log.HighWatermark()}
+	rep.ConsumerState, rep.FanoutCursors = l.consumerStateFor(req.Follower)
 	if len(frames) > 0 {
 		rep.Epochs = epochsCovering(epochs.Entries(), req.Offset, next)
 	}
@@ -190,12 +202,12 @@ func (l *Leader) Serve(req FetchRequest, lg interface {
 // (consumer_state_sync, docs/internals/replication.md §8).
 const ConsumerStateSync = time.Second
 
-// consumerStateFor returns the consumer state to send follower f with this answer: the
-// current state when ConsumerStateSync has passed since f was last considered and the state
-// changed since f was last sent it; nil otherwise.
-func (l *Leader) consumerStateFor(f string) []byte {
-	if l.state == nil {
-		return nil
+// consumerStateFor returns the consumer state and the fan-out cursors to send follower f with
+// this answer: each current one when ConsumerStateSync has passed since f was last considered
+// and it changed since f was last sent it; nil otherwise.
+func (l *Leader) consumerStateFor(f string) (state, cursors []byte) {
+	if l.state == nil && l.cursors == nil {
+		return nil, nil
 	}
 	now := l.now()
 	l.mu.Lock()
@@ -203,16 +215,27 @@ func (l *Leader) consumerStateFor(f string) []byte {
 	due := fs != nil && now.Sub(fs.stateAt) >= ConsumerStateSync
 	l.mu.Unlock()
 	if !due {
-		return nil
+		return nil, nil
 	}
-	b := l.state()
+	if l.state != nil {
+		state = l.state()
+	}
+	if l.cursors != nil {
+		cursors = l.cursors()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fs.stateAt = now
-	if b == nil || string(b) == fs.stateSent {
+	return changed(state, &fs.stateSent), changed(cursors, &fs.cursorSent)
+}
+
+// changed returns b and records it in *sent when b is not nil and differs from *sent; nil
+// otherwise.
+func changed(b []byte, sent *string) []byte {
+	if b == nil || string(b) == *sent {
 		return nil
 	}
-	fs.stateSent = string(b)
+	*sent = string(b)
 	return b
 }
 

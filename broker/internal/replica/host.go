@@ -120,7 +120,8 @@ func (h *Host) Fetch(ctx context.Context, topic string, p int, incarnation strin
 		notify := hs.log.NotifyC()
 		changed := hs.leader.changedC()
 		rep, err := h.serve(hs, req)
-		if err != nil || len(rep.Frames) > 0 || rep.HWM > req.HWM || rep.ConsumerState != nil {
+		if err != nil || len(rep.Frames) > 0 || rep.HWM > req.HWM || rep.ConsumerState != nil ||
+			rep.FanoutCursors != nil {
 			return rep, err
 		}
 		select {
