@@ -21,6 +21,8 @@ type FollowerLog interface {
 	AppendFrames(frames []byte) (int64, error)
 	AdvanceHWM(h int64) error
 	TruncateTail(end int64) error
+	// ResetTo empties the log and makes it start at start, past its end offset.
+	ResetTo(start int64) error
 }
 
 // FetchRequest asks the leader for frames from Offset, the follower's LEO.
@@ -142,6 +144,10 @@ func (f *Follower) FetchOnce(ctx context.Context) error {
 	from := f.Log.NextOffset()
 	rep, err := f.Source.Fetch(ctx, FetchRequest{Follower: f.Self, Epoch: f.Epoch, Offset: from, MaxBytes: maxBytes,
 		HWM: f.Log.HighWatermark()})
+	var below *BelowLogStartError
+	if errors.As(err, &below) {
+		return f.startAt(from, below.LogStart)
+	}
 	if err != nil {
 		return err
 	}
@@ -173,6 +179,21 @@ func (f *Follower) FetchOnce(ctx context.Context) error {
 		return f.OnFanoutCursors(rep.FanoutCursors)
 	}
 	return nil
+}
+
+// startAt answers a fetch from `from` refused as below the leader's log start: retention
+// removed the start of the leader's log, and everything this log holds lies below it
+// (docs/internals/replication.md §5). The log is emptied to begin at logStart, its leader-epoch
+// history first (a crash between the two leaves a log with no epochs to reconcile, which
+// fetches, is refused and resets again); the next fetch asks from logStart.
+func (f *Follower) startAt(from, logStart int64) error {
+	if logStart <= from {
+		return fmt.Errorf("replica: leader refused offset %d as below its log start %d", from, logStart)
+	}
+	if err := f.Epochs.TruncateFrom(0); err != nil {
+		return err
+	}
+	return f.Log.ResetTo(logStart)
 }
 
 // Serve answers a follower's fetch on the leader (the other side of Source.Fetch, minus the
