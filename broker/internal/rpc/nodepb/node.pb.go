@@ -3279,8 +3279,8 @@ type ReplicaFetchReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 200 (frames may be empty after the wait), 400 fetch_offset past the leader's end or
 	// inside a frame (truncate first), 404 no such topic or partition, 409 stale epoch, 410
-	// fetch_offset below the leader's oldest retained offset (copy first, from log_start), 421
-	// not the leader, 503 else.
+	// fetch_offset below the leader's oldest retained offset (the follower restarts its log at
+	// log_start), 421 not the leader, 503 else.
 	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
 	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	// The error's reason code (errcode.Reason).
@@ -3295,7 +3295,7 @@ type ReplicaFetchReply struct {
 	Epochs []*EpochStart `protobuf:"bytes,7,rep,name=epochs,proto3" json:"epochs,omitempty"`
 	// The leader's current epoch (on 409, the one the follower should look up).
 	LeaderEpoch uint64 `protobuf:"varint,8,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
-	// The leader's oldest retained offset (on 410, where a copy must start).
+	// The leader's oldest retained offset (on 410, where the follower's log must start).
 	LogStart int64 `protobuf:"varint,9,opt,name=log_start,json=logStart,proto3" json:"log_start,omitempty"`
 	// The leader's consumer state (consumer.offset's encoding), at most once a second and only
 	// when it changed (docs/internals/replication.md §8); empty otherwise.
