@@ -269,7 +269,11 @@ func TestFollowersKeepTheLeadersFanoutCursors(t *testing.T) {
 	defer cw.Close()
 	at := func(n *node, want int64) func() bool {
 		return func() bool {
-			st, err := cursorfile.Read(context.Background(), cursorfile.Path(n.reg.Peek("t", 0).Dir(), "child"))
+			pt := n.reg.Peek("t", 0)
+			if pt == nil {
+				return false
+			}
+			st, err := cursorfile.Read(context.Background(), cursorfile.Path(pt.Dir(), "child"))
 			return err == nil && st.Epoch == epoch && st.NextOffset == want
 		}
 	}
@@ -286,4 +290,27 @@ func TestFollowersKeepTheLeadersFanoutCursors(t *testing.T) {
 		return err == nil && len(files) == 0
 	}
 	testwait.For(t, 10*time.Second, "followers drop the dissolved link's cursor", func() bool { return gone(b) && gone(c) })
+
+	// A new link; then b is elected and its runner resumes and advances b's copy: the copies
+	// now flow from b, to the old leader a too.
+	cw2, err := cursorfile.Anchor(a.reg.Peek("t", 0).Dir(), "child", epoch, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw2.Close()
+	testwait.For(t, 10*time.Second, "followers hold the new cursor", func() bool { return at(b, 2)() && at(c, 2)() })
+	cur := w.assignment()
+	w.set(meta.Assignment{Topic: "t", Partition: 0, Owner: "b", Replicas: cur.Replicas, ISR: []string{"b", "c"}, LeaderEpoch: 1})
+	testwait.For(t, 5*time.Second, "b leads", func() bool { _, ok := b.host.Leader("t", 0); return ok })
+	bw, st, err := cursorfile.Open(context.Background(), b.reg.Peek("t", 0).Dir(), "child")
+	if err != nil || st.Epoch != epoch || st.NextOffset != 2 {
+		t.Fatalf("b's runner opens %+v, %v; want the replicated position 2", st, err)
+	}
+	defer bw.Close()
+	if err := bw.Advance(3); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 10*time.Second, "a and c hold b's cursor", func() bool {
+		return at(a, 3)() && at(c, 3)()
+	})
 }
