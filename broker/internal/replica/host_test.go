@@ -165,3 +165,32 @@ func TestFanoutCursorsReachFollowersOncePerSyncWhenChanged(t *testing.T) {
 		t.Fatalf("parked fetch: cursors %q, state %q, %v", rep.FanoutCursors, rep.ConsumerState, err)
 	}
 }
+
+// A follower whose LEO goes back within one epoch lost its copy (a wiped data directory):
+// the consumer state and cursors it was sent go to it again when next due, changed or not.
+func TestAFollowerThatLostItsCopyIsSentTheStateAgain(t *testing.T) {
+	a := newNode(t, "a")
+	now := time.Unix(1000, 0)
+	ld := a.lead(t, 1, []string{"a", "b"}, []string{"a"}, 1, func() time.Time { return now })
+	ld.state = func() []byte { return []byte("s") }
+	ld.cursors = func() []byte { return []byte("c") }
+	_, end := produce(t, a, ld, "x", 3)
+	serve := func(offset int64) FetchReply {
+		t.Helper()
+		now = now.Add(time.Second)
+		rep, err := ld.Serve(FetchRequest{Follower: "b", Epoch: 1, Offset: offset, MaxBytes: 1 << 20}, a.log, a.epochs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := serve(end); string(rep.ConsumerState) != "s" || string(rep.FanoutCursors) != "c" {
+		t.Fatalf("first answer: state %q cursors %q", rep.ConsumerState, rep.FanoutCursors)
+	}
+	if rep := serve(end); rep.ConsumerState != nil || rep.FanoutCursors != nil {
+		t.Fatalf("unchanged state sent again: %q %q", rep.ConsumerState, rep.FanoutCursors)
+	}
+	if rep := serve(0); string(rep.ConsumerState) != "s" || string(rep.FanoutCursors) != "c" {
+		t.Fatalf("after the follower lost its copy: state %q cursors %q", rep.ConsumerState, rep.FanoutCursors)
+	}
+}

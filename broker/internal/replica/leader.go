@@ -145,6 +145,11 @@ func (l *Leader) Fetched(follower string, epoch uint64, offset int64) error {
 	case offset >= f.leaderLEO && f.leo >= 0 && f.fetchedAt.After(f.caughtUpAt):
 		f.caughtUpAt = f.fetchedAt
 	}
+	if f.leo >= 0 && offset < f.leo {
+		// Its LEO went back within one epoch: it lost its copy (a wiped disk), and with it the
+		// consumer state and cursors it was sent; they go again when next due.
+		f.stateSent, f.cursorSent = "", ""
+	}
 	f.leo, f.fetchedAt, f.leaderLEO = offset, t, leo
 	l.mu.Unlock()
 	return l.advance()
