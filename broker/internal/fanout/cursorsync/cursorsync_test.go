@@ -122,6 +122,12 @@ func TestSnapshotApply(t *testing.T) {
 	anchor(t, leader, "child-b", epochA, 12)
 	anchor(t, follower, "child-b", epochA, 99) // ahead of the leader: the leader's wins
 	anchor(t, follower, "gone", epochA, 5)     // a link the leader no longer has
+	anchor(t, follower, "child-c", epochA, 7)  // behind the leader: advanced in place
+	anchor(t, leader, "child-c", epochA, 9)
+	before, err := os.Stat(cursorfile.Path(follower, "child-c"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(leader, "00000000000000000000.log"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +149,11 @@ func TestSnapshotApply(t *testing.T) {
 		}
 		got[f.Child] = f.State.NextOffset
 	}
-	if len(got) != 2 || got["child-a"] != 40 || got["child-b"] != 12 {
-		t.Fatalf("follower cursors %v, want child-a 40, child-b 12", got)
+	if len(got) != 3 || got["child-a"] != 40 || got["child-b"] != 12 || got["child-c"] != 9 {
+		t.Fatalf("follower cursors %v, want child-a 40, child-b 12, child-c 9", got)
+	}
+	if after, err := os.Stat(cursorfile.Path(follower, "child-c")); err != nil || !os.SameFile(before, after) {
+		t.Errorf("a cursor behind the leader's was replaced, not advanced in place (%v)", err)
 	}
 	// The follower's file is one a runner opens and resumes from.
 	w, st, err := cursorfile.Open(ctx, follower, "child-a")

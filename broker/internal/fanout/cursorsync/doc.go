@@ -4,8 +4,9 @@
 // The leader takes a Snapshot of the cursor files in its partition directory; the snapshot
 // rides on a replica fetch answer, at most once per consumer_state_sync per follower and only
 // when it changed. The follower Applies it: each cursor is written as the follower's own
-// cursor file through the runner's write path (cursorfile.Anchor: temp file, fsync, rename,
-// directory fsync), and a cursor file of a link the leader no longer has is removed. A node
+// cursor file through the runner's write paths (an in-place cursorfile.Writer.Advance, or a
+// whole new file by cursorfile.Anchor), and a cursor file of a link the leader no longer has is
+// removed. A node
 // that becomes the leader then resumes each link from the replicated position, which is at
 // or behind the one the old leader's children committed: duplicates, never gaps.
 //

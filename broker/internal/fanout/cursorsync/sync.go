@@ -2,6 +2,7 @@ package cursorsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,10 +31,9 @@ func Snapshot(ctx context.Context, partitionDir string) ([]byte, error) {
 	return Encode(cs)
 }
 
-// Apply stores the leader's snapshot b in partitionDir, the follower's side: every cursor
-// whose file does not already hold exactly its (epoch, next_offset) is written whole
-// (cursorfile.Anchor), then every readable cursor file of a child b does not list is removed.
-// A file that fails its check is replaced when b lists its child and left otherwise (its
+// Apply stores the leader's snapshot b in partitionDir, the follower's side, through the
+// runner's write paths (store), then removes every readable cursor file of a child b does not
+// list. A file that fails its check is replaced when b lists its child and left otherwise (its
 // child is unknown). No runner may own a cursor in partitionDir meanwhile: only a partition's
 // leader runs its cursors, and a follower's directory is never a leader's.
 func Apply(ctx context.Context, partitionDir string, b []byte) error {
@@ -44,15 +44,9 @@ func Apply(ctx context.Context, partitionDir string, b []byte) error {
 	keep := make(map[string]bool, len(cs))
 	for _, c := range cs {
 		keep[c.Child] = true
-		st, err := cursorfile.Read(ctx, cursorfile.Path(partitionDir, c.Child))
-		if err == nil && st.Epoch == c.Epoch && st.NextOffset == c.NextOffset && st.Version == 2 {
-			continue
-		}
-		w, err := cursorfile.Anchor(partitionDir, c.Child, c.Epoch, c.NextOffset)
-		if err != nil {
+		if err := store(ctx, partitionDir, c); err != nil {
 			return fmt.Errorf("cursorsync: store %.40q: %w", c.Child, err)
 		}
-		w.Close()
 	}
 	files, err := cursorfile.List(ctx, partitionDir)
 	if err != nil {
@@ -67,4 +61,29 @@ func Apply(ctx context.Context, partitionDir string, b []byte) error {
 		}
 	}
 	return nil
+}
+
+// store makes c's cursor file hold exactly (c.Epoch, c.NextOffset): nothing when it does, an
+// in-place advance (one pwrite and fdatasync, as a running cursor's) when it holds the same
+// epoch behind, else a whole new file (cursorfile.Anchor: temp file, fsync, rename, directory
+// fsync) — for a missing, corrupt or other epoch's file, or one ahead of the leader's.
+func store(ctx context.Context, partitionDir string, c Cursor) error {
+	w, st, err := cursorfile.Open(ctx, partitionDir, c.Child)
+	switch {
+	case err == nil && st.Epoch == c.Epoch && st.NextOffset <= c.NextOffset:
+		if st.NextOffset == c.NextOffset && st.Version == 2 {
+			return w.Close()
+		}
+		err = w.Advance(c.NextOffset)
+		return errors.Join(err, w.Close())
+	case err == nil:
+		w.Close()
+	case !errors.Is(err, cursorfile.ErrNotExist) && !errors.Is(err, cursorfile.ErrCorrupt):
+		return err
+	}
+	w, err = cursorfile.Anchor(partitionDir, c.Child, c.Epoch, c.NextOffset)
+	if err != nil {
+		return err
+	}
+	return w.Close()
 }
