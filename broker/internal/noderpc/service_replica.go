@@ -47,7 +47,7 @@ func (s *Service) ReplicaFetch(ctx context.Context, req *nodepb.ReplicaFetchRequ
 		return out, nil
 	}
 	out := &nodepb.ReplicaFetchReply{Status: 200, Frames: rep.Frames, NextOffset: rep.Next, Hwm: rep.HWM,
-		LeaderEpoch: req.LeaderEpoch, ConsumerState: rep.ConsumerState}
+		LeaderEpoch: req.LeaderEpoch, ConsumerState: rep.ConsumerState, FanoutCursors: rep.FanoutCursors}
 	for _, e := range rep.Epochs {
 		out.Epochs = append(out.Epochs, &nodepb.EpochStart{Epoch: e.Epoch, Start: e.Start})
 	}
@@ -130,7 +130,8 @@ func (r replicaSource) Fetch(ctx context.Context, req replica.FetchRequest) (rep
 		}
 		return replica.FetchReply{}, err
 	}
-	out := replica.FetchReply{Frames: rep.Frames, Next: rep.NextOffset, HWM: rep.Hwm, ConsumerState: rep.ConsumerState}
+	out := replica.FetchReply{Frames: rep.Frames, Next: rep.NextOffset, HWM: rep.Hwm, ConsumerState: rep.ConsumerState,
+		FanoutCursors: rep.FanoutCursors}
 	for _, e := range rep.Epochs {
 		out.Epochs = append(out.Epochs, log.EpochEntry{Epoch: e.Epoch, Start: e.Start})
 	}

@@ -21,6 +21,8 @@ type FollowerLog interface {
 	AppendFrames(frames []byte) (int64, error)
 	AdvanceHWM(h int64) error
 	TruncateTail(end int64) error
+	// ResetTo empties the log and makes it start at start, past its end offset.
+	ResetTo(start int64) error
 }
 
 // FetchRequest asks the leader for frames from Offset, the follower's LEO.
@@ -45,6 +47,9 @@ type FetchReply struct {
 	// ConsumerState is the leader's consumer state (an encoded consume.Checkpoint) when it is
 	// due to this follower (ConsumerStateSync); nil otherwise.
 	ConsumerState []byte
+	// FanoutCursors are the leader's fan-out cursor positions (a cursorsync envelope), with
+	// the cadence of ConsumerState; nil otherwise.
+	FanoutCursors []byte
 }
 
 // Source is the follower's way to its leader (node RPC in production). Errors of the leader
@@ -69,6 +74,9 @@ type Follower struct {
 	// OnConsumerState stores the leader's consumer state a fetch brought
 	// (docs/internals/replication.md §8). nil: it is dropped.
 	OnConsumerState func(state []byte) error
+	// OnFanoutCursors stores the leader's fan-out cursor positions a fetch brought
+	// (docs/internals/replication.md §8). nil: they are dropped.
+	OnFanoutCursors func(cursors []byte) error
 }
 
 // Run truncates a divergent suffix, then fetches and appends until ctx ends or the leader
@@ -136,6 +144,10 @@ func (f *Follower) FetchOnce(ctx context.Context) error {
 	from := f.Log.NextOffset()
 	rep, err := f.Source.Fetch(ctx, FetchRequest{Follower: f.Self, Epoch: f.Epoch, Offset: from, MaxBytes: maxBytes,
 		HWM: f.Log.HighWatermark()})
+	var below *BelowLogStartError
+	if errors.As(err, &below) {
+		return f.startAt(from, below.LogStart)
+	}
 	if err != nil {
 		return err
 	}
@@ -159,9 +171,29 @@ func (f *Follower) FetchOnce(ctx context.Context) error {
 		}
 	}
 	if len(rep.ConsumerState) > 0 && f.OnConsumerState != nil {
-		return f.OnConsumerState(rep.ConsumerState)
+		if err := f.OnConsumerState(rep.ConsumerState); err != nil {
+			return err
+		}
+	}
+	if len(rep.FanoutCursors) > 0 && f.OnFanoutCursors != nil {
+		return f.OnFanoutCursors(rep.FanoutCursors)
 	}
 	return nil
+}
+
+// startAt answers a fetch from `from` refused as below the leader's log start: retention
+// removed the start of the leader's log, and everything this log holds lies below it
+// (docs/internals/replication.md §5). The log is emptied to begin at logStart, its leader-epoch
+// history first (a crash between the two leaves a log with no epochs to reconcile, which
+// fetches, is refused and resets again); the next fetch asks from logStart.
+func (f *Follower) startAt(from, logStart int64) error {
+	if logStart <= from {
+		return fmt.Errorf("replica: leader refused offset %d as below its log start %d", from, logStart)
+	}
+	if err := f.Epochs.TruncateFrom(0); err != nil {
+		return err
+	}
+	return f.Log.ResetTo(logStart)
 }
 
 // Serve answers a follower's fetch on the leader (the other side of Source.Fetch, minus the
@@ -179,7 +211,8 @@ func (l *Leader) Serve(req FetchRequest, lg interface {
 	if err := l.Fetched(req.Follower, req.Epoch, req.Offset); err != nil {
 		return FetchReply{}, err
 	}
-	rep := FetchReply{Frames: frames, Next: next, HWM: l.log.HighWatermark(), ConsumerState: l.consumerStateFor(req.Follower)}
+	rep := FetchReply{Frames: frames, Next: next, HWM: l.log.HighWatermark()}
+	rep.ConsumerState, rep.FanoutCursors = l.consumerStateFor(req.Follower)
 	if len(frames) > 0 {
 		rep.Epochs = epochsCovering(epochs.Entries(), req.Offset, next)
 	}
@@ -190,12 +223,12 @@ func (l *Leader) Serve(req FetchRequest, lg interface {
 // (consumer_state_sync, docs/internals/replication.md §8).
 const ConsumerStateSync = time.Second
 
-// consumerStateFor returns the consumer state to send follower f with this answer: the
-// current state when ConsumerStateSync has passed since f was last considered and the state
-// changed since f was last sent it; nil otherwise.
-func (l *Leader) consumerStateFor(f string) []byte {
-	if l.state == nil {
-		return nil
+// consumerStateFor returns the consumer state and the fan-out cursors to send follower f with
+// this answer: each current one when ConsumerStateSync has passed since f was last considered
+// and it changed since f was last sent it; nil otherwise.
+func (l *Leader) consumerStateFor(f string) (state, cursors []byte) {
+	if l.state == nil && l.cursors == nil {
+		return nil, nil
 	}
 	now := l.now()
 	l.mu.Lock()
@@ -203,16 +236,27 @@ func (l *Leader) consumerStateFor(f string) []byte {
 	due := fs != nil && now.Sub(fs.stateAt) >= ConsumerStateSync
 	l.mu.Unlock()
 	if !due {
-		return nil
+		return nil, nil
 	}
-	b := l.state()
+	if l.state != nil {
+		state = l.state()
+	}
+	if l.cursors != nil {
+		cursors = l.cursors()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fs.stateAt = now
-	if b == nil || string(b) == fs.stateSent {
+	return changed(state, &fs.stateSent), changed(cursors, &fs.cursorSent)
+}
+
+// changed returns b and records it in *sent when b is not nil and differs from *sent; nil
+// otherwise.
+func changed(b []byte, sent *string) []byte {
+	if b == nil || string(b) == *sent {
 		return nil
 	}
-	fs.stateSent = string(b)
+	*sent = string(b)
 	return b
 }
 

@@ -19,9 +19,9 @@ var ErrNotLeading = errcode.Sub("not the leader of this partition", errcode.ErrN
 // (404 on the node RPC).
 var ErrOtherIncarnation = errcode.Sub("another incarnation of the topic", errcode.ErrTopicGone)
 
-// BelowLogStartError: a fetch below the leader's oldest retained offset. The follower copies
-// the partition from LogStart on before it fetches (docs/internals/replication.md §5). It is a
-// kind of errcode.ErrGone (410).
+// BelowLogStartError: a fetch below the leader's oldest retained offset. The follower empties
+// its log to begin at LogStart and fetches from there (docs/internals/replication.md §5). It is
+// a kind of errcode.ErrGone (410).
 type BelowLogStartError struct{ LogStart int64 }
 
 func (e *BelowLogStartError) Error() string {
@@ -120,7 +120,8 @@ func (h *Host) Fetch(ctx context.Context, topic string, p int, incarnation strin
 		notify := hs.log.NotifyC()
 		changed := hs.leader.changedC()
 		rep, err := h.serve(hs, req)
-		if err != nil || len(rep.Frames) > 0 || rep.HWM > req.HWM || rep.ConsumerState != nil {
+		if err != nil || len(rep.Frames) > 0 || rep.HWM > req.HWM || rep.ConsumerState != nil ||
+			rep.FanoutCursors != nil {
 			return rep, err
 		}
 		select {

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -106,5 +107,90 @@ func TestConsumerStateReachesFollowersOncePerSyncWhenChanged(t *testing.T) {
 	fetch() // due and changed
 	if len(got) != 2 || string(got[0]) != "s1" || string(got[1]) != "s2" {
 		t.Fatalf("follower got %q, want [s1 s2]", got)
+	}
+}
+
+// The fan-out cursors go with the consumer state's cadence, each deduplicated on its own: a
+// change of one is sent without the other; the follower hands them to OnFanoutCursors.
+func TestFanoutCursorsReachFollowersOncePerSyncWhenChanged(t *testing.T) {
+	a, b := newNode(t, "a"), newNode(t, "b")
+	now := time.Unix(1000, 0)
+	var state, cursors []byte
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	if err := a.epochs.Assign(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	ld, err := NewLeader(LeaderConfig{Self: "a", Epoch: 1, Replicas: []string{"a", "b"}, ISR: []string{"a", "b"},
+		MinISR: 1, Log: a.log, Now: clock,
+		State:   func() []byte { mu.Lock(); defer mu.Unlock(); return state },
+		Cursors: func() []byte { mu.Lock(); defer mu.Unlock(); return cursors }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotState, gotCursors []string
+	fw := &Follower{Self: "b", Epoch: 1, Log: b.log, Epochs: b.epochs, Source: direct{n: a, ld: ld},
+		OnConsumerState: func(s []byte) error { gotState = append(gotState, string(s)); return nil },
+		OnFanoutCursors: func(c []byte) error { gotCursors = append(gotCursors, string(c)); return nil }}
+	fetch := func() {
+		t.Helper()
+		if err := fw.FetchOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := func(s, c string, d time.Duration) {
+		mu.Lock()
+		state, cursors, now = []byte(s), []byte(c), now.Add(d)
+		mu.Unlock()
+	}
+
+	set("s1", "c1", time.Second)
+	fetch() // both due and new
+	set("s1", "c2", 100*time.Millisecond)
+	fetch() // cursors changed, not due
+	set("s1", "c2", time.Second)
+	fetch() // due: only the cursors changed
+	set("s2", "c2", time.Second)
+	fetch() // due: only the state changed
+	if !slices.Equal(gotState, []string{"s1", "s2"}) || !slices.Equal(gotCursors, []string{"c1", "c2"}) {
+		t.Fatalf("follower got state %q and cursors %q, want [s1 s2] and [c1 c2]", gotState, gotCursors)
+	}
+
+	// A parked fetch answers early when cursors are due, like the consumer state.
+	h := NewHost()
+	h.Lead("t", 0, "inc", ld, a.log, a.epochs)
+	set("s2", "c3", time.Second)
+	rep, err := h.Fetch(context.Background(), "t", 0, "inc", FetchRequest{Follower: "b", Epoch: 1}, time.Minute)
+	if err != nil || string(rep.FanoutCursors) != "c3" || rep.ConsumerState != nil {
+		t.Fatalf("parked fetch: cursors %q, state %q, %v", rep.FanoutCursors, rep.ConsumerState, err)
+	}
+}
+
+// A follower whose LEO goes back within one epoch lost its copy (a wiped data directory):
+// the consumer state and cursors it was sent go to it again when next due, changed or not.
+func TestAFollowerThatLostItsCopyIsSentTheStateAgain(t *testing.T) {
+	a := newNode(t, "a")
+	now := time.Unix(1000, 0)
+	ld := a.lead(t, 1, []string{"a", "b"}, []string{"a"}, 1, func() time.Time { return now })
+	ld.state = func() []byte { return []byte("s") }
+	ld.cursors = func() []byte { return []byte("c") }
+	_, end := produce(t, a, ld, "x", 3)
+	serve := func(offset int64) FetchReply {
+		t.Helper()
+		now = now.Add(time.Second)
+		rep, err := ld.Serve(FetchRequest{Follower: "b", Epoch: 1, Offset: offset, MaxBytes: 1 << 20}, a.log, a.epochs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := serve(end); string(rep.ConsumerState) != "s" || string(rep.FanoutCursors) != "c" {
+		t.Fatalf("first answer: state %q cursors %q", rep.ConsumerState, rep.FanoutCursors)
+	}
+	if rep := serve(end); rep.ConsumerState != nil || rep.FanoutCursors != nil {
+		t.Fatalf("unchanged state sent again: %q %q", rep.ConsumerState, rep.FanoutCursors)
+	}
+	if rep := serve(0); string(rep.ConsumerState) != "s" || string(rep.FanoutCursors) != "c" {
+		t.Fatalf("after the follower lost its copy: state %q cursors %q", rep.ConsumerState, rep.FanoutCursors)
 	}
 }

@@ -48,6 +48,10 @@ type LeaderConfig struct {
 	// State returns the partition's consumer state to copy to followers (an encoded
 	// consume.Checkpoint), nil when there is none yet. nil: no consumer state is copied.
 	State func() []byte
+	// Cursors returns the fan-out cursor positions of the partition's links to copy to
+	// followers (a cursorsync envelope), nil when there is nothing to send. nil: none are
+	// copied.
+	Cursors func() []byte
 }
 
 // followerState is what the leader knows of one follower.
@@ -58,17 +62,19 @@ type followerState struct {
 	leaderLEO  int64     // the leader's LEO at its last fetch
 	stateAt    time.Time // when it was last considered for the consumer state
 	stateSent  string    // the consumer state it was last sent
+	cursorSent string    // the fan-out cursors it was last sent
 }
 
 // Leader is the leader's view of one replicated partition for one epoch. Safe for concurrent
 // use.
 type Leader struct {
-	self   string
-	epoch  uint64
-	minISR int
-	log    LeaderLog
-	now    func() time.Time
-	state  func() []byte
+	self    string
+	epoch   uint64
+	minISR  int
+	log     LeaderLog
+	now     func() time.Time
+	state   func() []byte
+	cursors func() []byte
 
 	advMu sync.Mutex // serializes AdvanceHWM calls (each fsyncs the hwm file)
 
@@ -95,7 +101,7 @@ func NewLeader(cfg LeaderConfig) (*Leader, error) {
 		now = time.Now
 	}
 	l := &Leader{
-		self: cfg.Self, epoch: cfg.Epoch, minISR: cfg.MinISR, log: cfg.Log, now: now, state: cfg.State,
+		self: cfg.Self, epoch: cfg.Epoch, minISR: cfg.MinISR, log: cfg.Log, now: now, state: cfg.State, cursors: cfg.Cursors,
 		isr:       slices.Clone(cfg.ISR),
 		followers: make(map[string]*followerState),
 		changed:   make(chan struct{}),
@@ -138,6 +144,11 @@ func (l *Leader) Fetched(follower string, epoch uint64, offset int64) error {
 		f.caughtUpAt = t
 	case offset >= f.leaderLEO && f.leo >= 0 && f.fetchedAt.After(f.caughtUpAt):
 		f.caughtUpAt = f.fetchedAt
+	}
+	if f.leo >= 0 && offset < f.leo {
+		// Its LEO went back within one epoch: it lost its copy (a wiped disk), and with it the
+		// consumer state and cursors it was sent; they go again when next due.
+		f.stateSent, f.cursorSent = "", ""
 	}
 	f.leo, f.fetchedAt, f.leaderLEO = offset, t, leo
 	l.mu.Unlock()

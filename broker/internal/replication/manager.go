@@ -11,6 +11,7 @@ import (
 	"narad.dev/broker/internal/clock"
 	"narad.dev/broker/internal/consume"
 	"narad.dev/broker/internal/errcode"
+	"narad.dev/broker/internal/fanout/cursorsync"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/partition"
 	"narad.dev/broker/internal/replica"
@@ -184,7 +185,8 @@ func (m *Manager) lead(ctx context.Context, k key, s Slot) {
 	}
 	ld, err := replica.NewLeader(replica.LeaderConfig{Self: m.d.Self, Epoch: s.A.LeaderEpoch,
 		Replicas: s.A.ReplicaSet(), ISR: s.A.InSync(), MinISR: s.Topic.MinISR(), Log: pt.Log(),
-		State: func() []byte { return consumerState(pt) }})
+		State:   func() []byte { return consumerState(pt) },
+		Cursors: func() []byte { return m.fanoutCursors(k, pt) }})
 	if err != nil {
 		m.log.Error("replication: bad assignment; not leading", "topic", k.topic, "partition", k.p, "err", err)
 		return
@@ -309,7 +311,8 @@ func (m *Manager) followOnce(ctx context.Context, k key, s Slot, src replica.Sou
 	}
 	fw := &replica.Follower{Self: m.d.Self, Epoch: s.A.LeaderEpoch, Log: pt.Log(), Epochs: pt.Epochs(),
 		Source: src, MaxBytes: maxFetchBytes,
-		OnConsumerState: func(b []byte) error { return consume.StoreReplicatedCheckpoint(pt.Dir(), b) }}
+		OnConsumerState: func(b []byte) error { return consume.StoreReplicatedCheckpoint(pt.Dir(), b) },
+		OnFanoutCursors: func(b []byte) error { return cursorsync.Apply(ctx, pt.Dir(), b) }}
 	if err := fw.Reconcile(ctx); err != nil {
 		return err
 	}
@@ -358,6 +361,17 @@ func consumerState(pt *partition.Partition) []byte {
 		return nil
 	}
 	return consume.EncodeCheckpoint(s.Frontier())
+}
+
+// fanoutCursors is a led partition's fan-out cursor positions for its followers: the cursor
+// files of its directory (docs/internals/replication.md §8); nil when they cannot be read.
+func (m *Manager) fanoutCursors(k key, pt *partition.Partition) []byte {
+	b, err := cursorsync.Snapshot(context.Background(), pt.Dir())
+	if err != nil {
+		m.log.Warn("replication: cannot read the fan-out cursors to copy", "topic", k.topic, "partition", k.p, "err", err)
+		return nil
+	}
+	return b
 }
 
 // sameSet reports whether a and b hold the same members (both duplicate-free).

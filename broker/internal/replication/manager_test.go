@@ -12,6 +12,7 @@ import (
 
 	"narad.dev/broker/internal/consume"
 	"narad.dev/broker/internal/datadir"
+	"narad.dev/broker/internal/fanout/cursorfile"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/partition"
 	"narad.dev/broker/internal/replica"
@@ -246,4 +247,70 @@ func TestANewLeaderStartsFromTheConsumerStateTheOldOneHad(t *testing.T) {
 	if !slices.Equal(offs, []int64{1, 3}) {
 		t.Fatalf("the new leader delivers %v, want [1 3] (0 and 2 were acked on the old one)", offs)
 	}
+}
+
+// The followers keep copies of the leader's fan-out cursor files (docs/internals/replication.md
+// §8): a new cursor, its advance and its removal (a dissolved link) reach them.
+func TestFollowersKeepTheLeadersFanoutCursors(t *testing.T) {
+	const epoch = "67953471cc57a32a"
+	w := newWorld(t, "a", "b", "c")
+	a, b, c := w.nodes["a"], w.nodes["b"], w.nodes["c"]
+	testwait.For(t, 5*time.Second, "a leads", func() bool { _, ok := a.host.Leader("t", 0); return ok })
+	if err := commit(t, a, w, "m0", "m1", "m2"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "followers open the partition", func() bool {
+		return b.reg.Peek("t", 0) != nil && c.reg.Peek("t", 0) != nil
+	})
+	cw, err := cursorfile.Anchor(a.reg.Peek("t", 0).Dir(), "child", epoch, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cw.Close()
+	at := func(n *node, want int64) func() bool {
+		return func() bool {
+			pt := n.reg.Peek("t", 0)
+			if pt == nil {
+				return false
+			}
+			st, err := cursorfile.Read(context.Background(), cursorfile.Path(pt.Dir(), "child"))
+			return err == nil && st.Epoch == epoch && st.NextOffset == want
+		}
+	}
+	testwait.For(t, 10*time.Second, "followers hold the anchored cursor", func() bool { return at(b, 0)() && at(c, 0)() })
+	if err := cw.Advance(3); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 10*time.Second, "followers hold the advanced cursor", func() bool { return at(b, 3)() && at(c, 3)() })
+	if err := cursorfile.Remove(cw.Path()); err != nil {
+		t.Fatal(err)
+	}
+	gone := func(n *node) bool {
+		files, err := cursorfile.List(context.Background(), n.reg.Peek("t", 0).Dir())
+		return err == nil && len(files) == 0
+	}
+	testwait.For(t, 10*time.Second, "followers drop the dissolved link's cursor", func() bool { return gone(b) && gone(c) })
+
+	// A new link; then b is elected and its runner resumes and advances b's copy: the copies
+	// now flow from b, to the old leader a too.
+	cw2, err := cursorfile.Anchor(a.reg.Peek("t", 0).Dir(), "child", epoch, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw2.Close()
+	testwait.For(t, 10*time.Second, "followers hold the new cursor", func() bool { return at(b, 2)() && at(c, 2)() })
+	cur := w.assignment()
+	w.set(meta.Assignment{Topic: "t", Partition: 0, Owner: "b", Replicas: cur.Replicas, ISR: []string{"b", "c"}, LeaderEpoch: 1})
+	testwait.For(t, 5*time.Second, "b leads", func() bool { _, ok := b.host.Leader("t", 0); return ok })
+	bw, st, err := cursorfile.Open(context.Background(), b.reg.Peek("t", 0).Dir(), "child")
+	if err != nil || st.Epoch != epoch || st.NextOffset != 2 {
+		t.Fatalf("b's runner opens %+v, %v; want the replicated position 2", st, err)
+	}
+	defer bw.Close()
+	if err := bw.Advance(3); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 10*time.Second, "a and c hold b's cursor", func() bool {
+		return at(a, 3)() && at(c, 3)()
+	})
 }

@@ -3279,8 +3279,8 @@ type ReplicaFetchReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 200 (frames may be empty after the wait), 400 fetch_offset past the leader's end or
 	// inside a frame (truncate first), 404 no such topic or partition, 409 stale epoch, 410
-	// fetch_offset below the leader's oldest retained offset (copy first, from log_start), 421
-	// not the leader, 503 else.
+	// fetch_offset below the leader's oldest retained offset (the follower restarts its log at
+	// log_start), 421 not the leader, 503 else.
 	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
 	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	// The error's reason code (errcode.Reason).
@@ -3295,11 +3295,15 @@ type ReplicaFetchReply struct {
 	Epochs []*EpochStart `protobuf:"bytes,7,rep,name=epochs,proto3" json:"epochs,omitempty"`
 	// The leader's current epoch (on 409, the one the follower should look up).
 	LeaderEpoch uint64 `protobuf:"varint,8,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
-	// The leader's oldest retained offset (on 410, where a copy must start).
+	// The leader's oldest retained offset (on 410, where the follower's log must start).
 	LogStart int64 `protobuf:"varint,9,opt,name=log_start,json=logStart,proto3" json:"log_start,omitempty"`
 	// The leader's consumer state (consumer.offset's encoding), at most once a second and only
 	// when it changed (docs/internals/replication.md §8); empty otherwise.
 	ConsumerState []byte `protobuf:"bytes,10,opt,name=consumer_state,json=consumerState,proto3" json:"consumer_state,omitempty"`
+	// The fan-out cursor positions of the partition's links as the leader's cursor files hold
+	// them (the envelope of docs/internals/replication.md §8), with the same cadence as
+	// consumer_state; empty otherwise.
+	FanoutCursors []byte `protobuf:"bytes,11,opt,name=fanout_cursors,json=fanoutCursors,proto3" json:"fanout_cursors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3400,6 +3404,13 @@ func (x *ReplicaFetchReply) GetLogStart() int64 {
 func (x *ReplicaFetchReply) GetConsumerState() []byte {
 	if x != nil {
 		return x.ConsumerState
+	}
+	return nil
+}
+
+func (x *ReplicaFetchReply) GetFanoutCursors() []byte {
+	if x != nil {
+		return x.FanoutCursors
 	}
 	return nil
 }
@@ -3824,7 +3835,7 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\n" +
 	"EpochStart\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x14\n" +
-	"\x05start\x18\x02 \x01(\x03R\x05start\"\xbe\x02\n" +
+	"\x05start\x18\x02 \x01(\x03R\x05start\"\xe5\x02\n" +
 	"\x11ReplicaFetchReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x16\n" +
@@ -3837,7 +3848,8 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\fleader_epoch\x18\b \x01(\x04R\vleaderEpoch\x12\x1b\n" +
 	"\tlog_start\x18\t \x01(\x03R\blogStart\x12%\n" +
 	"\x0econsumer_state\x18\n" +
-	" \x01(\fR\rconsumerState\"\xa8\x01\n" +
+	" \x01(\fR\rconsumerState\x12%\n" +
+	"\x0efanout_cursors\x18\v \x01(\fR\rfanoutCursors\"\xa8\x01\n" +
 	"\x17ReplicaEndOffsetRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12 \n" +
