@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -87,6 +88,10 @@ type Manager struct {
 
 	mu    sync.Mutex // guards roles; held by a pass
 	roles map[key]*role
+
+	started   time.Time // when this Manager (this process) started
+	checkedMu sync.Mutex
+	checked   map[key]bool // partitions leaveISRIfEmpty has settled in this process
 }
 
 // New returns a Manager over d.
@@ -106,7 +111,8 @@ func New(d Deps) *Manager {
 	if d.OnISRChange == nil {
 		d.OnISRChange = func(string, int, string, []string) {}
 	}
-	return &Manager{d: d, log: d.Logger, kick: make(chan struct{}, 1), roles: make(map[key]*role)}
+	return &Manager{d: d, log: d.Logger, kick: make(chan struct{}, 1), roles: make(map[key]*role),
+		started: time.Now(), checked: make(map[key]bool)}
 }
 
 // Kick asks for a pass as soon as possible (a metastore event applied). Never blocks.
@@ -307,6 +313,9 @@ func (m *Manager) followOnce(ctx context.Context, k key, s Slot, src replica.Sou
 	if err != nil {
 		return err
 	}
+	if err := m.leaveISRIfEmpty(ctx, k, pt); err != nil {
+		return err
+	}
 	fw := &replica.Follower{Self: m.d.Self, Epoch: s.A.LeaderEpoch, Log: pt.Log(), Epochs: pt.Epochs(),
 		Source: src, MaxBytes: maxFetchBytes,
 		OnConsumerState: func(b []byte) error { return consume.StoreReplicatedCheckpoint(pt.Dir(), b) }}
@@ -322,6 +331,72 @@ func (m *Manager) followOnce(ctx context.Context, k key, s Slot, src replica.Sou
 		}
 	}
 	return nil
+}
+
+// leaveISRIfEmpty takes this follower out of k's ISR when this process found its replica empty
+// (no record, no leader epoch) although the topic is older than the process and the metastore
+// holds the replica in sync: its records went with its data directory. Left in the ISR it
+// could be elected over a replica that holds them when the leader dies before it has copied
+// them. The leader adds it back once it has caught up (docs/internals/replication.md §9, empty
+// disk). Settled once per partition and process; an error (the proposal failed) is retried.
+func (m *Manager) leaveISRIfEmpty(ctx context.Context, k key, pt *partition.Partition) error {
+	m.checkedMu.Lock()
+	done := m.checked[k]
+	m.checkedMu.Unlock()
+	if done {
+		return nil
+	}
+	s, ok := m.slot(k)
+	if !ok {
+		return nil
+	}
+	if m.emptyInSync(s, pt) {
+		stored := s.A.InSync()
+		next := slices.DeleteFunc(slices.Clone(stored), func(id string) bool { return id == m.d.Self })
+		pctx, cancel := context.WithTimeout(ctx, proposeTimeout)
+		res, _, err := m.d.ProposeISR(pctx, k.topic, k.p, s.A.LeaderEpoch, stored, next)
+		cancel()
+		switch {
+		case res == meta.CASNotFound:
+			return nil // the partition is gone; the next pass ends this role
+		case res != meta.CASDone && res != meta.CASAlreadyDone:
+			if err == nil {
+				err = fmt.Errorf("outcome %v", res)
+			}
+			return fmt.Errorf("replication: leave the isr of %s/%d with an empty replica: %w", k.topic, k.p, err)
+		}
+		m.log.Warn("replication: replica found empty; left the isr until it has caught up", "topic", k.topic,
+			"partition", k.p, "epoch", s.A.LeaderEpoch, "isr", next)
+		m.d.OnISRChange(k.topic, k.p, "shrink", next)
+	}
+	m.checkedMu.Lock()
+	m.checked[k] = true
+	m.checkedMu.Unlock()
+	return nil
+}
+
+// emptyInSync reports whether pt, this node's replica of s as a follower, holds nothing
+// while the metastore counts it in sync and the topic was created before this process
+// started (a topic created since starts empty everywhere; CreatedAt 0 is unknown).
+func (m *Manager) emptyInSync(s Slot, pt *partition.Partition) bool {
+	if s.A.Owner == m.d.Self || !slices.Contains(s.A.InSync(), m.d.Self) {
+		return false
+	}
+	if s.Topic.CreatedAt <= 0 || s.Topic.CreatedAt >= m.started.Unix() {
+		return false
+	}
+	_, hasEpoch := pt.Epochs().Latest()
+	return !hasEpoch && pt.Log().NextOffset() == 0
+}
+
+// slot is k's current slot, as the local metastore replica has it.
+func (m *Manager) slot(k key) (Slot, bool) {
+	for _, s := range m.d.Slots() {
+		if s.Topic.Name == k.topic && s.A.Partition == k.p {
+			return s, true
+		}
+	}
+	return Slot{}, false
 }
 
 // end ends role r of k: a leadership is deposed, unhosted and its partition closed (its

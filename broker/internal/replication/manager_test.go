@@ -26,6 +26,7 @@ type world struct {
 	topic meta.Topic
 	a     meta.Assignment
 	nodes map[string]*node
+	isrs  [][]string // every ISR a proposal installed, in order
 }
 
 func (w *world) assignment() meta.Assignment {
@@ -49,6 +50,7 @@ type node struct {
 	reg  *partition.Registry
 	host *replica.Host
 	m    *Manager
+	stop func() // stops the manager (a kill -9 of the node, as far as replication goes)
 }
 
 // source reaches another node's host in-process, as node RPC would.
@@ -66,52 +68,81 @@ func (s source) EndOffset(ctx context.Context, leaderEpoch, epoch uint64) (uint6
 	return s.host.EndOffset(ctx, s.topic, 0, s.incarnation, leaderEpoch, epoch)
 }
 
-func newWorld(t *testing.T, ids ...string) *world {
+func newWorld(t *testing.T, ids ...string) *world { return newWorldCreated(t, 0, ids...) }
+
+// newWorldCreated is newWorld with the topic's CreatedAt (Unix seconds; 0 = unknown).
+func newWorldCreated(t *testing.T, createdAt int64, ids ...string) *world {
 	w := &world{topic: meta.Topic{Name: "t", Partitions: 1, Incarnation: "0123456789abcdef", ReplicationFactor: len(ids),
-		MinInsyncReplicas: 2}, nodes: map[string]*node{}}
+		MinInsyncReplicas: 2, CreatedAt: createdAt}, nodes: map[string]*node{}}
 	w.a = meta.Assignment{Topic: "t", Partition: 0, Owner: ids[0], Replicas: ids, ISR: ids}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
 	for _, id := range ids {
-		n := &node{id: id, host: replica.NewHost()}
-		n.reg = partition.New(partition.Deps{
-			Layout:     datadir.New(t.TempDir()),
-			Offsets:    consume.NewCommitter(consume.CommitterOptions{}),
-			Topic:      func(string) (meta.Topic, bool) { return w.topic, true },
-			Owns:       func(string, int) bool { return w.assignment().Owner == id },
-			Replicates: func(string, int) bool { return true },
-			Leader:     n.host.Leader,
-			RaiseFloor: func(_ string, _ int, t0 int64) int64 { return t0 },
-		})
-		t.Cleanup(n.reg.CloseAll)
-		n.m = New(Deps{
-			Self: id, Partitions: n.reg, Host: n.host, Tick: 20 * time.Millisecond, LagMax: 300 * time.Millisecond,
-			FetchWait:  50 * time.Millisecond,
-			Slots:      func() []Slot { return []Slot{{Topic: w.topic, A: w.assignment()}} },
-			MemberAddr: func(id string) (string, bool) { return id, true },
-			Source: func(addr, topic string, _ int, inc string, wait time.Duration) replica.Source {
-				return source{host: w.nodes[addr].host, topic: topic, incarnation: inc, wait: wait}
-			},
-			ProposeISR: func(_ context.Context, _ string, _ int, epoch uint64, expected, next []string) (meta.CASResult, meta.Assignment, error) {
-				w.mu.Lock()
-				defer w.mu.Unlock()
-				if epoch != w.a.LeaderEpoch || !sameSet(expected, w.a.ISR) {
-					return meta.CASRefused, w.a, fmt.Errorf("stale")
-				}
-				w.a.ISR = next
-				return meta.CASDone, w.a, nil
-			},
-		})
-		w.nodes[id] = n
+		w.nodes[id] = w.newNode(t, id)
 	}
 	for _, n := range w.nodes {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = n.m.Run(ctx) }()
+		n.start(t)
 	}
-	// Registered last, so it runs first: the managers stop before the registries close and
-	// the data directories go.
-	t.Cleanup(func() { cancel(); wg.Wait() })
 	return w
+}
+
+// node returns the node that now runs as id.
+func (w *world) node(id string) *node {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.nodes[id]
+}
+
+// replace makes n the node that runs as its id (a node restarted on another data directory).
+func (w *world) replace(n *node) {
+	w.mu.Lock()
+	w.nodes[n.id] = n
+	w.mu.Unlock()
+}
+
+// newNode builds node id over a fresh data directory; start runs it.
+func (w *world) newNode(t *testing.T, id string) *node {
+	n := &node{id: id, host: replica.NewHost()}
+	n.reg = partition.New(partition.Deps{
+		Layout:     datadir.New(t.TempDir()),
+		Offsets:    consume.NewCommitter(consume.CommitterOptions{}),
+		Topic:      func(string) (meta.Topic, bool) { return w.topic, true },
+		Owns:       func(string, int) bool { return w.assignment().Owner == id },
+		Replicates: func(string, int) bool { return true },
+		Leader:     n.host.Leader,
+		RaiseFloor: func(_ string, _ int, t0 int64) int64 { return t0 },
+	})
+	t.Cleanup(n.reg.CloseAll)
+	n.m = New(Deps{
+		Self: id, Partitions: n.reg, Host: n.host, Tick: 20 * time.Millisecond, LagMax: 300 * time.Millisecond,
+		FetchWait:  50 * time.Millisecond,
+		Slots:      func() []Slot { return []Slot{{Topic: w.topic, A: w.assignment()}} },
+		MemberAddr: func(id string) (string, bool) { return id, true },
+		Source: func(addr, topic string, _ int, inc string, wait time.Duration) replica.Source {
+			return source{host: w.node(addr).host, topic: topic, incarnation: inc, wait: wait}
+		},
+		ProposeISR: func(_ context.Context, _ string, _ int, epoch uint64, expected, next []string) (meta.CASResult, meta.Assignment, error) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if epoch != w.a.LeaderEpoch || !sameSet(expected, w.a.ISR) {
+				return meta.CASRefused, w.a, fmt.Errorf("stale")
+			}
+			w.a.ISR = next
+			w.isrs = append(w.isrs, next)
+			return meta.CASDone, w.a, nil
+		},
+	})
+	return n
+}
+
+// start runs n's manager until stop or the end of the test. Registered after the registry's
+// cleanup, so it runs first: the manager stops before the registry closes and the data
+// directory goes.
+func (n *node) start(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = n.m.Run(ctx) }()
+	var once sync.Once
+	n.stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(n.stop)
 }
 
 func commit(t *testing.T, n *node, w *world, payloads ...string) error {
@@ -245,5 +276,64 @@ func TestANewLeaderStartsFromTheConsumerStateTheOldOneHad(t *testing.T) {
 	}
 	if !slices.Equal(offs, []int64{1, 3}) {
 		t.Fatalf("the new leader delivers %v, want [1 3] (0 and 2 were acked on the old one)", offs)
+	}
+}
+
+// A replica that comes back empty (its data directory lost) while the metastore still holds it
+// in the ISR takes itself out before anything else: the leader dying before it copied the log
+// must not be succeeded by the empty copy, although it comes first in replica order.
+func TestAnEmptyReplicaOfAnOlderTopicLeavesTheISR(t *testing.T) {
+	w := newWorldCreated(t, time.Now().Add(-time.Hour).Unix(), "a", "c", "b")
+	a := w.node("a")
+	// Every replica starts empty here: each follower leaves the ISR and the leader takes it
+	// back as soon as it fetches the (empty) log.
+	testwait.For(t, 5*time.Second, "both followers left the isr once and are back", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var leftB, leftC bool
+		for _, isr := range w.isrs {
+			leftB = leftB || !slices.Contains(isr, "b")
+			leftC = leftC || !slices.Contains(isr, "c")
+		}
+		return leftB && leftC && sameSet(w.a.ISR, []string{"a", "b", "c"})
+	})
+	if err := commit(t, a, w, "x1", "x2"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "followers learn the HWM", func() bool { return hwm(w.node("b")) == 2 && hwm(w.node("c")) == 2 })
+
+	// a dies; c comes back on an empty data directory before a new leader is elected.
+	a.stop()
+	w.node("c").stop()
+	c := w.newNode(t, "c")
+	w.replace(c)
+	c.start(t)
+	testwait.For(t, 5*time.Second, "the empty c leaves the isr", func() bool { return sameSet(w.assignment().ISR, []string{"a", "b"}) })
+
+	// The controller elects the first replica in order that is in the ISR and alive: b.
+	cur := w.assignment()
+	var next string
+	for _, id := range cur.Replicas {
+		if id != "a" && slices.Contains(cur.ISR, id) && next == "" {
+			next = id
+		}
+	}
+	if next != "b" {
+		t.Fatalf("elected %q from isr %v, want b (c is empty)", next, cur.ISR)
+	}
+	w.set(meta.Assignment{Topic: "t", Partition: 0, Owner: "b", Replicas: cur.Replicas, ISR: []string{"b"}, LeaderEpoch: 1})
+	b := w.node("b")
+	testwait.For(t, 5*time.Second, "b leads", func() bool { _, ok := b.host.Leader("t", 0); return ok })
+	testwait.For(t, 5*time.Second, "c copies b and rejoins", func() bool { return sameSet(w.assignment().ISR, []string{"b", "c"}) })
+	if err := commit(t, b, w, "y1"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "c holds all three records", func() bool { return hwm(c) == 3 })
+	pc := c.reg.Peek("t", 0)
+	for off, want := range []string{"x1", "x2", "y1"} {
+		r, err := pc.Log().Read(int64(off))
+		if err != nil || string(r.Payload) != want {
+			t.Fatalf("c's offset %d: %q, %v; want %q", off, r.Payload, err, want)
+		}
 	}
 }
