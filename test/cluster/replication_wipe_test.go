@@ -63,3 +63,42 @@ var _ = Describe("A wiped follower and a dead leader", func() {
 		logf("duplicates: %d", r.Duplicates)
 	})
 })
+
+var _ = Describe("A wiped leader back before the failover", func() {
+	It("(r8) R=3 M=2: a leader killed -9 with its data directory deleted and restarted at once hands its leadership to an in-sync replica, and every 202 is delivered", func() {
+		c := newCluster(3, func(o *harness.ClusterOptions) {
+			o.Args = append(o.Args, "--replica-failover-after="+failoverAfter)
+		})
+		topic := "repl-wiped-leader"
+		createReplicated(c, topic)
+		sts := allInSync(c, topic, 30*time.Second)
+		p := 0
+		st := sts[p]
+		l := c.Index(st.Leader)
+		other := c.Others(l)[0]
+		logf("p%d: replicas %v leader %s epoch %d", p, st.Replicas, st.Leader, st.LeaderEpoch)
+
+		h := harness.NewHistory()
+		Expect(produceN(h, c.Endpoint(other), topic, "r8", 300, &p)).To(Equal(300), "every produce with all replicas in sync answers 202")
+
+		// The restart takes less than --replica-failover-after: the controller never sees the
+		// leader gone, so the metastore still names it leader when it comes back empty.
+		Expect(c.Wipe(l)).To(Succeed())
+		killedAt := time.Now()
+		Expect(c.Restart(ctx(60*time.Second), l)).To(Succeed())
+		logf("p%d: %s wiped and ready again %s after the kill", p, st.Leader, time.Since(killedAt).Round(time.Millisecond))
+		elected := waitPartition(topic, p, c, 30*time.Second, "an in-sync replica leads", func(now client.PartitionStat) bool {
+			return now.Leader != "" && now.Leader != st.Leader && now.LeaderEpoch > st.LeaderEpoch
+		})
+		logf("p%d: %s leads at epoch %d with isr %v, %s after the kill", p, elected.Leader, elected.LeaderEpoch, elected.ISR,
+			time.Since(killedAt).Round(time.Millisecond))
+		back := waitPartition(topic, p, c, 90*time.Second, "the wiped replica back in sync", func(now client.PartitionStat) bool {
+			return len(now.ISR) == 3
+		})
+		logf("p%d: isr %v under %s at epoch %d, %s after the kill", p, back.ISR, back.Leader, back.LeaderEpoch, time.Since(killedAt).Round(time.Millisecond))
+		Expect(produceN(h, c.Endpoint(other), topic, "r8-after", 20, &p)).To(Equal(20), "produce works once every replica is back")
+		drain(h, topic, c.Endpoints())
+		r := expectClean("R=3 wiped leader back at once", h)
+		logf("duplicates: %d", r.Duplicates)
+	})
+})

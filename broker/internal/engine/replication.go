@@ -26,8 +26,9 @@ func (e *Engine) newReplication() {
 			m, ok := e.view.Member(id)
 			return m.ClusterAddr, ok && m.ClusterAddr != ""
 		},
-		Source:     e.replicaSource,
-		ProposeISR: e.meta.SetISR,
+		Source:       e.replicaSource,
+		ProposeISR:   e.meta.SetISR,
+		ProposeElect: e.meta.ElectLeader,
 		OnISRChange: func(topic string, p int, change string, isr []string) {
 			e.log.Info("audit", "event", "replication.isr."+change, "actor", e.cfg.NodeID, "topic", topic,
 				"partition", p, "isr", isr, "outcome", "ok")

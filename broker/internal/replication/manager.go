@@ -53,6 +53,9 @@ type Deps struct {
 	Source func(addr, topic string, p int, incarnation string, wait time.Duration) replica.Source
 	// ProposeISR proposes op 23 (meta.Store.SetISR).
 	ProposeISR func(ctx context.Context, topic string, p int, epoch uint64, expected, next []string) (meta.CASResult, meta.Assignment, error)
+	// ProposeElect proposes op 24 (meta.Store.ElectLeader): a leader whose replica was found
+	// empty hands the leadership on. nil: it leads anyway.
+	ProposeElect func(ctx context.Context, topic string, p int, expectedEpoch uint64, newLeader, reason string) (meta.CASResult, meta.Assignment, error)
 	// OnISRChange is told of every ISR change this node's leaderships make ("shrink" or
 	// "expand"), for metrics and audit. nil: nothing.
 	OnISRChange func(topic string, p int, change string, isr []string)
@@ -181,6 +184,9 @@ func (m *Manager) lead(ctx context.Context, k key, s Slot) {
 	pt, err := m.d.Partitions.Get(s.Topic, k.p)
 	if err != nil {
 		m.log.Warn("replication: cannot open a led partition; retrying", "topic", k.topic, "partition", k.p, "err", err)
+		return
+	}
+	if m.handOffIfEmpty(ctx, k, s, pt) {
 		return
 	}
 	if err := pt.Epochs().Assign(s.A.LeaderEpoch, pt.Log().NextOffset()); err != nil {
@@ -369,19 +375,68 @@ func (m *Manager) leaveISRIfEmpty(ctx context.Context, k key, pt *partition.Part
 			"partition", k.p, "epoch", s.A.LeaderEpoch, "isr", next)
 		m.d.OnISRChange(k.topic, k.p, "shrink", next)
 	}
-	m.checkedMu.Lock()
-	m.checked[k] = true
-	m.checkedMu.Unlock()
+	m.settle(k)
 	return nil
 }
 
-// emptyInSync reports whether pt, this node's replica of s as a follower, holds nothing
-// while the metastore counts it in sync and the topic was created before this process
-// started (a topic created since starts empty everywhere; CreatedAt 0 is unknown).
+// handOffIfEmpty keeps this node from leading k with a replica this process found empty while
+// other replicas are in the ISR: its records went with its data directory (it came back
+// before the controller's failover), and leading would serve an empty log that the in-sync
+// replicas refuse to truncate to. It proposes op 24 to the first other in-sync replica in
+// replica order, reason dead (so it leaves the ISR with its leadership), and reports true
+// while it must not lead: until that is applied (a failed proposal is retried by the next
+// pass). Settled once per partition and process (docs/internals/replication.md §6).
+func (m *Manager) handOffIfEmpty(ctx context.Context, k key, s Slot, pt *partition.Partition) bool {
+	m.checkedMu.Lock()
+	done := m.checked[k]
+	m.checkedMu.Unlock()
+	if done || m.d.ProposeElect == nil {
+		return false
+	}
+	next := ""
+	for _, id := range s.A.ReplicaSet() {
+		if id != m.d.Self && slices.Contains(s.A.InSync(), id) && next == "" {
+			next = id
+		}
+	}
+	if next == "" || !m.emptyReplica(s, pt) {
+		m.settle(k)
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, proposeTimeout)
+	res, _, err := m.d.ProposeElect(pctx, k.topic, k.p, s.A.LeaderEpoch, next, meta.ElectDead)
+	cancel()
+	if res != meta.CASDone && res != meta.CASAlreadyDone {
+		m.log.Warn("replication: replica found empty; handing the leadership on failed, retrying", "topic", k.topic,
+			"partition", k.p, "epoch", s.A.LeaderEpoch, "to", next, "outcome", res, "err", err)
+		return true
+	}
+	m.log.Warn("replication: replica found empty; handed the leadership on and left the isr until it has caught up",
+		"topic", k.topic, "partition", k.p, "epoch", s.A.LeaderEpoch, "to", next)
+	m.settle(k)
+	return true
+}
+
+// settle records that k's emptiness check is done in this process.
+func (m *Manager) settle(k key) {
+	m.checkedMu.Lock()
+	m.checked[k] = true
+	m.checkedMu.Unlock()
+}
+
+// emptyInSync reports whether pt, this node's replica of s as a follower, is empty (see
+// emptyReplica) while the metastore counts it in sync.
 func (m *Manager) emptyInSync(s Slot, pt *partition.Partition) bool {
 	if s.A.Owner == m.d.Self || !slices.Contains(s.A.InSync(), m.d.Self) {
 		return false
 	}
+	return m.emptyReplica(s, pt)
+}
+
+// emptyReplica reports whether pt holds no record and no leader epoch although s's topic was
+// created before this process started (a topic created since starts empty everywhere;
+// CreatedAt 0 is unknown).
+func (m *Manager) emptyReplica(s Slot, pt *partition.Partition) bool {
 	if s.Topic.CreatedAt <= 0 || s.Topic.CreatedAt >= m.started.Unix() {
 		return false
 	}

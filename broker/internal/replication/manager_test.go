@@ -84,6 +84,20 @@ func newWorldCreated(t *testing.T, createdAt int64, ids ...string) *world {
 	return w
 }
 
+// topicNow is the topic record; setCreated changes its CreatedAt (a topic older than a
+// node that starts after the call).
+func (w *world) topicNow() meta.Topic {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.topic
+}
+
+func (w *world) setCreated(at int64) {
+	w.mu.Lock()
+	w.topic.CreatedAt = at
+	w.mu.Unlock()
+}
+
 // node returns the node that now runs as id.
 func (w *world) node(id string) *node {
 	w.mu.Lock()
@@ -104,7 +118,7 @@ func (w *world) newNode(t *testing.T, id string) *node {
 	n.reg = partition.New(partition.Deps{
 		Layout:     datadir.New(t.TempDir()),
 		Offsets:    consume.NewCommitter(consume.CommitterOptions{}),
-		Topic:      func(string) (meta.Topic, bool) { return w.topic, true },
+		Topic:      func(string) (meta.Topic, bool) { return w.topicNow(), true },
 		Owns:       func(string, int) bool { return w.assignment().Owner == id },
 		Replicates: func(string, int) bool { return true },
 		Leader:     n.host.Leader,
@@ -114,7 +128,7 @@ func (w *world) newNode(t *testing.T, id string) *node {
 	n.m = New(Deps{
 		Self: id, Partitions: n.reg, Host: n.host, Tick: 20 * time.Millisecond, LagMax: 300 * time.Millisecond,
 		FetchWait:  50 * time.Millisecond,
-		Slots:      func() []Slot { return []Slot{{Topic: w.topic, A: w.assignment()}} },
+		Slots:      func() []Slot { return []Slot{{Topic: w.topicNow(), A: w.assignment()}} },
 		MemberAddr: func(id string) (string, bool) { return id, true },
 		Source: func(addr, topic string, _ int, inc string, wait time.Duration) replica.Source {
 			return source{host: w.node(addr).host, topic: topic, incarnation: inc, wait: wait}
@@ -128,6 +142,19 @@ func (w *world) newNode(t *testing.T, id string) *node {
 			w.a.ISR = next
 			w.isrs = append(w.isrs, next)
 			return meta.CASDone, w.a, nil
+		},
+		ProposeElect: func(_ context.Context, _ string, _ int, epoch uint64, leader, reason string) (meta.CASResult, meta.Assignment, error) {
+			w.mu.Lock()
+			if epoch != w.a.LeaderEpoch || !slices.Contains(w.a.ISR, leader) || reason != meta.ElectDead {
+				defer w.mu.Unlock()
+				return meta.CASRefused, w.a, fmt.Errorf("refused")
+			}
+			a := w.a
+			a.ISR = slices.DeleteFunc(slices.Clone(a.ISR), func(id string) bool { return id == a.Owner })
+			a.Owner, a.LeaderEpoch = leader, a.LeaderEpoch+1
+			w.mu.Unlock()
+			w.set(a)
+			return meta.CASDone, a, nil
 		},
 	})
 	return n
@@ -153,7 +180,7 @@ func commit(t *testing.T, n *node, w *world, payloads ...string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := n.reg.CommitReplicated(ctx, w.topic, 0, recs)
+	_, err := n.reg.CommitReplicated(ctx, w.topicNow(), 0, recs)
 	return err
 }
 
@@ -283,24 +310,14 @@ func TestANewLeaderStartsFromTheConsumerStateTheOldOneHad(t *testing.T) {
 // in the ISR takes itself out before anything else: the leader dying before it copied the log
 // must not be succeeded by the empty copy, although it comes first in replica order.
 func TestAnEmptyReplicaOfAnOlderTopicLeavesTheISR(t *testing.T) {
-	w := newWorldCreated(t, time.Now().Add(-time.Hour).Unix(), "a", "c", "b")
+	w := newWorld(t, "a", "c", "b")
 	a := w.node("a")
-	// Every replica starts empty here: each follower leaves the ISR and the leader takes it
-	// back as soon as it fetches the (empty) log.
-	testwait.For(t, 5*time.Second, "both followers left the isr once and are back", func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		var leftB, leftC bool
-		for _, isr := range w.isrs {
-			leftB = leftB || !slices.Contains(isr, "b")
-			leftC = leftC || !slices.Contains(isr, "c")
-		}
-		return leftB && leftC && sameSet(w.a.ISR, []string{"a", "b", "c"})
-	})
+	testwait.For(t, 5*time.Second, "a leads", func() bool { _, ok := a.host.Leader("t", 0); return ok })
 	if err := commit(t, a, w, "x1", "x2"); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, 5*time.Second, "followers learn the HWM", func() bool { return hwm(w.node("b")) == 2 && hwm(w.node("c")) == 2 })
+	w.setCreated(time.Now().Add(-time.Hour).Unix())
 
 	// a dies; c comes back on an empty data directory before a new leader is elected.
 	a.stop()
@@ -334,6 +351,46 @@ func TestAnEmptyReplicaOfAnOlderTopicLeavesTheISR(t *testing.T) {
 		r, err := pc.Log().Read(int64(off))
 		if err != nil || string(r.Payload) != want {
 			t.Fatalf("c's offset %d: %q, %v; want %q", off, r.Payload, err, want)
+		}
+	}
+}
+
+// A leader that comes back empty before the controller noticed it was gone (it restarts within
+// the failover time, so it still leads in the metastore) hands its leadership to an in-sync
+// replica instead of serving an empty log, and copies the records back as a follower.
+func TestAnEmptyLeaderHandsItsLeadershipOn(t *testing.T) {
+	w := newWorld(t, "a", "b", "c")
+	a := w.node("a")
+	testwait.For(t, 5*time.Second, "a leads", func() bool { _, ok := a.host.Leader("t", 0); return ok })
+	if err := commit(t, a, w, "x1", "x2"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "followers learn the HWM", func() bool { return hwm(w.node("b")) == 2 && hwm(w.node("c")) == 2 })
+	w.setCreated(time.Now().Add(-time.Hour).Unix())
+
+	a.stop()
+	a = w.newNode(t, "a")
+	w.replace(a)
+	a.start(t)
+	testwait.For(t, 5*time.Second, "the empty a hands p0 to b", func() bool {
+		cur := w.assignment()
+		return cur.Owner == "b" && cur.LeaderEpoch == 1
+	})
+	if _, ok := a.host.Leader("t", 0); ok {
+		t.Fatal("the empty a leads")
+	}
+	b := w.node("b")
+	testwait.For(t, 5*time.Second, "b leads", func() bool { _, ok := b.host.Leader("t", 0); return ok })
+	testwait.For(t, 5*time.Second, "a copies b and rejoins", func() bool { return sameSet(w.assignment().ISR, []string{"a", "b", "c"}) })
+	if err := commit(t, b, w, "y1"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "a holds all three records", func() bool { return hwm(a) == 3 })
+	pa := a.reg.Peek("t", 0)
+	for off, want := range []string{"x1", "x2", "y1"} {
+		r, err := pa.Log().Read(int64(off))
+		if err != nil || string(r.Payload) != want {
+			t.Fatalf("a's offset %d: %q, %v; want %q", off, r.Payload, err, want)
 		}
 	}
 }
