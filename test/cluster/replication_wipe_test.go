@@ -16,10 +16,15 @@ import (
 // ISR stored in Raft still says. If the leader dies before that follower has copied the log, the
 // controller must elect the replica that has the records, not the empty one.
 
+// wipeFailoverAfter is --replica-failover-after of these specs: long enough that a wiped node
+// is back (ready in about 0.5–2.5 s here) before the controller would replace a leader, which
+// is the case they are about.
+const wipeFailoverAfter = "6s"
+
 var _ = Describe("A wiped follower and a dead leader", func() {
 	It("(r7) R=3 M=2: a follower wiped and restarted while the leader is killed -9 is not elected over the replica that holds the records", func() {
 		c := newCluster(3, func(o *harness.ClusterOptions) {
-			o.Args = append(o.Args, "--replica-failover-after="+failoverAfter)
+			o.Args = append(o.Args, "--replica-failover-after="+wipeFailoverAfter)
 		})
 		topic := "repl-wiped-follower"
 		createReplicated(c, topic)
@@ -67,7 +72,7 @@ var _ = Describe("A wiped follower and a dead leader", func() {
 var _ = Describe("A wiped leader back before the failover", func() {
 	It("(r8) R=3 M=2: a leader killed -9 with its data directory deleted and restarted at once hands its leadership to an in-sync replica, and every 202 is delivered", func() {
 		c := newCluster(3, func(o *harness.ClusterOptions) {
-			o.Args = append(o.Args, "--replica-failover-after="+failoverAfter)
+			o.Args = append(o.Args, "--replica-failover-after="+wipeFailoverAfter)
 		})
 		topic := "repl-wiped-leader"
 		createReplicated(c, topic)
