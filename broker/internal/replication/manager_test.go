@@ -394,3 +394,36 @@ func TestAnEmptyLeaderHandsItsLeadershipOn(t *testing.T) {
 		}
 	}
 }
+
+// The controller may elect an empty replica before its own ISR exit is applied (the leader
+// died in that moment): the empty leader then hands the leadership on at once.
+func TestAnEmptyReplicaElectedBeforeItLeftTheISRHandsOn(t *testing.T) {
+	w := newWorld(t, "a", "c", "b")
+	a := w.node("a")
+	testwait.For(t, 5*time.Second, "a leads", func() bool { _, ok := a.host.Leader("t", 0); return ok })
+	if err := commit(t, a, w, "x1", "x2"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "followers learn the HWM", func() bool { return hwm(w.node("b")) == 2 && hwm(w.node("c")) == 2 })
+	w.setCreated(time.Now().Add(-time.Hour).Unix())
+
+	// a dies and c loses its disk; the controller elects c (first in order, still in the ISR)
+	// before c is back.
+	a.stop()
+	w.node("c").stop()
+	w.set(meta.Assignment{Topic: "t", Partition: 0, Owner: "c", Replicas: []string{"a", "c", "b"}, ISR: []string{"c", "b"}, LeaderEpoch: 1})
+	c := w.newNode(t, "c")
+	w.replace(c)
+	c.start(t)
+	testwait.For(t, 5*time.Second, "the empty c hands p0 to b", func() bool {
+		cur := w.assignment()
+		return cur.Owner == "b" && cur.LeaderEpoch == 2
+	})
+	b := w.node("b")
+	testwait.For(t, 5*time.Second, "b leads", func() bool { _, ok := b.host.Leader("t", 0); return ok })
+	testwait.For(t, 5*time.Second, "c copies b and rejoins", func() bool { return sameSet(w.assignment().ISR, []string{"b", "c"}) })
+	if err := commit(t, b, w, "y1"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "c holds all three records", func() bool { return hwm(c) == 3 })
+}
