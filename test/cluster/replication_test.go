@@ -56,9 +56,12 @@ func waitPartition(topic string, p int, c *harness.Cluster, within time.Duration
 	GinkgoHelper()
 	var st client.PartitionStat
 	Eventually(func() bool {
-		var err error
-		st, err = partitionView(c, topic, p)
-		return err == nil && cond(st)
+		now, err := partitionView(c, topic, p)
+		if err != nil {
+			return false
+		}
+		st = now // the last view seen, for the failure message
+		return cond(st)
 	}).WithTimeout(within).WithPolling(200*time.Millisecond).Should(BeTrue(), "%s/%d: %s (last seen %+v)", topic, p, what, st)
 	return st
 }

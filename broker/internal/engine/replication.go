@@ -27,8 +27,9 @@ func (e *Engine) newReplication() {
 			m, ok := e.view.Member(id)
 			return m.ClusterAddr, ok && m.ClusterAddr != ""
 		},
-		Source:     e.replicaSource,
-		ProposeISR: e.meta.SetISR,
+		Source:       e.replicaSource,
+		ProposeISR:   e.meta.SetISR,
+		ProposeElect: e.meta.ElectLeader,
 		OnISRChange: func(topic string, p int, change string, isr []string) {
 			e.countISRChange(change)
 			e.log.Info("audit", "event", "replication.isr."+change, "actor", e.cfg.NodeID, "topic", topic,

@@ -313,15 +313,20 @@ func (l *Leader) SetISR(epoch uint64, isr []string) error {
 	return l.advanceLocked()
 }
 
-// ShrinkCandidates are the ISR followers not caught up for longer than lagMax: the leader
-// proposes an ISR without them (docs/internals/replication.md §6).
+// ShrinkCandidates are the ISR followers not caught up for longer than lagMax, and at once
+// every ISR follower whose last fetch asked for an offset below the HWM: an in-sync replica
+// never lacks a committed record, so that one lost its log (it came back with an empty data
+// directory) and holds the HWM back until it has copied it all. The leader proposes an ISR
+// without them (docs/internals/replication.md §6).
 func (l *Leader) ShrinkCandidates(lagMax time.Duration) []string {
+	hwm := l.log.HighWatermark()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.now()
 	var out []string
 	for _, r := range l.isr {
-		if f, ok := l.followers[r]; ok && t.Sub(f.caughtUpAt) > lagMax {
+		f, ok := l.followers[r]
+		if ok && (t.Sub(f.caughtUpAt) > lagMax || (f.leo >= 0 && f.leo < hwm)) {
 			out = append(out, r)
 		}
 	}

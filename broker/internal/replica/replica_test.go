@@ -287,6 +287,40 @@ func TestShrinkAndExpandCandidates(t *testing.T) {
 	}
 }
 
+// An ISR follower that fetches below the HWM lost its log (an empty data directory): it is a
+// shrink candidate at once, not after the replica-lag time.
+func TestAFollowerFetchingBelowTheHWMIsShrunkAtOnce(t *testing.T) {
+	a := newNode(t, "a")
+	ld := a.lead(t, 1, []string{"a", "b", "c"}, []string{"a", "b", "c"}, 2, nil)
+	var end int64
+	for range 3 {
+		_, end = produce(t, a, ld, "x", 1)
+	}
+	for _, r := range []string{"b", "c"} {
+		if err := ld.Fetched(r, 1, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hwm := a.log.HighWatermark(); hwm != end {
+		t.Fatalf("hwm %d, want %d", hwm, end)
+	}
+	if got := ld.ShrinkCandidates(10 * time.Second); len(got) != 0 {
+		t.Fatalf("shrink candidates with every follower caught up: %v", got)
+	}
+	if err := ld.Fetched("c", 1, 0); err != nil { // c came back empty
+		t.Fatal(err)
+	}
+	if got := ld.ShrinkCandidates(10 * time.Second); len(got) != 1 || got[0] != "c" {
+		t.Fatalf("shrink candidates after c fetched from 0 below the hwm %d: %v, want [c]", end, got)
+	}
+	if err := ld.Fetched("c", 1, end); err != nil { // copied it all again
+		t.Fatal(err)
+	}
+	if got := ld.ShrinkCandidates(10 * time.Second); len(got) != 0 {
+		t.Fatalf("shrink candidates after c caught up again: %v", got)
+	}
+}
+
 // While an expand is proposed, the HWM waits for the joining replica too, so the metastore
 // can never hold an ISR member that lacks a committed record.
 func TestAProposedISRHoldsTheHWMBack(t *testing.T) {

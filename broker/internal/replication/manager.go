@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -53,6 +54,9 @@ type Deps struct {
 	Source func(addr, topic string, p int, incarnation string, wait time.Duration) replica.Source
 	// ProposeISR proposes op 23 (meta.Store.SetISR).
 	ProposeISR func(ctx context.Context, topic string, p int, epoch uint64, expected, next []string) (meta.CASResult, meta.Assignment, error)
+	// ProposeElect proposes op 24 (meta.Store.ElectLeader): a leader whose replica was found
+	// empty hands the leadership on. nil: it leads anyway.
+	ProposeElect func(ctx context.Context, topic string, p int, expectedEpoch uint64, newLeader, reason string) (meta.CASResult, meta.Assignment, error)
 	// OnISRChange is told of every ISR change this node's leaderships make ("shrink" or
 	// "expand"), for metrics and audit. nil: nothing.
 	OnISRChange func(topic string, p int, change string, isr []string)
@@ -88,6 +92,10 @@ type Manager struct {
 
 	mu    sync.Mutex // guards roles; held by a pass
 	roles map[key]*role
+
+	started   time.Time // when this Manager (this process) started
+	checkedMu sync.Mutex
+	checked   map[key]bool // partitions leaveISRIfEmpty has settled in this process
 }
 
 // New returns a Manager over d.
@@ -107,7 +115,8 @@ func New(d Deps) *Manager {
 	if d.OnISRChange == nil {
 		d.OnISRChange = func(string, int, string, []string) {}
 	}
-	return &Manager{d: d, log: d.Logger, kick: make(chan struct{}, 1), roles: make(map[key]*role)}
+	return &Manager{d: d, log: d.Logger, kick: make(chan struct{}, 1), roles: make(map[key]*role),
+		started: time.Now(), checked: make(map[key]bool)}
 }
 
 // Kick asks for a pass as soon as possible (a metastore event applied). Never blocks.
@@ -176,6 +185,9 @@ func (m *Manager) lead(ctx context.Context, k key, s Slot) {
 	pt, err := m.d.Partitions.Get(s.Topic, k.p)
 	if err != nil {
 		m.log.Warn("replication: cannot open a led partition; retrying", "topic", k.topic, "partition", k.p, "err", err)
+		return
+	}
+	if m.handOffIfEmpty(ctx, k, s, pt) {
 		return
 	}
 	if err := pt.Epochs().Assign(s.A.LeaderEpoch, pt.Log().NextOffset()); err != nil {
@@ -309,6 +321,9 @@ func (m *Manager) followOnce(ctx context.Context, k key, s Slot, src replica.Sou
 	if err != nil {
 		return err
 	}
+	if err := m.leaveISRIfEmpty(ctx, k, pt); err != nil {
+		return err
+	}
 	fw := &replica.Follower{Self: m.d.Self, Epoch: s.A.LeaderEpoch, Log: pt.Log(), Epochs: pt.Epochs(),
 		Source: src, MaxBytes: maxFetchBytes,
 		OnConsumerState: func(b []byte) error { return consume.StoreReplicatedCheckpoint(pt.Dir(), b) },
@@ -325,6 +340,121 @@ func (m *Manager) followOnce(ctx context.Context, k key, s Slot, src replica.Sou
 		}
 	}
 	return nil
+}
+
+// leaveISRIfEmpty takes this follower out of k's ISR when this process found its replica empty
+// (no record, no leader epoch) although the topic is older than the process and the metastore
+// holds the replica in sync: its records went with its data directory. Left in the ISR it
+// could be elected over a replica that holds them when the leader dies before it has copied
+// them. The leader adds it back once it has caught up (docs/internals/replication.md §9, empty
+// disk). Settled once per partition and process; an error (the proposal failed) is retried.
+func (m *Manager) leaveISRIfEmpty(ctx context.Context, k key, pt *partition.Partition) error {
+	m.checkedMu.Lock()
+	done := m.checked[k]
+	m.checkedMu.Unlock()
+	if done {
+		return nil
+	}
+	s, ok := m.slot(k)
+	if !ok {
+		return nil
+	}
+	if m.emptyInSync(s, pt) {
+		stored := s.A.InSync()
+		next := slices.DeleteFunc(slices.Clone(stored), func(id string) bool { return id == m.d.Self })
+		pctx, cancel := context.WithTimeout(ctx, proposeTimeout)
+		res, _, err := m.d.ProposeISR(pctx, k.topic, k.p, s.A.LeaderEpoch, stored, next)
+		cancel()
+		switch {
+		case res == meta.CASNotFound:
+			return nil // the partition is gone; the next pass ends this role
+		case res != meta.CASDone && res != meta.CASAlreadyDone:
+			if err == nil {
+				err = fmt.Errorf("outcome %v", res)
+			}
+			return fmt.Errorf("replication: leave the isr of %s/%d with an empty replica: %w", k.topic, k.p, err)
+		}
+		m.log.Warn("replication: replica found empty; left the isr until it has caught up", "topic", k.topic,
+			"partition", k.p, "epoch", s.A.LeaderEpoch, "isr", next)
+		m.d.OnISRChange(k.topic, k.p, "shrink", next)
+	}
+	m.settle(k)
+	return nil
+}
+
+// handOffIfEmpty keeps this node from leading k with a replica this process found empty while
+// other replicas are in the ISR: its records went with its data directory (it came back
+// before the controller's failover), and leading would serve an empty log that the in-sync
+// replicas refuse to truncate to. It proposes op 24 to the first other in-sync replica in
+// replica order, reason dead (so it leaves the ISR with its leadership), and reports true
+// while it must not lead: until that is applied (a failed proposal is retried by the next
+// pass). Settled once per partition and process (docs/internals/replication.md §6).
+func (m *Manager) handOffIfEmpty(ctx context.Context, k key, s Slot, pt *partition.Partition) bool {
+	m.checkedMu.Lock()
+	done := m.checked[k]
+	m.checkedMu.Unlock()
+	if done || m.d.ProposeElect == nil {
+		return false
+	}
+	next := ""
+	for _, id := range s.A.ReplicaSet() {
+		if id != m.d.Self && slices.Contains(s.A.InSync(), id) && next == "" {
+			next = id
+		}
+	}
+	if next == "" || !m.emptyReplica(s, pt) {
+		m.settle(k)
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, proposeTimeout)
+	res, _, err := m.d.ProposeElect(pctx, k.topic, k.p, s.A.LeaderEpoch, next, meta.ElectDead)
+	cancel()
+	if res != meta.CASDone && res != meta.CASAlreadyDone {
+		m.log.Warn("replication: replica found empty; handing the leadership on failed, retrying", "topic", k.topic,
+			"partition", k.p, "epoch", s.A.LeaderEpoch, "to", next, "outcome", res, "err", err)
+		return true
+	}
+	m.log.Warn("replication: replica found empty; handed the leadership on and left the isr until it has caught up",
+		"topic", k.topic, "partition", k.p, "epoch", s.A.LeaderEpoch, "to", next)
+	m.settle(k)
+	return true
+}
+
+// settle records that k's emptiness check is done in this process.
+func (m *Manager) settle(k key) {
+	m.checkedMu.Lock()
+	m.checked[k] = true
+	m.checkedMu.Unlock()
+}
+
+// emptyInSync reports whether pt, this node's replica of s as a follower, is empty (see
+// emptyReplica) while the metastore counts it in sync.
+func (m *Manager) emptyInSync(s Slot, pt *partition.Partition) bool {
+	if s.A.Owner == m.d.Self || !slices.Contains(s.A.InSync(), m.d.Self) {
+		return false
+	}
+	return m.emptyReplica(s, pt)
+}
+
+// emptyReplica reports whether pt holds no record and no leader epoch although s's topic was
+// created before this process started (a topic created since starts empty everywhere;
+// CreatedAt 0 is unknown).
+func (m *Manager) emptyReplica(s Slot, pt *partition.Partition) bool {
+	if s.Topic.CreatedAt <= 0 || s.Topic.CreatedAt >= m.started.Unix() {
+		return false
+	}
+	_, hasEpoch := pt.Epochs().Latest()
+	return !hasEpoch && pt.Log().NextOffset() == 0
+}
+
+// slot is k's current slot, as the local metastore replica has it.
+func (m *Manager) slot(k key) (Slot, bool) {
+	for _, s := range m.d.Slots() {
+		if s.Topic.Name == k.topic && s.A.Partition == k.p {
+			return s, true
+		}
+	}
+	return Slot{}, false
 }
 
 // end ends role r of k: a leadership is deposed, unhosted and its partition closed (its

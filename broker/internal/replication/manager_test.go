@@ -27,6 +27,7 @@ type world struct {
 	topic meta.Topic
 	a     meta.Assignment
 	nodes map[string]*node
+	isrs  [][]string // every ISR a proposal installed, in order
 }
 
 func (w *world) assignment() meta.Assignment {
@@ -50,6 +51,7 @@ type node struct {
 	reg  *partition.Registry
 	host *replica.Host
 	m    *Manager
+	stop func() // stops the manager (a kill -9 of the node, as far as replication goes)
 }
 
 // source reaches another node's host in-process, as node RPC would.
@@ -67,52 +69,108 @@ func (s source) EndOffset(ctx context.Context, leaderEpoch, epoch uint64) (uint6
 	return s.host.EndOffset(ctx, s.topic, 0, s.incarnation, leaderEpoch, epoch)
 }
 
-func newWorld(t *testing.T, ids ...string) *world {
+func newWorld(t *testing.T, ids ...string) *world { return newWorldCreated(t, 0, ids...) }
+
+// newWorldCreated is newWorld with the topic's CreatedAt (Unix seconds; 0 = unknown).
+func newWorldCreated(t *testing.T, createdAt int64, ids ...string) *world {
 	w := &world{topic: meta.Topic{Name: "t", Partitions: 1, Incarnation: "0123456789abcdef", ReplicationFactor: len(ids),
-		MinInsyncReplicas: 2}, nodes: map[string]*node{}}
+		MinInsyncReplicas: 2, CreatedAt: createdAt}, nodes: map[string]*node{}}
 	w.a = meta.Assignment{Topic: "t", Partition: 0, Owner: ids[0], Replicas: ids, ISR: ids}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
 	for _, id := range ids {
-		n := &node{id: id, host: replica.NewHost()}
-		n.reg = partition.New(partition.Deps{
-			Layout:     datadir.New(t.TempDir()),
-			Offsets:    consume.NewCommitter(consume.CommitterOptions{}),
-			Topic:      func(string) (meta.Topic, bool) { return w.topic, true },
-			Owns:       func(string, int) bool { return w.assignment().Owner == id },
-			Replicates: func(string, int) bool { return true },
-			Leader:     n.host.Leader,
-			RaiseFloor: func(_ string, _ int, t0 int64) int64 { return t0 },
-		})
-		t.Cleanup(n.reg.CloseAll)
-		n.m = New(Deps{
-			Self: id, Partitions: n.reg, Host: n.host, Tick: 20 * time.Millisecond, LagMax: 300 * time.Millisecond,
-			FetchWait:  50 * time.Millisecond,
-			Slots:      func() []Slot { return []Slot{{Topic: w.topic, A: w.assignment()}} },
-			MemberAddr: func(id string) (string, bool) { return id, true },
-			Source: func(addr, topic string, _ int, inc string, wait time.Duration) replica.Source {
-				return source{host: w.nodes[addr].host, topic: topic, incarnation: inc, wait: wait}
-			},
-			ProposeISR: func(_ context.Context, _ string, _ int, epoch uint64, expected, next []string) (meta.CASResult, meta.Assignment, error) {
-				w.mu.Lock()
-				defer w.mu.Unlock()
-				if epoch != w.a.LeaderEpoch || !sameSet(expected, w.a.ISR) {
-					return meta.CASRefused, w.a, fmt.Errorf("stale")
-				}
-				w.a.ISR = next
-				return meta.CASDone, w.a, nil
-			},
-		})
-		w.nodes[id] = n
+		w.nodes[id] = w.newNode(t, id)
 	}
 	for _, n := range w.nodes {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = n.m.Run(ctx) }()
+		n.start(t)
 	}
-	// Registered last, so it runs first: the managers stop before the registries close and
-	// the data directories go.
-	t.Cleanup(func() { cancel(); wg.Wait() })
 	return w
+}
+
+// topicNow is the topic record; setCreated changes its CreatedAt (a topic older than a
+// node that starts after the call).
+func (w *world) topicNow() meta.Topic {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.topic
+}
+
+func (w *world) setCreated(at int64) {
+	w.mu.Lock()
+	w.topic.CreatedAt = at
+	w.mu.Unlock()
+}
+
+// node returns the node that now runs as id.
+func (w *world) node(id string) *node {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.nodes[id]
+}
+
+// replace makes n the node that runs as its id (a node restarted on another data directory).
+func (w *world) replace(n *node) {
+	w.mu.Lock()
+	w.nodes[n.id] = n
+	w.mu.Unlock()
+}
+
+// newNode builds node id over a fresh data directory; start runs it.
+func (w *world) newNode(t *testing.T, id string) *node {
+	n := &node{id: id, host: replica.NewHost()}
+	n.reg = partition.New(partition.Deps{
+		Layout:     datadir.New(t.TempDir()),
+		Offsets:    consume.NewCommitter(consume.CommitterOptions{}),
+		Topic:      func(string) (meta.Topic, bool) { return w.topicNow(), true },
+		Owns:       func(string, int) bool { return w.assignment().Owner == id },
+		Replicates: func(string, int) bool { return true },
+		Leader:     n.host.Leader,
+		RaiseFloor: func(_ string, _ int, t0 int64) int64 { return t0 },
+	})
+	t.Cleanup(n.reg.CloseAll)
+	n.m = New(Deps{
+		Self: id, Partitions: n.reg, Host: n.host, Tick: 20 * time.Millisecond, LagMax: 300 * time.Millisecond,
+		FetchWait:  50 * time.Millisecond,
+		Slots:      func() []Slot { return []Slot{{Topic: w.topicNow(), A: w.assignment()}} },
+		MemberAddr: func(id string) (string, bool) { return id, true },
+		Source: func(addr, topic string, _ int, inc string, wait time.Duration) replica.Source {
+			return source{host: w.node(addr).host, topic: topic, incarnation: inc, wait: wait}
+		},
+		ProposeISR: func(_ context.Context, _ string, _ int, epoch uint64, expected, next []string) (meta.CASResult, meta.Assignment, error) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if epoch != w.a.LeaderEpoch || !sameSet(expected, w.a.ISR) {
+				return meta.CASRefused, w.a, fmt.Errorf("stale")
+			}
+			w.a.ISR = next
+			w.isrs = append(w.isrs, next)
+			return meta.CASDone, w.a, nil
+		},
+		ProposeElect: func(_ context.Context, _ string, _ int, epoch uint64, leader, reason string) (meta.CASResult, meta.Assignment, error) {
+			w.mu.Lock()
+			if epoch != w.a.LeaderEpoch || !slices.Contains(w.a.ISR, leader) || reason != meta.ElectDead {
+				defer w.mu.Unlock()
+				return meta.CASRefused, w.a, fmt.Errorf("refused")
+			}
+			a := w.a
+			a.ISR = slices.DeleteFunc(slices.Clone(a.ISR), func(id string) bool { return id == a.Owner })
+			a.Owner, a.LeaderEpoch = leader, a.LeaderEpoch+1
+			w.mu.Unlock()
+			w.set(a)
+			return meta.CASDone, a, nil
+		},
+	})
+	return n
+}
+
+// start runs n's manager until stop or the end of the test. Registered after the registry's
+// cleanup, so it runs first: the manager stops before the registry closes and the data
+// directory goes.
+func (n *node) start(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = n.m.Run(ctx) }()
+	var once sync.Once
+	n.stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(n.stop)
 }
 
 func commit(t *testing.T, n *node, w *world, payloads ...string) error {
@@ -123,7 +181,7 @@ func commit(t *testing.T, n *node, w *world, payloads ...string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := n.reg.CommitReplicated(ctx, w.topic, 0, recs)
+	_, err := n.reg.CommitReplicated(ctx, w.topicNow(), 0, recs)
 	return err
 }
 
@@ -313,4 +371,126 @@ func TestFollowersKeepTheLeadersFanoutCursors(t *testing.T) {
 	testwait.For(t, 10*time.Second, "a and c hold b's cursor", func() bool {
 		return at(a, 3)() && at(c, 3)()
 	})
+}
+
+// A replica that comes back empty (its data directory lost) while the metastore still holds it
+// in the ISR takes itself out before anything else: the leader dying before it copied the log
+// must not be succeeded by the empty copy, although it comes first in replica order.
+func TestAnEmptyReplicaOfAnOlderTopicLeavesTheISR(t *testing.T) {
+	w := newWorld(t, "a", "c", "b")
+	a := w.node("a")
+	testwait.For(t, 5*time.Second, "a leads", func() bool { _, ok := a.host.Leader("t", 0); return ok })
+	if err := commit(t, a, w, "x1", "x2"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "followers learn the HWM", func() bool { return hwm(w.node("b")) == 2 && hwm(w.node("c")) == 2 })
+	w.setCreated(time.Now().Add(-time.Hour).Unix())
+
+	// a dies; c comes back on an empty data directory before a new leader is elected.
+	a.stop()
+	w.node("c").stop()
+	c := w.newNode(t, "c")
+	w.replace(c)
+	c.start(t)
+	testwait.For(t, 5*time.Second, "the empty c leaves the isr", func() bool { return sameSet(w.assignment().ISR, []string{"a", "b"}) })
+
+	// The controller elects the first replica in order that is in the ISR and alive: b.
+	cur := w.assignment()
+	var next string
+	for _, id := range cur.Replicas {
+		if id != "a" && slices.Contains(cur.ISR, id) && next == "" {
+			next = id
+		}
+	}
+	if next != "b" {
+		t.Fatalf("elected %q from isr %v, want b (c is empty)", next, cur.ISR)
+	}
+	w.set(meta.Assignment{Topic: "t", Partition: 0, Owner: "b", Replicas: cur.Replicas, ISR: []string{"b"}, LeaderEpoch: 1})
+	b := w.node("b")
+	testwait.For(t, 5*time.Second, "b leads", func() bool { _, ok := b.host.Leader("t", 0); return ok })
+	testwait.For(t, 5*time.Second, "c copies b and rejoins", func() bool { return sameSet(w.assignment().ISR, []string{"b", "c"}) })
+	if err := commit(t, b, w, "y1"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "c holds all three records", func() bool { return hwm(c) == 3 })
+	pc := c.reg.Peek("t", 0)
+	for off, want := range []string{"x1", "x2", "y1"} {
+		r, err := pc.Log().Read(int64(off))
+		if err != nil || string(r.Payload) != want {
+			t.Fatalf("c's offset %d: %q, %v; want %q", off, r.Payload, err, want)
+		}
+	}
+}
+
+// A leader that comes back empty before the controller noticed it was gone (it restarts within
+// the failover time, so it still leads in the metastore) hands its leadership to an in-sync
+// replica instead of serving an empty log, and copies the records back as a follower.
+func TestAnEmptyLeaderHandsItsLeadershipOn(t *testing.T) {
+	w := newWorld(t, "a", "b", "c")
+	a := w.node("a")
+	testwait.For(t, 5*time.Second, "a leads", func() bool { _, ok := a.host.Leader("t", 0); return ok })
+	if err := commit(t, a, w, "x1", "x2"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "followers learn the HWM", func() bool { return hwm(w.node("b")) == 2 && hwm(w.node("c")) == 2 })
+	w.setCreated(time.Now().Add(-time.Hour).Unix())
+
+	a.stop()
+	a = w.newNode(t, "a")
+	w.replace(a)
+	a.start(t)
+	testwait.For(t, 5*time.Second, "the empty a hands p0 to b", func() bool {
+		cur := w.assignment()
+		return cur.Owner == "b" && cur.LeaderEpoch == 1
+	})
+	if _, ok := a.host.Leader("t", 0); ok {
+		t.Fatal("the empty a leads")
+	}
+	b := w.node("b")
+	testwait.For(t, 5*time.Second, "b leads", func() bool { _, ok := b.host.Leader("t", 0); return ok })
+	testwait.For(t, 5*time.Second, "a copies b and rejoins", func() bool { return sameSet(w.assignment().ISR, []string{"a", "b", "c"}) })
+	if err := commit(t, b, w, "y1"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "a holds all three records", func() bool { return hwm(a) == 3 })
+	pa := a.reg.Peek("t", 0)
+	for off, want := range []string{"x1", "x2", "y1"} {
+		r, err := pa.Log().Read(int64(off))
+		if err != nil || string(r.Payload) != want {
+			t.Fatalf("a's offset %d: %q, %v; want %q", off, r.Payload, err, want)
+		}
+	}
+}
+
+// The controller may elect an empty replica before its own ISR exit is applied (the leader
+// died in that moment): the empty leader then hands the leadership on at once.
+func TestAnEmptyReplicaElectedBeforeItLeftTheISRHandsOn(t *testing.T) {
+	w := newWorld(t, "a", "c", "b")
+	a := w.node("a")
+	testwait.For(t, 5*time.Second, "a leads", func() bool { _, ok := a.host.Leader("t", 0); return ok })
+	if err := commit(t, a, w, "x1", "x2"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "followers learn the HWM", func() bool { return hwm(w.node("b")) == 2 && hwm(w.node("c")) == 2 })
+	w.setCreated(time.Now().Add(-time.Hour).Unix())
+
+	// a dies and c loses its disk; the controller elects c (first in order, still in the ISR)
+	// before c is back.
+	a.stop()
+	w.node("c").stop()
+	w.set(meta.Assignment{Topic: "t", Partition: 0, Owner: "c", Replicas: []string{"a", "c", "b"}, ISR: []string{"c", "b"}, LeaderEpoch: 1})
+	c := w.newNode(t, "c")
+	w.replace(c)
+	c.start(t)
+	testwait.For(t, 5*time.Second, "the empty c hands p0 to b", func() bool {
+		cur := w.assignment()
+		return cur.Owner == "b" && cur.LeaderEpoch == 2
+	})
+	b := w.node("b")
+	testwait.For(t, 5*time.Second, "b leads", func() bool { _, ok := b.host.Leader("t", 0); return ok })
+	testwait.For(t, 5*time.Second, "c copies b and rejoins", func() bool { return sameSet(w.assignment().ISR, []string{"b", "c"}) })
+	if err := commit(t, b, w, "y1"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "c holds all three records", func() bool { return hwm(c) == 3 })
 }
