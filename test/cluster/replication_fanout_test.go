@@ -43,7 +43,7 @@ func cursorOnDisk(c *harness.Cluster, i int, topic string, p int, child string) 
 }
 
 var _ = Describe("Replicated fan-out parent", func() {
-	It("(r3) R=3 parent: after a kill -9 of a parent partition's leader every 202 reaches the child, and the new leader does not copy the backlog again", func() {
+	It("(r9) R=3 parent: after a kill -9 of a parent partition's leader every 202 reaches the child, and the new leader does not copy the backlog again", func() {
 		c := newCluster(3, func(o *harness.ClusterOptions) {
 			o.Args = append(o.Args, "--replica-failover-after="+failoverAfter)
 		})
