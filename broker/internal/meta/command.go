@@ -74,6 +74,10 @@ type updateTopicCmd struct {
 	Topic       Topic           `json:"topic"`
 	Schema      json.RawMessage `json:"schema,omitempty"`
 	Assignments []Assignment    `json:"assignments,omitempty"`
+	// Replication: take replication_factor, min_insync_replicas and unclean_leader_election
+	// from Topic too (docs/internals/replication.md §9). Absent in every older entry, which
+	// therefore leaves the stored settings alone.
+	Replication bool `json:"replication,omitempty"`
 }
 
 type deleteTopicCmd struct {
