@@ -166,6 +166,7 @@ const (
 	ElectShutdown  = "shutdown"  // the leader is stopping (controlled shutdown)
 	ElectPreferred = "preferred" // leadership goes back to replicas[0]
 	ElectUnclean   = "unclean"   // an out-of-sync replica, where the topic allows it
+	ElectReassign  = "reassign"  // the leader leaves the replica set (a reassignment, §9)
 )
 
 // electLeaderCmd is op 24: the controller moves leadership and bumps the epoch.

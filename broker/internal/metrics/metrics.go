@@ -213,7 +213,7 @@ var (
 )
 
 // ElectionReasons are the narad_leader_elections_total reasons, meta's Elect* values.
-var ElectionReasons = []string{"dead", "shutdown", "preferred", "unclean"}
+var ElectionReasons = []string{"dead", "shutdown", "preferred", "unclean", "reassign"}
 
 // initKnown creates the zero series of every label set known without a topic.
 func (m *Metrics) initKnown() {
