@@ -207,7 +207,7 @@ func (c *Controller) drainPlan(id string) []PlannedMove {
 			members[i].Draining = true
 		}
 	}
-	plan := placement.Rebalance(members, c.store.Topics("", 0), c.store.AllAssignments(), math.MaxInt32)
+	plan := placement.Rebalance(members, c.store.Topics("", 0), singleReplica(c.store.AllAssignments()), math.MaxInt32)
 	out := make([]PlannedMove, 0, len(plan.Moves))
 	for _, mv := range plan.Moves {
 		out = append(out, PlannedMove{Topic: mv.Topic, Partition: mv.Partition, From: mv.From, To: mv.To})
