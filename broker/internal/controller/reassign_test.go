@@ -304,3 +304,32 @@ func TestDeadNodeWithTheOnlyInSyncCopyIsRefused(t *testing.T) {
 		t.Fatalf("verdict %+v, want dead_owner", v)
 	}
 }
+
+// A draining node's replicated partitions never move by ops 15–17 and never take the move
+// planner's budget: with one move allowed in flight, its single-replica partition gets the
+// move although a replicated partition it leads sorts first.
+func TestMovePlannerSkipsReplicatedPartitions(t *testing.T) {
+	c := openCluster(t, []string{"a"})
+	c.join("b", "c", "d")
+	st, ctx := c.leader(), ctxT(t)
+	createReplicated(t, st, "aa-replicated", false, replicated("aa-replicated", nil, []string{"d", "b"}))
+	createOwned(t, st, "zz-plain", ownedBy("zz-plain", "d", 0, 1))
+	ms := newMembership([]string{"a", "b", "c"}, "d")
+	log := &logRecorder{}
+	ctl := c.manual(ms, log, func(cfg *Config) { cfg.MaxInFlightMoves = 1 })
+	if _, err := ctl.Decommission(ctx, "d", false); err != nil {
+		t.Fatal(err)
+	}
+	pass(t, ctl, log)
+	if a := assignment(t, st, "zz-plain", 0); a.Target == "" {
+		t.Fatalf("zz-plain/0 = %+v, want a move target off the draining d", a)
+	}
+	if a := assignment(t, st, "aa-replicated", 0); a.Target != "" || len(a.ReplicaSet()) != 3 {
+		t.Fatalf("aa-replicated/0 = %+v, want no target and a replacement replica added", a)
+	}
+	for _, mv := range ctl.drainPlan("d") {
+		if mv.Topic != "zz-plain" {
+			t.Fatalf("the drain plan moves replicated %s/%d", mv.Topic, mv.Partition)
+		}
+	}
+}
