@@ -59,15 +59,24 @@ var _ = Describe("Replica reassignment", func() {
 		createReplicated(c, topic)
 		waitReplicaSets(c, topic, 3, 3, 60*time.Second)
 
-		// The victim: a replica of partition 0 that does not lead Raft.
-		st, err := partitionView(c, topic, 0)
-		Expect(err).NotTo(HaveOccurred())
+		// The victim: the leader of a partition that does not lead Raft (its partitions fail
+		// over first), else any replica that does not lead Raft.
 		lead := leader(c)
 		victim := -1
-		for _, id := range st.Replicas {
-			if i := c.Index(id); i >= 0 && i != lead {
+		for p := range 3 {
+			st, err := partitionView(c, topic, p)
+			Expect(err).NotTo(HaveOccurred())
+			if i := c.Index(st.Leader); victim < 0 && i >= 0 && i != lead {
 				victim = i
-				break
+			}
+		}
+		if victim < 0 {
+			st, err := partitionView(c, topic, 0)
+			Expect(err).NotTo(HaveOccurred())
+			for _, id := range st.Replicas {
+				if i := c.Index(id); victim < 0 && i >= 0 && i != lead {
+					victim = i
+				}
 			}
 		}
 		Expect(victim).To(BeNumerically(">=", 0))
@@ -81,7 +90,10 @@ var _ = Describe("Replica reassignment", func() {
 		Expect(c.Wipe(victim)).To(Succeed())
 		Expect(c.WaitMember(ctx(60*time.Second), victimID, client.StatusDead)).To(Succeed())
 
-		var v *client.DecommissionVerdict
+		var (
+			v   *client.DecommissionVerdict
+			err error
+		)
 		Eventually(func() error {
 			v, err = c.Client(others[0]).Decommission(ctx(10*time.Second), victimID, false)
 			return err
