@@ -346,3 +346,40 @@ func TestAlterTopicReplicationFields(t *testing.T) {
 		t.Errorf("alter request %+v", req)
 	}
 }
+
+// FuzzAlterTopicReplication: the alter body's replication checks never panic; a body they pass
+// carries R 1…5, M 0…5 (≤ R when both are given), and a change the stateful check then
+// passes never moves R between 1 and ≥ 2 nor leaves M above R.
+func FuzzAlterTopicReplication(f *testing.F) {
+	f.Add([]byte(`{"replication_factor":3,"min_insync_replicas":2}`), 3, 0)
+	f.Add([]byte(`{"replication_factor":1}`), 2, 2)
+	f.Add([]byte(`{"min_insync_replicas":4,"unclean_leader_election":true}`), 5, 0)
+	f.Fuzz(func(t *testing.T, body []byte, curR, curM int) {
+		var b alterTopicBody
+		if decodeStrict(body, &b) != nil {
+			return
+		}
+		req, err := validateAlter(&b, 108)
+		if err != nil {
+			return
+		}
+		if r := req.ReplicationFactor; r != nil && (*r < 1 || *r > meta.MaxReplicationFactor) {
+			t.Fatalf("R %d passed", *r)
+		}
+		if m := req.MinInsyncReplicas; m != nil && (*m < 0 || *m > meta.MaxReplicationFactor ||
+			(req.ReplicationFactor != nil && *m > *req.ReplicationFactor)) {
+			t.Fatalf("M %d passed with R %v", *m, req.ReplicationFactor)
+		}
+		cur := meta.Topic{Name: "t", ReplicationFactor: curR, MinInsyncReplicas: curM}
+		if curR < 0 || curR > meta.MaxReplicationFactor || curM < 0 || curM > cur.RF() {
+			return
+		}
+		if checkAlterReplication(cur, req) != nil {
+			return
+		}
+		next := replicationAfter(cur, req)
+		if (cur.RF() == 1) != (next.RF() == 1) || next.MinInsyncReplicas > next.RF() || next.ReplicationFactor == 1 {
+			t.Fatalf("%+v → %+v passed", cur, next)
+		}
+	})
+}
