@@ -258,6 +258,15 @@ func TestDecommissionOfADeadNodeWithReplicatedPartitions(t *testing.T) {
 	if v := ctl.EvaluateDecommission("d"); !v.Allowed {
 		t.Fatalf("verdict %+v, want allowed: b is an alive in-sync replica of both", v)
 	}
+	dry, err := ctl.Decommission(ctx, "d", true)
+	if err != nil || len(dry.Moves) != 2 {
+		t.Fatalf("dry run %+v, %v: want one reassignment per partition", dry, err)
+	}
+	for _, mv := range dry.Moves {
+		if mv.Topic != "orders" || mv.From != "d" || mv.To == "d" || mv.To == "b" {
+			t.Fatalf("dry-run move %+v", mv)
+		}
+	}
 	if _, err := ctl.Decommission(ctx, "d", false); err != nil {
 		t.Fatal(err)
 	}
