@@ -57,3 +57,10 @@ func (l *Leader) Configured(replicas []string, minISR int) bool {
 	}
 	return true
 }
+
+// MinISR is the min in-sync count the leadership runs with.
+func (l *Leader) MinISR() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.minISR
+}

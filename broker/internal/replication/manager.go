@@ -204,6 +204,11 @@ func (m *Manager) lead(ctx context.Context, k key, s Slot) {
 // (docs/internals/replication.md §9).
 func (m *Manager) keepConfig(k key, s Slot, r *role) {
 	reps, minISR := s.A.ReplicaSet(), s.Topic.MinISR()
+	if minISR > len(reps) {
+		// R and M were raised together: the new M applies once the controller has added
+		// the replicas (C12); until then the leadership keeps the M it has.
+		minISR = r.leader.MinISR()
+	}
 	if r.leader.Configured(reps, minISR) {
 		return
 	}
