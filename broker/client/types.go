@@ -99,12 +99,18 @@ type AlterTopicRequest struct {
 	MaxInFlightPerPartition   *int64          `json:"max_in_flight_per_partition,omitempty"`
 	MaxAckedAheadPerPartition *int64          `json:"max_acked_ahead_per_partition,omitempty"`
 	Schema                    json.RawMessage `json:"schema,omitempty"`
+	// Replication settings (docs/replication.md): ReplicationFactor 1 … 5, changeable only
+	// within 2 … 5; MinInsyncReplicas 0 (default) … R.
+	ReplicationFactor     *int  `json:"replication_factor,omitempty"`
+	MinInsyncReplicas     *int  `json:"min_insync_replicas,omitempty"`
+	UncleanLeaderElection *bool `json:"unclean_leader_election,omitempty"`
 }
 
 // Empty reports whether no field is supplied (the server answers such a request with 400).
 func (r AlterTopicRequest) Empty() bool {
 	return r.Partitions == nil && r.RetentionMs == nil && r.VisibilityTimeoutMs == nil &&
-		r.MaxInFlightPerPartition == nil && r.MaxAckedAheadPerPartition == nil && len(r.Schema) == 0
+		r.MaxInFlightPerPartition == nil && r.MaxAckedAheadPerPartition == nil && len(r.Schema) == 0 &&
+		r.ReplicationFactor == nil && r.MinInsyncReplicas == nil && r.UncleanLeaderElection == nil
 }
 
 // attachRequest is the body of POST /v1/topics/{parent}/children (§2.12).

@@ -102,4 +102,7 @@ type alterTopicBody struct {
 	MaxInFlightPerPartition   *int64          `json:"max_in_flight_per_partition"`
 	MaxAckedAheadPerPartition *int64          `json:"max_acked_ahead_per_partition"`
 	Schema                    json.RawMessage `json:"schema"`
+	ReplicationFactor         *int            `json:"replication_factor"`
+	MinInsyncReplicas         *int            `json:"min_insync_replicas"`
+	UncleanLeaderElection     *bool           `json:"unclean_leader_election"`
 }

@@ -129,6 +129,10 @@ func (s *server) alterTopic(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, invalidf("partitions can only grow: %d is not greater than the current %d", req.Partitions, t.Partitions))
 		return
 	}
+	if err := checkAlterReplication(t, req); err != nil {
+		s.writeErr(w, r, op, err)
+		return
+	}
 	if req.Schema != nil {
 		if sr, ok := s.be.(SchemaReader); ok {
 			if old, has := sr.Schema(name); has {

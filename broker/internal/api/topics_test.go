@@ -298,3 +298,88 @@ func TestMaxPartitionsOptionBoundsCreateAndAlter(t *testing.T) {
 	expectStatus(t, env.do("PATCH", "/v1/topics/orders", "root", []byte(`{"partitions":11}`)), 400)
 	expectStatus(t, env.do("PATCH", "/v1/topics/orders", "root", []byte(`{"partitions":10}`)), 200)
 }
+
+// The replication fields of an alter (docs/internals/http-api.md §2.5): stateless bounds are
+// 400s naming the field before the manage right; R 1 ↔ ≥ 2 is 409 and M above the resulting R
+// a 400 naming the field, both after existence; valid changes reach the backend.
+func TestAlterTopicReplicationFields(t *testing.T) {
+	cases := []struct {
+		name, topic, body, field string
+		want                     int
+	}{
+		{"R zero", "repl", `{"replication_factor":0}`, "replication_factor", 400},
+		{"R six", "repl", `{"replication_factor":6}`, "replication_factor", 400},
+		{"M negative", "repl", `{"min_insync_replicas":-1}`, "min_insync_replicas", 400},
+		{"M above supplied R", "repl", `{"replication_factor":2,"min_insync_replicas":3}`, "min_insync_replicas", 400},
+		{"M above current R", "repl", `{"min_insync_replicas":4}`, "min_insync_replicas", 400},
+		{"R below current M", "strict", `{"replication_factor":2}`, "replication_factor", 400},
+		{"R 3 to 1", "repl", `{"replication_factor":1}`, "", 409},
+		{"R 1 to 3", "single", `{"replication_factor":3}`, "", 409},
+		{"R 3 to 2", "repl", `{"replication_factor":2}`, "", 200},
+		{"R 3 to 5 with M", "repl", `{"replication_factor":5,"min_insync_replicas":3}`, "", 200},
+		{"unclean alone", "repl", `{"unclean_leader_election":true}`, "", 200},
+		{"R 1 stays 1", "single", `{"replication_factor":1,"min_insync_replicas":1}`, "", 200},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := newEnv(t)
+			env.be.addTopic(meta.Topic{Name: "repl", Owner: "alice", ReplicationFactor: 3})
+			env.be.addTopic(meta.Topic{Name: "strict", Owner: "alice", ReplicationFactor: 3, MinInsyncReplicas: 3})
+			env.be.addTopic(meta.Topic{Name: "single", Owner: "alice"})
+			rec := env.do("PATCH", "/v1/topics/"+c.topic, "alice", []byte(c.body))
+			expectStatus(t, rec, c.want)
+			if c.field != "" && !strings.Contains(rec.Body.String(), `"field":"`+c.field+`"`) {
+				t.Errorf("body %s does not name %s", rec.Body.String(), c.field)
+			}
+			if c.want != 200 && env.be.called("AlterTopic") {
+				t.Errorf("AlterTopic reached on a %d", c.want)
+			}
+		})
+	}
+	env := newEnv(t)
+	env.be.addTopic(meta.Topic{Name: "repl", Owner: "alice", ReplicationFactor: 3})
+	expectStatus(t, env.do("PATCH", "/v1/topics/repl", "alice",
+		[]byte(`{"replication_factor":2,"min_insync_replicas":1,"unclean_leader_election":false}`)), 200)
+	req := env.be.altered[0]
+	if req.ReplicationFactor == nil || *req.ReplicationFactor != 2 || req.MinInsyncReplicas == nil ||
+		*req.MinInsyncReplicas != 1 || req.UncleanLeaderElection == nil || *req.UncleanLeaderElection {
+		t.Errorf("alter request %+v", req)
+	}
+}
+
+// FuzzAlterTopicReplication: the alter body's replication checks never panic; a body they pass
+// carries R 1…5, M 0…5 (≤ R when both are given), and a change the stateful check then
+// passes never moves R between 1 and ≥ 2 nor leaves M above R.
+func FuzzAlterTopicReplication(f *testing.F) {
+	f.Add([]byte(`{"replication_factor":3,"min_insync_replicas":2}`), 3, 0)
+	f.Add([]byte(`{"replication_factor":1}`), 2, 2)
+	f.Add([]byte(`{"min_insync_replicas":4,"unclean_leader_election":true}`), 5, 0)
+	f.Fuzz(func(t *testing.T, body []byte, curR, curM int) {
+		var b alterTopicBody
+		if decodeStrict(body, &b) != nil {
+			return
+		}
+		req, err := validateAlter(&b, 108)
+		if err != nil {
+			return
+		}
+		if r := req.ReplicationFactor; r != nil && (*r < 1 || *r > meta.MaxReplicationFactor) {
+			t.Fatalf("R %d passed", *r)
+		}
+		if m := req.MinInsyncReplicas; m != nil && (*m < 0 || *m > meta.MaxReplicationFactor ||
+			(req.ReplicationFactor != nil && *m > *req.ReplicationFactor)) {
+			t.Fatalf("M %d passed with R %v", *m, req.ReplicationFactor)
+		}
+		cur := meta.Topic{Name: "t", ReplicationFactor: curR, MinInsyncReplicas: curM}
+		if curR < 0 || curR > meta.MaxReplicationFactor || curM < 0 || curM > cur.RF() {
+			return
+		}
+		if checkAlterReplication(cur, req) != nil {
+			return
+		}
+		next := replicationAfter(cur, req)
+		if (cur.RF() == 1) != (next.RF() == 1) || next.MinInsyncReplicas > next.RF() || next.ReplicationFactor == 1 {
+			t.Fatalf("%+v → %+v passed", cur, next)
+		}
+	})
+}

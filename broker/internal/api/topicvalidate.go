@@ -194,8 +194,80 @@ func validateAlter(b *alterTopicBody, maxPartitions int) (service.AlterTopicRequ
 		req.Schema = b.Schema
 		supplied++
 	}
+	n, err := validateAlterReplication(b, &req)
+	if err != nil {
+		return req, err
+	}
+	supplied += n
 	if supplied == 0 {
-		return req, invalidf("nothing to change: supply at least one of partitions, retention_ms, visibility_timeout_ms, max_in_flight_per_partition, max_acked_ahead_per_partition, schema")
+		return req, invalidf("nothing to change: supply at least one of partitions, retention_ms, visibility_timeout_ms, max_in_flight_per_partition, max_acked_ahead_per_partition, schema, replication_factor, min_insync_replicas, unclean_leader_election")
 	}
 	return req, nil
+}
+
+// validateAlterReplication is the stateless check of an alter's replication fields
+// (docs/internals/http-api.md §2.5): replication_factor 1 … 5, min_insync_replicas 0 (default)
+// … 5 and, when both are supplied, at most replication_factor. It copies them into req and
+// returns how many were supplied.
+func validateAlterReplication(b *alterTopicBody, req *service.AlterTopicRequest) (int, error) {
+	n := 0
+	if b.ReplicationFactor != nil {
+		if r := *b.ReplicationFactor; r < 1 || r > meta.MaxReplicationFactor {
+			return 0, &fieldError{Field: "replication_factor", msg: fmt.Sprintf("replication_factor must be 1 … %d, not %d", meta.MaxReplicationFactor, r)}
+		}
+		req.ReplicationFactor = b.ReplicationFactor
+		n++
+	}
+	if b.MinInsyncReplicas != nil {
+		limit := meta.MaxReplicationFactor
+		if b.ReplicationFactor != nil {
+			limit = *b.ReplicationFactor
+		}
+		if m := *b.MinInsyncReplicas; m < 0 || m > limit {
+			return 0, &fieldError{Field: "min_insync_replicas", msg: fmt.Sprintf("min_insync_replicas must be 0 (default) … %d (the replication factor), not %d", limit, m)}
+		}
+		req.MinInsyncReplicas = b.MinInsyncReplicas
+		n++
+	}
+	if b.UncleanLeaderElection != nil {
+		req.UncleanLeaderElection = b.UncleanLeaderElection
+		n++
+	}
+	return n, nil
+}
+
+// checkAlterReplication is the stateful check of an alter's replication fields against the
+// topic's current record t (after the 404): R cannot change between 1 and ≥ 2 (409, the
+// write path differs), and the resulting min_insync_replicas must not exceed the resulting
+// replication factor (400 naming the field that was supplied).
+func checkAlterReplication(t meta.Topic, req service.AlterTopicRequest) error {
+	next := replicationAfter(t, req)
+	if next.RF() != t.RF() && (t.RF() == 1) != (next.RF() == 1) {
+		return conflictf("replication_factor cannot change between 1 and %d on a live topic: recreate the topic", max(t.RF(), next.RF()))
+	}
+	if next.MinInsyncReplicas > next.RF() {
+		field := "replication_factor"
+		if req.MinInsyncReplicas != nil {
+			field = "min_insync_replicas"
+		}
+		return &fieldError{Field: field, msg: fmt.Sprintf("min_insync_replicas %d would exceed replication_factor %d", next.MinInsyncReplicas, next.RF())}
+	}
+	return nil
+}
+
+// replicationAfter is t with req's replication settings applied (R 1 stored as 0).
+func replicationAfter(t meta.Topic, req service.AlterTopicRequest) meta.Topic {
+	if req.ReplicationFactor != nil {
+		t.ReplicationFactor = *req.ReplicationFactor
+		if t.ReplicationFactor == 1 {
+			t.ReplicationFactor = 0
+		}
+	}
+	if req.MinInsyncReplicas != nil {
+		t.MinInsyncReplicas = *req.MinInsyncReplicas
+	}
+	if req.UncleanLeaderElection != nil {
+		t.UncleanLeaderElection = *req.UncleanLeaderElection
+	}
+	return t
 }

@@ -135,6 +135,8 @@ func (a *app) topicEditCmd() *cobra.Command {
 		retention, visibility   string
 		partitions              int
 		maxInFlight, ackedAhead int64
+		rf, minISR              int
+		unclean                 bool
 	)
 	cmd := &cobra.Command{
 		Use:   "edit <name>",
@@ -166,8 +168,17 @@ func (a *app) topicEditCmd() *cobra.Command {
 			if f.Changed("max-acked-ahead") {
 				req.MaxAckedAheadPerPartition = &ackedAhead
 			}
+			if f.Changed("replication-factor") {
+				req.ReplicationFactor = &rf
+			}
+			if f.Changed("min-insync") {
+				req.MinInsyncReplicas = &minISR
+			}
+			if f.Changed("unclean-leader-election") {
+				req.UncleanLeaderElection = &unclean
+			}
 			if req.Empty() {
-				return errf("nothing to change: give --retention, --visibility or --partitions")
+				return errf("nothing to change: give --retention, --visibility, --partitions, --replication-factor, --min-insync or --unclean-leader-election")
 			}
 			c, err := a.newClient(cmd, 2)
 			if err != nil {
@@ -186,6 +197,9 @@ func (a *app) topicEditCmd() *cobra.Command {
 	f.IntVar(&partitions, "partitions", 0, "new partition count (grow only)")
 	f.Int64Var(&maxInFlight, "max-in-flight", 0, "new max unacked reservations per partition (0 = default)")
 	f.Int64Var(&ackedAhead, "max-acked-ahead", 0, "new max parked out-of-order acks per partition (0 = default)")
+	f.IntVar(&rf, "replication-factor", 0, "new copies of each partition, 2-5 (a replicated topic only)")
+	f.IntVar(&minISR, "min-insync", 0, "new copies a produce must reach before its 202 (0 = min(2, replication factor))")
+	f.BoolVar(&unclean, "unclean-leader-election", false, "allow an out-of-sync copy to become leader (may lose records)")
 	return cmd
 }
 

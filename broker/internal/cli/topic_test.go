@@ -187,3 +187,16 @@ func TestTopicAddSendsTheReplicationFlags(t *testing.T) {
 		t.Fatalf("body = %v", body)
 	}
 }
+
+func TestTopicEditSendsTheReplicationSettings(t *testing.T) {
+	f := newFakeAPI(t)
+	f.fixed("PATCH /v1/topics/o", 200, `{"name":"o","partitions":3,"role":"standalone","replication_factor":2}`)
+	if r := runCLI(context.Background(), testApp(envFor(t, f)), "", "topic", "edit", "o", "--replication-factor", "2",
+		"--min-insync", "1", "--unclean-leader-election=false"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	want := `{"replication_factor":2,"min_insync_replicas":1,"unclean_leader_election":false}`
+	if got := f.callsTo("PATCH", "/v1/topics/o")[0].Body; strings.TrimSpace(got) != want {
+		t.Fatalf("body = %s, want %s", got, want)
+	}
+}

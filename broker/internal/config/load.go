@@ -87,6 +87,7 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.ForcePromoteAfter = b.duration(optForcePromoteAfter)
 	s.DeadTargetAbortAfter = b.duration(optDeadTargetAbort)
 	s.ReplicaFailoverAfter = b.duration(optReplicaFailover)
+	s.ReReplicateAfter = b.duration(optReReplicate)
 	s.DefaultReplicationFactor = int(b.integer(optDefaultReplication, 32))
 	s.Rack = b.str(optRack)
 	s.RemoteAllowedHosts = b.list(optRemoteAllowedHosts)

@@ -57,7 +57,7 @@ func TestDefaultsApplyWhenNothingIsSet(t *testing.T) {
 		ShutdownGrace: 10 * time.Second, HTTPReadTimeout: 10 * time.Second,
 		HTTPWriteTimeout: 30 * time.Second, HTTPIdleTimeout: 60 * time.Second,
 		HeartbeatInterval: 5 * time.Second, HeartbeatTimeout: 30 * time.Second,
-		ForcePromoteAfter: 2 * time.Minute, DeadTargetAbortAfter: 2 * time.Minute, ReplicaFailoverAfter: 10 * time.Second, DefaultReplicationFactor: 1,
+		ForcePromoteAfter: 2 * time.Minute, DeadTargetAbortAfter: 2 * time.Minute, ReplicaFailoverAfter: 10 * time.Second, ReReplicateAfter: 10 * time.Minute, DefaultReplicationFactor: 1,
 		FanoutMaxBatchRecords: 4096, FanoutMaxBatchBytes: 4 << 20, MaxMovesInFlight: 8, MinVoters: 3,
 		MaxConnections: 8192, MaxConnectionsPerIP: 1024, ClusterMaxConnections: 1024, ClusterMaxConnectionsPerIP: 256,
 		MaxInflightRequestBytes: 256 << 20,
@@ -348,6 +348,8 @@ func TestEachValidationErrorNamesItsField(t *testing.T) {
 		{[]string{"--replica-failover-after=999ms"}, nil, "replica-failover-after", "outside 1s…5m0s"},
 		{nil, map[string]string{"NARAD_REPLICA_FAILOVER_AFTER": "5m1s"}, "replica-failover-after", "outside 1s…5m0s (from env NARAD_REPLICA_FAILOVER_AFTER)"},
 		{[]string{"--replica-failover-after=5s"}, nil, "replica-failover-after", "must exceed heartbeat-interval (5s)"},
+		{[]string{"--re-replicate-after=-1s"}, nil, "re-replicate-after", "outside 0…168h0m0s"},
+		{nil, map[string]string{"NARAD_RE_REPLICATE_AFTER": "169h"}, "re-replicate-after", "outside 0…168h0m0s (from env NARAD_RE_REPLICATE_AFTER)"},
 		{[]string{"--default-replication-factor=0"}, nil, "default-replication-factor", "outside 1…5"},
 		{nil, map[string]string{"NARAD_DEFAULT_REPLICATION_FACTOR": "6"}, "default-replication-factor", "outside 1…5"},
 		{[]string{"--rack=eu west"}, nil, "rack", "must be 1-64 characters"},
@@ -413,6 +415,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"tls-cert": "", "tls-key": "", "cluster-tls-ca": "", "initial-members": "[]",
 		"heartbeat-interval": "5s", "heartbeat-timeout": "30s",
 		"move-force-promote-after": "2m0s", "move-dead-target-abort-after": "2m0s", "replica-failover-after": "10s",
+		"re-replicate-after":         "10m0s",
 		"default-replication-factor": "1", "rack": "",
 		"remote-allowed-hosts": "[]",
 		"max-connections":      "8192", "max-connections-per-ip": "1024",
@@ -426,7 +429,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"topic-default-retention-ms", "idle-log-eviction", "shutdown-grace", "http-read-timeout",
 		"http-write-timeout", "http-idle-timeout", "tls-cert", "tls-key", "cluster-tls-ca",
 		"initial-members", "heartbeat-interval", "heartbeat-timeout", "move-force-promote-after",
-		"move-dead-target-abort-after", "replica-failover-after", "default-replication-factor", "rack",
+		"move-dead-target-abort-after", "replica-failover-after", "re-replicate-after", "default-replication-factor", "rack",
 		"remote-allowed-hosts",
 		"fanout-max-batch-records", "fanout-max-batch-bytes", "max-moves-in-flight", "min-voters",
 		"max-connections", "max-connections-per-ip", "cluster-max-connections", "cluster-max-connections-per-ip",
@@ -559,5 +562,17 @@ func TestRackFromEnvAndLogged(t *testing.T) {
 	}
 	if s := mustLoad(t, []string{"--rack", "r2"}, nil); s.Rack != "r2" {
 		t.Fatalf("Rack = %q from the flag, want r2", s.Rack)
+	}
+}
+
+// re-replicate-after: 0 (never) is allowed, and the value is part of the startup log line.
+func TestReReplicateAfterZeroAndLogged(t *testing.T) {
+	s := mustLoad(t, nil, map[string]string{"NARAD_RE_REPLICATE_AFTER": "0s"})
+	if s.ReReplicateAfter != 0 {
+		t.Fatalf("ReReplicateAfter = %s, want 0", s.ReReplicateAfter)
+	}
+	s = mustLoad(t, []string{"--re-replicate-after=90s"}, nil)
+	if text := s.LogValue().String(); !strings.Contains(text, "re_replicate_after=1m30s") {
+		t.Fatalf("startup log lacks re_replicate_after: %s", text)
 	}
 }

@@ -75,6 +75,7 @@ const (
 	optMaxMovesInFlight   = "max-moves-in-flight"
 	optMinVoters          = "min-voters"
 	optReplicaFailover    = "replica-failover-after"
+	optReReplicate        = "re-replicate-after"
 	optDefaultReplication = "default-replication-factor"
 	optRack               = "rack"
 
@@ -127,6 +128,10 @@ const (
 	// heartbeats before the controller elects another (docs/internals/replication.md §7); the
 	// member's dead verdict (heartbeat-timeout) stays for everything else.
 	DefaultReplicaFailoverAfter = 10 * time.Second
+	// DefaultReReplicateAfter is how long a member may be dead, on the leader's clock, before
+	// the controller rebuilds its replicas of replicated partitions elsewhere
+	// (docs/internals/replication.md §9); 0 = never.
+	DefaultReReplicateAfter = 10 * time.Minute
 
 	// Tunables of the seeds (docs/operating.md, Tunables): a fan-out slab's caps
 	// (fanout.max_batch_records / _bytes), the controller's budget of partition moves in flight
@@ -191,6 +196,7 @@ var options = []option{
 	{name: optMinVoters, kind: kInt, def: strconv.Itoa(DefaultMinVoters), help: "Raft voters the leader keeps and a decommission must leave (odd, 1-9); set the same on every node"},
 	{name: optDefaultReplication, kind: kInt, def: "1", help: "replication factor of a topic created without one (1-5; a replicated topic keeps each partition on that many nodes, docs/replication.md)"},
 	{name: optRack, kind: kString, help: "this node's failure domain (rack or zone; 1-64 characters of A-Z a-z 0-9 . _ -): replicas of a partition go to distinct racks when there are enough (default: none, a rack of its own)"},
+	{name: optReReplicate, kind: kDuration, def: DefaultReReplicateAfter.String(), help: "time a member stays dead (after heartbeat-timeout) before the controller rebuilds its copies of replicated partitions on other nodes (0 = never, else at most 168h); set the same on every node"},
 	{name: optReplicaFailover, kind: kDuration, def: DefaultReplicaFailoverAfter.String(), help: "heartbeat silence after which the leader of a replicated partition (replication_factor >= 2) is replaced by an in-sync replica (1s-5m, above heartbeat-interval); set the same on every node"},
 	{name: optMaxConnections, kind: kInt, def: strconv.Itoa(DefaultMaxConnections), help: "connections the HTTP port keeps open at once; more are closed at accept"},
 	{name: optMaxConnectionsPerIP, kind: kInt, def: strconv.Itoa(DefaultMaxConnectionsPerIP), help: "connections the HTTP port keeps open at once from one client IP (at most max-connections)"},

@@ -76,6 +76,10 @@ type Serve struct {
 	// leader of a replicated partition (1 s … 5 min and above HeartbeatInterval, default
 	// 10 s, docs/internals/replication.md §7). The leader's value applies.
 	ReplicaFailoverAfter time.Duration
+	// ReReplicateAfter is how long a member stays dead, on the leader's clock, before its
+	// replicas of replicated partitions are rebuilt elsewhere (0 = never, default 10 min,
+	// docs/internals/replication.md §9). The leader's value applies.
+	ReReplicateAfter time.Duration
 	// DefaultReplicationFactor is the replication factor of a topic whose create does not
 	// name one (1 … 5, default 1: unreplicated).
 	DefaultReplicationFactor int
@@ -156,6 +160,7 @@ func (s Serve) LogValue() slog.Value {
 		slog.Duration("move_force_promote_after", s.ForcePromoteAfter),
 		slog.Duration("move_dead_target_abort_after", s.DeadTargetAbortAfter),
 		slog.Duration("replica_failover_after", s.ReplicaFailoverAfter),
+		slog.Duration("re_replicate_after", s.ReReplicateAfter),
 		slog.Int("default_replication_factor", s.DefaultReplicationFactor),
 		slog.String("rack", s.Rack),
 		slog.Int("fanout_max_batch_records", s.FanoutMaxBatchRecords),

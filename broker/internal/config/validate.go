@@ -33,6 +33,8 @@ const (
 	// partitions for longer than the member verdict would.
 	MinReplicaFailoverAfter = time.Second
 	MaxReplicaFailoverAfter = 5 * time.Minute
+	// MaxReReplicateAfter bounds re-replicate-after (0 = never).
+	MaxReReplicateAfter = 7 * 24 * time.Hour
 )
 
 // validate checks every field and the rules between them. origin(name) is " (from …)" for an
@@ -165,6 +167,12 @@ func validate(s *Serve, origin func(string) string) error {
 		func() error {
 			if s.HeartbeatTimeout <= s.HeartbeatInterval {
 				return fieldErr(optHeartbeatTimeout, "must exceed heartbeat-interval (%s)%s", s.HeartbeatInterval, origin(optHeartbeatTimeout))
+			}
+			return nil
+		},
+		func() error {
+			if d := s.ReReplicateAfter; d < 0 || d > MaxReReplicateAfter {
+				return fieldErr(optReReplicate, "%s outside 0…%s%s", d, MaxReReplicateAfter, origin(optReReplicate))
 			}
 			return nil
 		},

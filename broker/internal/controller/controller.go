@@ -3,8 +3,8 @@
 // the targets of moves aimed at gone or dead destinations (C4), the rebalance planner (C5),
 // decommission (C6), the blocked-move and blocked-decommission metrics (C7), seeding the
 // root admin (C8), garbage collection of member records (C9), and the leader elections of
-// replicated partitions: failover (C10) and preferred leaders (C11, docs/internals/replication.md
-// §7, §9). The API's decommission
+// replicated partitions: failover (C10) and preferred leaders (C11), and the replica
+// reassignment of replicated partitions (C12; docs/internals/replication.md §7, §9). The API's decommission
 // calls (Decommission, CancelDecommission, EvaluateDecommission, DecommissionBlocked) are
 // answered by the controller on the leader.
 //
@@ -114,6 +114,10 @@ type Config struct {
 	// has not heartbeated for this long, and C10/C11 elect only members that have (10 s).
 	// It must exceed the heartbeat interval, or live leaders would be deposed between beats.
 	ReplicaFailoverAfter time.Duration
+	// ReReplicateAfter: C12 replaces the replicas of a member dead this long on this leader's
+	// clock (docs/internals/replication.md §9); 0 = never (the exception to the defaults rule:
+	// it is not defaulted here; the server passes --re-replicate-after).
+	ReReplicateAfter time.Duration
 	// MinVoters is C3's voter target and C6's floor (min_voters): odd, default 3. Every node
 	// should be given the same value; the leader's applies.
 	MinVoters int

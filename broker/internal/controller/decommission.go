@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"narad.dev/broker/internal/errcode"
@@ -199,7 +200,8 @@ func (c *Controller) Decommission(ctx context.Context, id string, dryRun bool) (
 }
 
 // drainPlan is what the planner would plan, as things stand, with id draining: every move of
-// the balance, not cut to the in-flight budget (moves already in flight are not repeated).
+// the balance, not cut to the in-flight budget (moves already in flight are not repeated),
+// then the replica reassignments of its replicated partitions (drainReplicas).
 func (c *Controller) drainPlan(id string) []PlannedMove {
 	members := c.store.Members()
 	for i := range members {
@@ -207,10 +209,41 @@ func (c *Controller) drainPlan(id string) []PlannedMove {
 			members[i].Draining = true
 		}
 	}
-	plan := placement.Rebalance(members, c.store.Topics("", 0), c.store.AllAssignments(), math.MaxInt32)
+	plan := placement.Rebalance(members, c.store.Topics("", 0), singleReplica(c.store.AllAssignments()), math.MaxInt32)
 	out := make([]PlannedMove, 0, len(plan.Moves))
 	for _, mv := range plan.Moves {
 		out = append(out, PlannedMove{Topic: mv.Topic, Partition: mv.Partition, From: mv.From, To: mv.To})
+	}
+	return append(out, c.drainReplicas(id, members)...)
+}
+
+// drainReplicas is the replicated part of a dry run's plan: for each replicated partition id
+// is a replica of, the node C12 would add in its place (docs/internals/replication.md §9), as
+// a move from id; a partition whose replacement already joined, or that has none to take it,
+// is not listed. members already show id draining.
+func (c *Controller) drainReplicas(id string, members []meta.Member) []PlannedMove {
+	c.mu.Lock()
+	since := c.leaderSince
+	c.mu.Unlock()
+	all := c.store.AllAssignments()
+	v := newLeaderView(c.cfg.NodeID, c.now(), since, c.cfg.ReplicaFailoverAfter, c.store.Topics("", 0), members, all)
+	racks := make(map[string]string, len(members))
+	for _, m := range members {
+		racks[m.ID] = m.Rack
+	}
+	nodes, load, leaving := placement.Nodes(members), placement.LoadOf(all), c.leaving(v)
+	var out []PlannedMove
+	for _, a := range v.parts {
+		if !slices.Contains(a.ReplicaSet(), id) {
+			continue
+		}
+		want := desiredReplicas(a, v.topics[a.Topic].RF(), leaving, nodes, racks, load)
+		for _, to := range want {
+			if !slices.Contains(a.ReplicaSet(), to) {
+				out = append(out, PlannedMove{Topic: a.Topic, Partition: a.Partition, From: id, To: to})
+				break
+			}
+		}
 	}
 	return out
 }

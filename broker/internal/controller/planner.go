@@ -13,10 +13,12 @@ import (
 // (placement.Rebalance) and aims the first MaxInFlightMoves − in_flight of them with
 // SetAssignmentTarget (expected owner = the source). It runs under the placement lock after
 // the pass's barrier, so two plans never interleave and a fresh leader never plans against a
-// stale state machine. A refused or vanished CAS (the owner changed, another move was set,
+// stale state machine. Only single-replica partitions move this way: replicated ones are
+// reassigned by C12 (docs/internals/replication.md §9) and are not counted either. A refused
+// or vanished CAS (the owner changed, another move was set,
 // the topic was deleted) is left to the next pass, which recomputes.
 func (c *Controller) planMoves(ctx context.Context) error {
-	plan := placement.Rebalance(c.store.Members(), c.store.Topics("", 0), c.store.AllAssignments(), c.cfg.MaxInFlightMoves)
+	plan := placement.Rebalance(c.store.Members(), c.store.Topics("", 0), singleReplica(c.store.AllAssignments()), c.cfg.MaxInFlightMoves)
 	if plan.Wanted > len(plan.Moves) {
 		c.logger.Debug("moves held back by the in-flight budget", "wanted", plan.Wanted,
 			"started", len(plan.Moves), "in_flight", plan.InFlight, "max_in_flight", c.cfg.MaxInFlightMoves)
@@ -35,4 +37,16 @@ func (c *Controller) planMoves(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// singleReplica keeps the assignments of single-replica partitions (no replica list beyond
+// the owner): the ones the move machinery of docs/internals/moves.md serves.
+func singleReplica(as []meta.Assignment) []meta.Assignment {
+	out := make([]meta.Assignment, 0, len(as))
+	for _, a := range as {
+		if len(a.ReplicaSet()) < 2 {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -58,8 +58,13 @@ type clusterView struct {
 	minVoters int                        // Config.MinVoters
 	conf      map[string]meta.RaftServer // servers in the Raft configuration
 	members   map[string]meta.Member
-	owned     map[string]int // owner → partitions it owns (in flight or settled)
+	owned     map[string]int // node → partitions it holds: owns, or is a replica of (R ≥ 2)
 	targeted  map[string]int // target → moves aimed at it
+	// stranded counts, per node, the partitions whose data may exist only on it: the
+	// single-replica partitions it owns, and the replicated ones it is a replica of with no
+	// other alive member in the ISR (docs/internals/replication.md §9). A dead node with any
+	// is refused with dead_owner.
+	stranded map[string]int
 }
 
 // readView reads the configuration (through Membership), members and assignments.
@@ -69,17 +74,46 @@ func (c *Controller) readView() (*clusterView, error) {
 		return nil, err
 	}
 	v := &clusterView{self: c.cfg.NodeID, minVoters: c.cfg.MinVoters, conf: make(map[string]meta.RaftServer, len(conf)),
-		members: memberMap(c.store.Members()), owned: map[string]int{}, targeted: map[string]int{}}
+		members: memberMap(c.store.Members()), owned: map[string]int{}, targeted: map[string]int{},
+		stranded: map[string]int{}}
 	for _, srv := range conf {
 		v.conf[srv.ID] = srv
 	}
 	for _, a := range c.store.AllAssignments() {
-		v.owned[a.Owner]++
+		for _, id := range holders(a) {
+			v.owned[id]++
+			if v.onlyCopy(a, id) {
+				v.stranded[id]++
+			}
+		}
 		if a.Target != "" {
 			v.targeted[a.Target]++
 		}
 	}
 	return v, nil
+}
+
+// holders are the nodes a partition's data lives on for decommission: its owner, and every
+// replica of a replicated partition.
+func holders(a meta.Assignment) []string {
+	if len(a.ReplicaSet()) < 2 {
+		return []string{a.Owner}
+	}
+	return a.ReplicaSet()
+}
+
+// onlyCopy reports whether node id may hold a's only copy: a single-replica partition it
+// owns, or a replicated one with no alive ISR member other than id.
+func (v *clusterView) onlyCopy(a meta.Assignment, id string) bool {
+	if len(a.ReplicaSet()) < 2 {
+		return a.Owner == id
+	}
+	for _, r := range a.InSync() {
+		if r != id && v.alive(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // alive reports whether id has an alive member record; the leader always counts as alive.
@@ -136,8 +170,9 @@ func (v *clusterView) voterReasonsWith(id string, spare int) []string {
 }
 
 // upfront returns every reason refused up front (docs/internals/http-api.md §2.16): the voter guards, and,
-// when id owns partitions, no_receivers (no other alive, non-draining member can take them)
-// and dead_owner (id is dead, so its partitions' data cannot leave).
+// when id holds partitions, no_receivers (no other alive, non-draining member can take them)
+// and dead_owner (id is dead and holds a partition's only copy: a single-replica partition,
+// or a replicated one without another alive ISR member, docs/internals/replication.md §9).
 func (v *clusterView) upfront(id string) []string {
 	out := v.voterReasonsWith(id, v.promotable(id))
 	if v.owned[id] == 0 {
@@ -152,7 +187,7 @@ func (v *clusterView) upfront(id string) []string {
 	if receivers == 0 {
 		out = append(out, ReasonNoReceivers)
 	}
-	if m, ok := v.members[id]; ok && m.Status == meta.MemberDead {
+	if m, ok := v.members[id]; ok && m.Status == meta.MemberDead && v.stranded[id] > 0 {
 		out = append(out, ReasonDeadOwner)
 	}
 	return out

@@ -368,16 +368,20 @@ func (e *Engine) AlterTopicAsLeader(ctx context.Context, name string, req servic
 			}
 		}
 	}
+	replication, err := e.alterReplication(&t, req)
+	if err != nil {
+		return meta.Topic{}, err
+	}
 	// One Raft entry: every field, the schema version and the new partitions' placement.
 	e.placementLock.Lock()
 	added := e.place(name, old, t.Partitions)
-	var err error
 	if t.RF() >= 2 && t.Partitions > old {
 		added, err = e.placeReplicated(t, old, t.Partitions, t.Parent)
 	}
 	var got meta.Topic
 	if err == nil {
-		got, err = e.meta.AlterTopic(ctx, meta.TopicUpdate{Topic: t, Schema: req.Schema, Assignments: added})
+		got, err = e.meta.AlterTopic(ctx, meta.TopicUpdate{Topic: t, Schema: req.Schema, Assignments: added,
+			Replication: replication})
 	}
 	e.placementLock.Unlock()
 	if err != nil {

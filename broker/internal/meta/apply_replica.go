@@ -95,7 +95,7 @@ func (x *txn) electLeader(c *electLeaderCmd) Result {
 
 func validElectReason(r string) bool {
 	switch r {
-	case ElectDead, ElectShutdown, ElectPreferred, ElectUnclean:
+	case ElectDead, ElectShutdown, ElectPreferred, ElectUnclean, ElectReassign:
 		return true
 	}
 	return false

@@ -579,3 +579,36 @@ func TestUpdateTopicKeepsTheReplicationSettings(t *testing.T) {
 	tf.must(OutcomeInvalid, OpUpdateTopic, updateTopicCmd{Topic: newTopic("orders", 5),
 		Assignments: []Assignment{{Topic: "orders", Partition: 4, Owner: "a"}}})
 }
+
+// Op 2 with replication set replaces R, M and unclean election; R moves only within 2 … 5,
+// M stays within 1 … R, and the assignments are left to the controller's reassignment.
+func TestUpdateTopicAltersTheReplicationSettings(t *testing.T) {
+	tf := newTestFSM(t)
+	tf.must(OutcomeOK, OpCreateTopic, replicated("orders", false))
+	upd := tf.topic("orders")
+	upd.ReplicationFactor, upd.MinInsyncReplicas, upd.UncleanLeaderElection = 2, 2, true
+	tf.must(OutcomeOK, OpUpdateTopic, updateTopicCmd{Topic: upd, Replication: true})
+	top := tf.topic("orders")
+	if top.RF() != 2 || top.MinISR() != 2 || !top.UncleanLeaderElection {
+		t.Fatalf("after alter: %+v", top)
+	}
+	if a, _ := tf.store().Assignment("orders", 0); len(a.ReplicaSet()) != 3 {
+		t.Fatalf("op 2 changed a replica set: %+v", a)
+	}
+	upd.MinInsyncReplicas = 3
+	tf.must(OutcomeInvalid, OpUpdateTopic, updateTopicCmd{Topic: upd, Replication: true})
+	upd.ReplicationFactor, upd.MinInsyncReplicas = 1, 1
+	tf.must(OutcomeRefused, OpUpdateTopic, updateTopicCmd{Topic: upd, Replication: true})
+	upd.ReplicationFactor = 6
+	tf.must(OutcomeInvalid, OpUpdateTopic, updateTopicCmd{Topic: upd, Replication: true})
+
+	tf.must(OutcomeOK, OpCreateTopic, createCmd("single", 1, "a"))
+	one := tf.topic("single")
+	one.ReplicationFactor = 3
+	tf.must(OutcomeRefused, OpUpdateTopic, updateTopicCmd{Topic: one, Replication: true})
+	one.ReplicationFactor, one.MinInsyncReplicas = 1, 1
+	tf.must(OutcomeOK, OpUpdateTopic, updateTopicCmd{Topic: one, Replication: true})
+	if got := tf.topic("single"); got.ReplicationFactor != 0 || got.RF() != 1 {
+		t.Fatalf("R = 1 must be stored as 0: %+v", got)
+	}
+}

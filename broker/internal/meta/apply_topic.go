@@ -155,6 +155,11 @@ func (x *txn) updateTopic(c *updateTopicCmd) Result {
 	next.VisibilityTimeoutMs = n.VisibilityTimeoutMs
 	next.MaxInFlightPerPartition = n.MaxInFlightPerPartition
 	next.MaxAckedAheadPerPartition = n.MaxAckedAheadPerPartition
+	if c.Replication {
+		if r, ok := setReplication(&next, n); !ok {
+			return r
+		}
+	}
 	as, r, ok := checkNewAssignments(next, c.Assignments, func(p int) bool {
 		_, ok := x.assignment(next.Name, p)
 		return ok || p < cur.Partitions
@@ -175,6 +180,22 @@ func (x *txn) updateTopic(c *updateTopicCmd) Result {
 		next, _ = x.topic(next.Name)
 	}
 	return Result{Outcome: OutcomeOK, Topic: next, Version: next.SchemaVersion}
+}
+
+// setReplication takes n's replication settings into next (op 2 with replication set,
+// docs/internals/replication.md §9): R 1 is stored as 0; R may change only between 2 and 5
+// (a single-replica topic writes through the ingress WAL, a replicated one does not), and M
+// must stay within 1 … R. The replica sets follow R through the controller's reassignment.
+func setReplication(next *Topic, n Topic) (Result, bool) {
+	rf := n.ReplicationFactor
+	if rf == 1 {
+		rf = 0
+	}
+	if (next.RF() == 1) != (n.RF() == 1) {
+		return refused("topic %q: replication_factor cannot change between 1 and %d (1 ↔ ≥ 2)", n.Name, n.RF()), false
+	}
+	next.ReplicationFactor, next.MinInsyncReplicas, next.UncleanLeaderElection = rf, n.MinInsyncReplicas, n.UncleanLeaderElection
+	return checkTopicFields(*next)
 }
 
 // deleteTopic is op 3: remove the topic, its assignments, schemas and remote links; a

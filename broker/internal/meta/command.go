@@ -74,6 +74,10 @@ type updateTopicCmd struct {
 	Topic       Topic           `json:"topic"`
 	Schema      json.RawMessage `json:"schema,omitempty"`
 	Assignments []Assignment    `json:"assignments,omitempty"`
+	// Replication: take replication_factor, min_insync_replicas and unclean_leader_election
+	// from Topic too (docs/internals/replication.md §9). Absent in every older entry, which
+	// therefore leaves the stored settings alone.
+	Replication bool `json:"replication,omitempty"`
 }
 
 type deleteTopicCmd struct {
@@ -162,6 +166,7 @@ const (
 	ElectShutdown  = "shutdown"  // the leader is stopping (controlled shutdown)
 	ElectPreferred = "preferred" // leadership goes back to replicas[0]
 	ElectUnclean   = "unclean"   // an out-of-sync replica, where the topic allows it
+	ElectReassign  = "reassign"  // the leader leaves the replica set (a reassignment, §9)
 )
 
 // electLeaderCmd is op 24: the controller moves leadership and bumps the epoch.

@@ -33,6 +33,10 @@ type TopicUpdate struct {
 	Topic       Topic
 	Schema      json.RawMessage // optional new schema version, atomic with the field changes
 	Assignments []Assignment    // optional placements of partitions added by this update
+	// Replication also replaces the replication settings with Topic's (R, M, unclean
+	// election; docs/internals/replication.md §9). R may change only between 2 and 5: a
+	// change from or to 1 is ErrConflict.
+	Replication bool
 }
 
 func (s *Store) propose(ctx context.Context, op uint8, payload any) (Result, error) {
@@ -77,7 +81,8 @@ func (s *Store) UpdateTopic(ctx context.Context, t Topic) error {
 // attached child → ErrConflict.
 func (s *Store) AlterTopic(ctx context.Context, u TopicUpdate) (Topic, error) {
 	//lint:ignore S1016 updateTopicCmd is the Raft log format; a field-wise copy lets it diverge from TopicUpdate.
-	res, err := s.propose(ctx, OpUpdateTopic, updateTopicCmd{Topic: u.Topic, Schema: u.Schema, Assignments: u.Assignments})
+	res, err := s.propose(ctx, OpUpdateTopic, updateTopicCmd{Topic: u.Topic, Schema: u.Schema, Assignments: u.Assignments,
+		Replication: u.Replication})
 	return res.Topic, err
 }
 

@@ -17,7 +17,7 @@ func (s *Store) SetISR(ctx context.Context, topic string, p int, leaderEpoch uin
 }
 
 // ElectLeader makes newLeader the leader of topic/p at epoch expectedEpoch + 1 (op 24).
-// reason is ElectDead, ElectShutdown, ElectPreferred or ElectUnclean; only the last may pick
+// reason is ElectDead, ElectShutdown, ElectPreferred, ElectUnclean or ElectReassign; only the last may pick
 // a replica outside the ISR, and only on a topic that allows unclean election.
 func (s *Store) ElectLeader(ctx context.Context, topic string, p int, expectedEpoch uint64, newLeader, reason string) (CASResult, Assignment, error) {
 	return s.cas(ctx, OpElectLeader, electLeaderCmd{Topic: topic, Partition: p, ExpectedEpoch: expectedEpoch,

@@ -16,7 +16,7 @@ func TestKnownLabelSetsStartAtZeroAndGoWithTheirTopic(t *testing.T) {
 		"narad_moves_total":              2,
 		"narad_moves_blocked":            4,
 		"narad_dispatched_records_total": 2,
-		"narad_leader_elections_total":   4,
+		"narad_leader_elections_total":   5,
 		"narad_isr_changes_total":        2,
 		"narad_replication_bytes_total":  2,
 	} {

@@ -231,7 +231,7 @@ var (
 )
 
 // ElectionReasons are the narad_leader_elections_total reasons, meta's Elect* values.
-var ElectionReasons = []string{"dead", "shutdown", "preferred", "unclean"}
+var ElectionReasons = []string{"dead", "shutdown", "preferred", "unclean", "reassign"}
 
 // ISR change kinds (narad_isr_changes_total) and replication directions
 // (narad_replication_bytes_total).

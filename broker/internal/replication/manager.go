@@ -175,6 +175,7 @@ func (m *Manager) lead(ctx context.Context, k key, s Slot) {
 	if r != nil && r.leader != nil && r.epoch == s.A.LeaderEpoch && r.incarnation == s.Topic.Incarnation &&
 		m.d.Partitions.Peek(k.topic, k.p) == r.pt {
 		if _, err := m.d.Partitions.Get(s.Topic, k.p); err == nil { // keeps the log from idle eviction
+			m.keepConfig(k, s, r)
 			m.keepISR(ctx, k, s, r)
 		}
 		return
@@ -210,6 +211,27 @@ func (m *Manager) lead(ctx context.Context, k key, s Slot) {
 	if err := ld.Appended(); err != nil { // an ISR of the leader alone commits what it has
 		m.log.Warn("replication: advance hwm", "topic", k.topic, "partition", k.p, "err", err)
 	}
+}
+
+// keepConfig installs the metastore's replica list and min in-sync count in a running
+// leadership when a reassignment step (op 25) or an alter changed them under the same epoch
+// (docs/internals/replication.md §9).
+func (m *Manager) keepConfig(k key, s Slot, r *role) {
+	reps, minISR := s.A.ReplicaSet(), s.Topic.MinISR()
+	if minISR > len(reps) {
+		// R and M were raised together: the new M applies once the controller has added
+		// the replicas (C12); until then the leadership keeps the M it has.
+		minISR = r.leader.MinISR()
+	}
+	if r.leader.Configured(reps, minISR) {
+		return
+	}
+	if err := r.leader.Reconfigure(r.epoch, reps, minISR); err != nil {
+		m.log.Warn("replication: install replicas", "topic", k.topic, "partition", k.p, "replicas", reps,
+			"min_insync", minISR, "err", err)
+		return
+	}
+	m.log.Info("replication: replicas changed", "topic", k.topic, "partition", k.p, "replicas", reps, "min_insync", minISR)
 }
 
 // keepISR installs the metastore's ISR in the leadership and proposes a shrink or an expand

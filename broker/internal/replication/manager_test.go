@@ -69,13 +69,13 @@ func (s source) EndOffset(ctx context.Context, leaderEpoch, epoch uint64) (uint6
 	return s.host.EndOffset(ctx, s.topic, 0, s.incarnation, leaderEpoch, epoch)
 }
 
-func newWorld(t *testing.T, ids ...string) *world { return newWorldCreated(t, 0, ids...) }
+func newWorld(t *testing.T, ids ...string) *world { return newWorldOf(t, ids, ids...) }
 
-// newWorldCreated is newWorld with the topic's CreatedAt (Unix seconds; 0 = unknown).
-func newWorldCreated(t *testing.T, createdAt int64, ids ...string) *world {
-	w := &world{topic: meta.Topic{Name: "t", Partitions: 1, Incarnation: "0123456789abcdef", ReplicationFactor: len(ids),
-		MinInsyncReplicas: 2, CreatedAt: createdAt}, nodes: map[string]*node{}}
-	w.a = meta.Assignment{Topic: "t", Partition: 0, Owner: ids[0], Replicas: ids, ISR: ids}
+// newWorldOf runs a manager on each of ids; partition 0 starts on replicas, led by the first.
+func newWorldOf(t *testing.T, replicas []string, ids ...string) *world {
+	w := &world{topic: meta.Topic{Name: "t", Partitions: 1, Incarnation: "0123456789abcdef", ReplicationFactor: len(replicas),
+		MinInsyncReplicas: 2}, nodes: map[string]*node{}}
+	w.a = meta.Assignment{Topic: "t", Partition: 0, Owner: replicas[0], Replicas: replicas, ISR: replicas}
 	for _, id := range ids {
 		w.nodes[id] = w.newNode(t, id)
 	}
@@ -493,4 +493,25 @@ func TestAnEmptyReplicaElectedBeforeItLeftTheISRHandsOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.For(t, 5*time.Second, "c holds all three records", func() bool { return hwm(c) == 3 })
+}
+
+// A replica added by a reassignment (op 25, same epoch) is installed in the running
+// leadership: it may fetch, catches up and the leader expands the ISR to it; one dropped
+// again is forgotten and shrunk out.
+func TestALeadershipFollowsReplicaChangesUnderOneEpoch(t *testing.T) {
+	w := newWorldOf(t, []string{"a", "b"}, "a", "b", "c")
+	a, c := w.nodes["a"], w.nodes["c"]
+	testwait.For(t, 5*time.Second, "a leads", func() bool { _, ok := a.host.Leader("t", 0); return ok })
+	// b may be shrunk out before its first fetch (lag max 300 ms): retry until it is in sync.
+	testwait.For(t, 10*time.Second, "a commits with b in sync", func() bool { return commit(t, a, w, "x1") == nil })
+	w.set(meta.Assignment{Topic: "t", Partition: 0, Owner: "a", Replicas: []string{"a", "b", "c"}, ISR: w.assignment().ISR})
+	testwait.For(t, 10*time.Second, "c joins the isr", func() bool { return sameSet(w.assignment().ISR, []string{"a", "b", "c"}) })
+	testwait.For(t, 10*time.Second, "a commits with c in sync", func() bool { return commit(t, a, w, "x2") == nil })
+	testwait.For(t, 5*time.Second, "c learns the HWM", func() bool { return hwm(c) == hwm(a) && hwm(a) >= 2 })
+	ld, _ := a.host.Leader("t", 0)
+	if ld.Epoch() != 0 {
+		t.Fatalf("the leadership changed epoch: %d", ld.Epoch())
+	}
+	w.set(meta.Assignment{Topic: "t", Partition: 0, Owner: "a", Replicas: []string{"a", "c"}, ISR: []string{"a", "c"}})
+	testwait.For(t, 5*time.Second, "the leadership forgets b", func() bool { return ld.Configured([]string{"a", "c"}, 2) })
 }

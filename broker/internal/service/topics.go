@@ -31,6 +31,16 @@ type AlterTopicRequest struct {
 	MaxInFlightPerPartition   *int64
 	MaxAckedAheadPerPartition *int64
 	Schema                    json.RawMessage
+	// Replication settings (docs/replication.md): R 1 … 5 (changes only within 2 … 5), M 0
+	// (default min(2, R)) … R, unclean election. nil = not supplied.
+	ReplicationFactor     *int  `json:",omitempty"`
+	MinInsyncReplicas     *int  `json:",omitempty"`
+	UncleanLeaderElection *bool `json:",omitempty"`
+}
+
+// ChangesReplication reports whether r supplies any replication setting.
+func (r AlterTopicRequest) ChangesReplication() bool {
+	return r.ReplicationFactor != nil || r.MinInsyncReplicas != nil || r.UncleanLeaderElection != nil
 }
 
 // PartitionStats is one entry of a describe's partition_stats.

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"slices"
 	"time"
@@ -50,6 +51,10 @@ func (s *Sweeper) sweepCopy(ctx context.Context, t meta.Topic, p int) {
 	}
 	// Re-check the local state after the confirmation (docs/internals/metastore.md §13 rule 2).
 	if cur, ok := s.cfg.Store.Topic(t.Name); !ok || cur.Incarnation != inc {
+		return
+	}
+	if t.RF() >= 2 && len(a.ReplicaSet()) >= 2 {
+		s.dropReplica(t, p, a)
 		return
 	}
 	path := s.cfg.Engine.PartitionDir(t.Name, p)
@@ -106,6 +111,28 @@ func (s *Sweeper) sweepCopy(ctx context.Context, t meta.Topic, p int) {
 	default:
 		s.log.Error("sweep: stale copy quarantined; an operator must reconcile it",
 			append(base, "reason", ReasonAheadOfVouched, "next_offset", next, "quarantined_to", to)...)
+	}
+}
+
+// dropReplica removes the copy of a replicated partition whose leader-confirmed replica set
+// no longer names this node (docs/internals/replication.md §9): a reassignment drops a
+// replica only once every replica it keeps is in the ISR, so the ISR holds every committed
+// record and the copy vouches for nothing. The copy is recovered first and removed; one that
+// does not recover is quarantined like any other.
+func (s *Sweeper) dropReplica(t meta.Topic, p int, a meta.Assignment) {
+	if err := faults.Check(FaultBeforeAct); err != nil {
+		return
+	}
+	base := []any{"topic", t.Name, "partition", p, "leader", a.Owner, "replicas", a.ReplicaSet()}
+	to, next, err := s.cfg.Engine.ReclaimCopy(t.Name, p, t.Incarnation, t.RetentionMs, math.MaxInt64)
+	switch {
+	case err != nil:
+		s.refused(err, base)
+	case to == "":
+		s.log.Info("sweep: removed the copy of a replica this node no longer holds", append(base, "next_offset", next)...)
+	default:
+		s.log.Error("sweep: stale copy quarantined; an operator must reconcile it",
+			append(base, "reason", ReasonUnrecoverable, "quarantined_to", to)...)
 	}
 }
 

@@ -365,3 +365,34 @@ func TestSweepQuarantinesAnUnconfirmedInstallDespiteItsOwnMarker(t *testing.T) {
 		t.Fatalf("decision lines %+v, want one with reason %s", lines, ReasonOwnerHasNoMarker)
 	}
 }
+
+// A replicated partition whose leader-confirmed replica set no longer names this node (a
+// reassignment dropped it) has its copy removed without asking the leader for a listing; a
+// copy of a replica this node still holds is never touched.
+func TestSweepRemovesTheCopyOfADroppedReplica(t *testing.T) {
+	e := newEnv(t)
+	e.store.mu.Lock()
+	e.store.topics["r"] = meta.Topic{Name: "r", Partitions: 1, Incarnation: incA, ReplicationFactor: 2}
+	e.store.assigns[akey("r", 0)] = meta.Assignment{Topic: "r", Partition: 0, Owner: owner,
+		Replicas: []string{owner, self}, ISR: []string{owner, self}}
+	e.store.mu.Unlock()
+	dir := e.localCopy("r", incA, 3)
+	e.sweep()
+	if !exists(dir) {
+		t.Fatal("the copy of a replica this node holds was removed")
+	}
+	e.store.mu.Lock()
+	e.store.assigns[akey("r", 0)] = meta.Assignment{Topic: "r", Partition: 0, Owner: owner,
+		Replicas: []string{owner, "n3"}, ISR: []string{owner, "n3"}}
+	e.store.mu.Unlock()
+	e.sweep()
+	if exists(dir) || exists(dir+".quarantine") {
+		t.Fatal("the dropped replica's copy was not removed")
+	}
+	if e.src.lists != 0 {
+		t.Fatalf("%d owner listings asked for a replicated partition", e.src.lists)
+	}
+	if len(e.logs.Find(slog.LevelInfo, "no longer holds")) != 1 {
+		t.Fatal("no info line for the removal")
+	}
+}
