@@ -9,11 +9,15 @@ import (
 )
 
 // failover is C10 (docs/internals/replication.md §7): elect a new leader for every replicated
-// partition whose leader failed (planFailover). A partition that has to wait is logged at
-// error once per leadership, and logged again if it recovers and fails again.
+// partition whose leader failed (planFailover), and for every one whose leader is stopping
+// (planShutdown, §9: the stopping node proposes these itself, this is the backstop). A
+// partition that has to wait is logged at error once per leadership, and logged again if it
+// recovers and fails again.
 func (c *Controller) failover(ctx context.Context) error {
 	v := c.readLeaderView()
 	plan := v.planFailover()
+	shutdown, _, _ := v.planShutdown(nil)
+	plan.elections = append(plan.elections, shutdown...)
 	waiting := make(map[string]bool, len(plan.waiting))
 	for _, a := range plan.waiting {
 		key := leaderlessKey(a.Topic, a.Partition)
