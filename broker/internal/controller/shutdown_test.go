@@ -18,9 +18,10 @@ func (r *electionRig) stoppingNode(id string) *Controller {
 
 // Controlled shutdown (docs/internals/replication.md §9): b leads two replicated partitions
 // and stops. The one with a live in-sync follower moves to it (reason shutdown, counted and
-// audited); the one whose ISR is b alone stays and is reported left. While b is stopping the
-// controller's preferred-leader rebalance does not give it back; b's first plain heartbeat
-// (a restart) clears the flag and the preferred leader returns.
+// audited); the one whose ISR is b alone stays and is reported left. b then leaves the ISRs it
+// follows that keep M members without it. While b is stopping the controller's
+// preferred-leader rebalance does not give it back; b's first plain heartbeat (a restart)
+// clears the flag and, once back in sync, the preferred leader returns.
 func TestHandOffLeadersMovesLeadershipOffAStoppingNode(t *testing.T) {
 	r := newElectionRig(t, func(st *meta.Store) {
 		createReplicated(t, st, "orders", false, replicated("orders", nil, []string{"b", "c", "d"}, []string{"c", "b", "d"}))
@@ -52,6 +53,11 @@ func TestHandOffLeadersMovesLeadershipOffAStoppingNode(t *testing.T) {
 	if m, _ := r.st.Member("b"); !m.Stopping {
 		t.Fatalf("member b = %+v, want stopping", m)
 	}
+	for p := range 2 {
+		if a := assignment(t, r.st, "orders", p); !reflect.DeepEqual(a.InSync(), []string{"c", "d"}) {
+			t.Fatalf("orders/%d isr = %v, want [c d]: b left it on its way out", p, a.InSync())
+		}
+	}
 	if got := r.elections(meta.ElectShutdown); got != 1 {
 		t.Fatalf("narad_leader_elections_total{reason=shutdown} = %v, want 1", got)
 	}
@@ -77,17 +83,19 @@ func TestHandOffLeadersMovesLeadershipOffAStoppingNode(t *testing.T) {
 	if m, _ := r.st.Member("b"); m.Stopping {
 		t.Fatal("a plain heartbeat left b stopping")
 	}
+	setISR(t, r.st, "orders", 0, "b", "c", "d") // c's expand once b caught up
 	pass(t, r.ctl, r.log)
 	if a := assignment(t, r.st, "orders", 0); a.Owner != "b" || a.LeaderEpoch != 2 {
 		t.Fatalf("orders/0 = %+v after b returned, want b (preferred) at epoch 2", a)
 	}
 }
 
-// A node that leads no replicated partition stops as before: nothing is proposed, not even
-// the stopping flag (a node without quorum must not wait for it).
-func TestHandOffLeadersWithNothingLedProposesNothing(t *testing.T) {
+// A node in no replicated partition's ISR stops as before: nothing is proposed, not even the
+// stopping flag (a node without quorum must not wait for it).
+func TestHandOffLeadersOutsideEveryISRProposesNothing(t *testing.T) {
 	r := newElectionRig(t, func(st *meta.Store) {
 		createReplicated(t, st, "orders", false, replicated("orders", nil, []string{"c", "b", "d"}))
+		setISR(t, st, "orders", 0, "c", "d")
 		createOwned(t, st, "plain", ownedBy("plain", "b", 0, 1))
 	})
 	left, err := r.stoppingNode("b").HandOffLeaders(ctxT(t))
@@ -156,5 +164,24 @@ func TestPlanShutdownRules(t *testing.T) {
 	if es, led, stuck := viewOf([]meta.Topic{rtopic("t", 3, false)}, []meta.Assignment{moving}, nil, nil, nil).
 		planShutdown(func(id string) bool { return id == "b" }); len(es) != 0 || led != 1 || stuck != 1 {
 		t.Fatalf("a partition with a move in flight: %+v led %d stuck %d, want stuck", es, led, stuck)
+	}
+}
+
+// A follower that stops leaves an ISR only when M members remain without it.
+func TestPlanLeaveISRKeepsMinInsync(t *testing.T) {
+	bcd := []string{"b", "c", "d"}
+	m3 := rtopic("t3", 3, false)
+	m3.MinInsyncReplicas = 3
+	v := viewOf([]meta.Topic{rtopic("t", 3, false), m3, rtopic("u", 3, false)}, []meta.Assignment{
+		part("t", "c", bcd, bcd),                // leaves: [c d] keeps M = 2
+		part("t3", "c", bcd, bcd),               // stays: M = 3
+		part("u", "c", bcd, []string{"c", "b"}), // stays: [c] < 2
+	}, nil, nil, nil)
+	got := v.planLeaveISR("b")
+	if len(got) != 1 || got[0].Topic != "t" || !reflect.DeepEqual(got[0].To, []string{"c", "d"}) {
+		t.Fatalf("planLeaveISR = %+v, want t/0 to [c d] only", got)
+	}
+	if v.planLeaveISR("c") != nil {
+		t.Fatal("a leader leaves no ISR")
 	}
 }

@@ -32,6 +32,10 @@ func (e *Engine) newReplication() {
 			e.log.Info("audit", "event", "replication.isr."+change, "actor", e.cfg.NodeID, "topic", topic,
 				"partition", p, "isr", isr, "outcome", "ok")
 		},
+		Stopping: func(id string) bool { // the store, not the view: the flag bumps no version
+			m, ok := e.meta.Member(id)
+			return ok && m.Stopping
+		},
 		Host:   e.host,
 		Logger: e.log,
 	})
