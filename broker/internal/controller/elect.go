@@ -61,6 +61,13 @@ func (c *Controller) readLeaderView() *leaderView {
 // narad_leader_elections_total{reason}; one whose fate is unknown is audited as such and ends
 // the duty.
 func (c *Controller) elect(ctx context.Context, es []election) error {
+	_, err := c.electDone(ctx, es)
+	return err
+}
+
+// electDone is elect, also answering the elections that took effect, each with the epoch the
+// partition got.
+func (c *Controller) electDone(ctx context.Context, es []election) (done []election, err error) {
 	for _, e := range es {
 		res, cur, err := c.store.ElectLeader(ctx, e.Topic, e.Partition, e.Epoch, e.To, e.Reason)
 		target := fmt.Sprintf("%s/%d", e.Topic, e.Partition)
@@ -73,6 +80,8 @@ func (c *Controller) elect(ctx context.Context, es []election) error {
 			if m := c.cfg.Metrics; m != nil {
 				m.LeaderElections.WithLabelValues(e.Reason).Inc()
 			}
+			e.Epoch = cur.LeaderEpoch
+			done = append(done, e)
 		case err == nil:
 		case errors.Is(err, meta.ErrConflict), errors.Is(err, meta.ErrNotFound), errors.Is(err, meta.ErrInvalid):
 			c.logger.Debug("leader election skipped", "topic", e.Topic, "partition", e.Partition,
@@ -81,8 +90,8 @@ func (c *Controller) elect(ctx context.Context, es []election) error {
 		default:
 			c.audit(ctx, "cluster.leader.elect", target, err, "leader", e.To, "previous", e.From,
 				"reason", e.Reason, "epoch", e.Epoch+1)
-			return err
+			return done, err
 		}
 	}
-	return nil
+	return done, nil
 }

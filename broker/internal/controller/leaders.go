@@ -172,7 +172,11 @@ func imbalanced(preferred, misled int) bool {
 // leader of and does not lead is elected back to it (reason preferred) when it is live, in the
 // ISR and not draining and no move is in flight; at most max elections, in topic/partition
 // order over the cluster.
-func (v *leaderView) planPreferred(max int) []election {
+func (v *leaderView) planPreferred(max int) []election { return v.preferredPlan(max, false) }
+
+// preferredPlan is planPreferred; with anyImbalance (an operator's request) every such
+// partition qualifies, whatever its preferred leader's imbalance.
+func (v *leaderView) preferredPlan(max int, anyImbalance bool) []election {
 	preferred, misled := v.imbalance()
 	var out []election
 	for _, a := range v.parts {
@@ -181,7 +185,7 @@ func (v *leaderView) planPreferred(max int) []election {
 		}
 		pref := a.ReplicaSet()[0]
 		switch {
-		case a.Owner == pref, a.Target != "", !imbalanced(preferred[pref], misled[pref]):
+		case a.Owner == pref, a.Target != "", !anyImbalance && !imbalanced(preferred[pref], misled[pref]):
 		case !slices.Contains(a.InSync(), pref), !v.live(pref), v.members[pref].Draining:
 		default:
 			out = append(out, v.electionOf(a, pref, meta.ElectPreferred))
