@@ -299,7 +299,7 @@ func (p *process) newMoves() error {
 		Logger:            p.logger,
 		ForcePromoteAfter: cfg.ForcePromoteAfter,
 	})
-	p.mv = noderpc.MoveDeps{Source: e, Reporter: p.runner, Decom: p.ctrl}
+	p.mv = noderpc.MoveDeps{Source: e, Reporter: p.runner, Decom: p.ctrl, Elector: p.ctrl}
 	return nil
 }
 

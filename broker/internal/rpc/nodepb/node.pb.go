@@ -3569,6 +3569,149 @@ func (x *ReplicaEndOffsetReply) GetEndOffset() int64 {
 	return 0
 }
 
+type ElectLeadersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The preferred-leader planner; else the failover planner, clean elections only.
+	Preferred bool `protobuf:"varint,1,opt,name=preferred,proto3" json:"preferred,omitempty"`
+	// Only this topic ("" = every replicated topic).
+	Topic string `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	// Only this partition of topic; -1 = every partition.
+	Partition     int32 `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElectLeadersRequest) Reset() {
+	*x = ElectLeadersRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElectLeadersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElectLeadersRequest) ProtoMessage() {}
+
+func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElectLeadersRequest.ProtoReflect.Descriptor instead.
+func (*ElectLeadersRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ElectLeadersRequest) GetPreferred() bool {
+	if x != nil {
+		return x.Preferred
+	}
+	return false
+}
+
+func (x *ElectLeadersRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ElectLeadersRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type ElectLeadersReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 200 (elections_json), 400 bad request, 404 no such topic or partition, 421 not leader
+	// (see leader_hint), 503 else (elections_json lists what took effect before the failure).
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The elections that took effect: [{"topic","partition","from","to","reason","epoch"}].
+	ElectionsJson []byte `protobuf:"bytes,3,opt,name=elections_json,json=electionsJson,proto3" json:"elections_json,omitempty"`
+	LeaderHint    string `protobuf:"bytes,4,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	// The error's reason code (errcode.Reason).
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElectLeadersReply) Reset() {
+	*x = ElectLeadersReply{}
+	mi := &file_nodepb_node_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElectLeadersReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElectLeadersReply) ProtoMessage() {}
+
+func (x *ElectLeadersReply) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElectLeadersReply.ProtoReflect.Descriptor instead.
+func (*ElectLeadersReply) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ElectLeadersReply) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *ElectLeadersReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ElectLeadersReply) GetElectionsJson() []byte {
+	if x != nil {
+		return x.ElectionsJson
+	}
+	return nil
+}
+
+func (x *ElectLeadersReply) GetLeaderHint() string {
+	if x != nil {
+		return x.LeaderHint
+	}
+	return ""
+}
+
+func (x *ElectLeadersReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_nodepb_node_proto protoreflect.FileDescriptor
 
 const file_nodepb_node_proto_rawDesc = "" +
@@ -3851,7 +3994,18 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x05known\x18\x04 \x01(\bR\x05known\x12\x14\n" +
 	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\x12\x1d\n" +
 	"\n" +
-	"end_offset\x18\x06 \x01(\x03R\tendOffset*]\n" +
+	"end_offset\x18\x06 \x01(\x03R\tendOffset\"g\n" +
+	"\x13ElectLeadersRequest\x12\x1c\n" +
+	"\tpreferred\x18\x01 \x01(\bR\tpreferred\x12\x14\n" +
+	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x03 \x01(\x05R\tpartition\"\xa1\x01\n" +
+	"\x11ElectLeadersReply\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12%\n" +
+	"\x0eelections_json\x18\x03 \x01(\fR\relectionsJson\x12\x1f\n" +
+	"\vleader_hint\x18\x04 \x01(\tR\n" +
+	"leaderHint\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason*]\n" +
 	"\aAckMode\x12\x18\n" +
 	"\x14ACK_MODE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fACK_MODE_ACK\x10\x01\x12\x13\n" +
@@ -3860,7 +4014,7 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\tStatsMode\x12\x1a\n" +
 	"\x16STATS_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fSTATS_MODE_PEEK\x10\x01\x12\x14\n" +
-	"\x10STATS_MODE_EXACT\x10\x022\xce\x10\n" +
+	"\x10STATS_MODE_EXACT\x10\x022\xa4\x11\n" +
 	"\x04Node\x12E\n" +
 	"\aConsume\x12\x1d.narad.node.v1.ConsumeRequest\x1a\x1b.narad.node.v1.ConsumeReply\x12i\n" +
 	"\x13TopicPartitionStats\x12).narad.node.v1.TopicPartitionStatsRequest\x1a'.narad.node.v1.TopicPartitionStatsReply\x12f\n" +
@@ -3888,7 +4042,8 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\n" +
 	"MoveReport\x12 .narad.node.v1.MoveReportRequest\x1a\x1e.narad.node.v1.MoveReportReply\x12T\n" +
 	"\fReplicaFetch\x12\".narad.node.v1.ReplicaFetchRequest\x1a .narad.node.v1.ReplicaFetchReply\x12`\n" +
-	"\x10ReplicaEndOffset\x12&.narad.node.v1.ReplicaEndOffsetRequest\x1a$.narad.node.v1.ReplicaEndOffsetReplyB&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
+	"\x10ReplicaEndOffset\x12&.narad.node.v1.ReplicaEndOffsetRequest\x1a$.narad.node.v1.ReplicaEndOffsetReply\x12T\n" +
+	"\fElectLeaders\x12\".narad.node.v1.ElectLeadersRequest\x1a .narad.node.v1.ElectLeadersReplyB&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
 
 var (
 	file_nodepb_node_proto_rawDescOnce sync.Once
@@ -3903,7 +4058,7 @@ func file_nodepb_node_proto_rawDescGZIP() []byte {
 }
 
 var file_nodepb_node_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_nodepb_node_proto_goTypes = []any{
 	(AckMode)(0),                         // 0: narad.node.v1.AckMode
 	(StatsMode)(0),                       // 1: narad.node.v1.StatsMode
@@ -3953,7 +4108,9 @@ var file_nodepb_node_proto_goTypes = []any{
 	(*ReplicaFetchReply)(nil),            // 45: narad.node.v1.ReplicaFetchReply
 	(*ReplicaEndOffsetRequest)(nil),      // 46: narad.node.v1.ReplicaEndOffsetRequest
 	(*ReplicaEndOffsetReply)(nil),        // 47: narad.node.v1.ReplicaEndOffsetReply
-	nil,                                  // 48: narad.node.v1.TopicPartitionStatsReply.FollowerLagEntry
+	(*ElectLeadersRequest)(nil),          // 48: narad.node.v1.ElectLeadersRequest
+	(*ElectLeadersReply)(nil),            // 49: narad.node.v1.ElectLeadersReply
+	nil,                                  // 50: narad.node.v1.TopicPartitionStatsReply.FollowerLagEntry
 }
 var file_nodepb_node_proto_depIdxs = []int32{
 	3,  // 0: narad.node.v1.ConsumeReply.messages:type_name -> narad.node.v1.Message
@@ -3961,7 +4118,7 @@ var file_nodepb_node_proto_depIdxs = []int32{
 	5,  // 2: narad.node.v1.AckBatchRequest.entries:type_name -> narad.node.v1.AckEntry
 	7,  // 3: narad.node.v1.AckBatchReply.results:type_name -> narad.node.v1.AckResult
 	1,  // 4: narad.node.v1.TopicPartitionStatsRequest.mode:type_name -> narad.node.v1.StatsMode
-	48, // 5: narad.node.v1.TopicPartitionStatsReply.follower_lag:type_name -> narad.node.v1.TopicPartitionStatsReply.FollowerLagEntry
+	50, // 5: narad.node.v1.TopicPartitionStatsReply.follower_lag:type_name -> narad.node.v1.TopicPartitionStatsReply.FollowerLagEntry
 	11, // 6: narad.node.v1.CommitProduceBatchRequest.entries:type_name -> narad.node.v1.ProduceEntry
 	27, // 7: narad.node.v1.CommitNotices.partitions:type_name -> narad.node.v1.PartitionRef
 	30, // 8: narad.node.v1.FanoutCursorsReply.cursors:type_name -> narad.node.v1.FanoutCursor
@@ -3990,32 +4147,34 @@ var file_nodepb_node_proto_depIdxs = []int32{
 	41, // 31: narad.node.v1.Node.MoveReport:input_type -> narad.node.v1.MoveReportRequest
 	43, // 32: narad.node.v1.Node.ReplicaFetch:input_type -> narad.node.v1.ReplicaFetchRequest
 	46, // 33: narad.node.v1.Node.ReplicaEndOffset:input_type -> narad.node.v1.ReplicaEndOffsetRequest
-	4,  // 34: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
-	10, // 35: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
-	13, // 36: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
-	15, // 37: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
-	17, // 38: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
-	19, // 39: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
-	8,  // 40: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
-	21, // 41: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 42: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 43: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
-	23, // 44: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
-	25, // 45: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
-	28, // 46: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
-	21, // 47: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
-	21, // 48: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
-	31, // 49: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
-	33, // 50: narad.node.v1.Node.ListPartitionSegments:output_type -> narad.node.v1.ListPartitionSegmentsReply
-	35, // 51: narad.node.v1.Node.FetchSegmentChunk:output_type -> narad.node.v1.FetchSegmentChunkReply
-	35, // 52: narad.node.v1.Node.StreamSegment:output_type -> narad.node.v1.FetchSegmentChunkReply
-	38, // 53: narad.node.v1.Node.PrepareHandoff:output_type -> narad.node.v1.PrepareHandoffReply
-	40, // 54: narad.node.v1.Node.DecommissionMember:output_type -> narad.node.v1.DecommissionMemberReply
-	42, // 55: narad.node.v1.Node.MoveReport:output_type -> narad.node.v1.MoveReportReply
-	45, // 56: narad.node.v1.Node.ReplicaFetch:output_type -> narad.node.v1.ReplicaFetchReply
-	47, // 57: narad.node.v1.Node.ReplicaEndOffset:output_type -> narad.node.v1.ReplicaEndOffsetReply
-	34, // [34:58] is the sub-list for method output_type
-	10, // [10:34] is the sub-list for method input_type
+	48, // 34: narad.node.v1.Node.ElectLeaders:input_type -> narad.node.v1.ElectLeadersRequest
+	4,  // 35: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
+	10, // 36: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
+	13, // 37: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
+	15, // 38: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
+	17, // 39: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
+	19, // 40: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
+	8,  // 41: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
+	21, // 42: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 43: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 44: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
+	23, // 45: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
+	25, // 46: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
+	28, // 47: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
+	21, // 48: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
+	21, // 49: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
+	31, // 50: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
+	33, // 51: narad.node.v1.Node.ListPartitionSegments:output_type -> narad.node.v1.ListPartitionSegmentsReply
+	35, // 52: narad.node.v1.Node.FetchSegmentChunk:output_type -> narad.node.v1.FetchSegmentChunkReply
+	35, // 53: narad.node.v1.Node.StreamSegment:output_type -> narad.node.v1.FetchSegmentChunkReply
+	38, // 54: narad.node.v1.Node.PrepareHandoff:output_type -> narad.node.v1.PrepareHandoffReply
+	40, // 55: narad.node.v1.Node.DecommissionMember:output_type -> narad.node.v1.DecommissionMemberReply
+	42, // 56: narad.node.v1.Node.MoveReport:output_type -> narad.node.v1.MoveReportReply
+	45, // 57: narad.node.v1.Node.ReplicaFetch:output_type -> narad.node.v1.ReplicaFetchReply
+	47, // 58: narad.node.v1.Node.ReplicaEndOffset:output_type -> narad.node.v1.ReplicaEndOffsetReply
+	49, // 59: narad.node.v1.Node.ElectLeaders:output_type -> narad.node.v1.ElectLeadersReply
+	35, // [35:60] is the sub-list for method output_type
+	10, // [10:35] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name
@@ -4032,7 +4191,7 @@ func file_nodepb_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nodepb_node_proto_rawDesc), len(file_nodepb_node_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   47,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
