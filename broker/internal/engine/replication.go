@@ -8,6 +8,7 @@ import (
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/replica"
 	"narad.dev/broker/internal/replication"
+	"narad.dev/broker/internal/service"
 )
 
 // The engine's part in replicated partitions (docs/internals/replication.md §4–§7): the
@@ -106,3 +107,18 @@ func (e *Engine) ReplicaHost() *replica.Host { return e.host }
 
 // replicated reports whether t's partitions are replicated (R ≥ 2).
 func replicated(t meta.Topic) bool { return t.RF() >= 2 }
+
+// addressedEpoch is the leader epoch a consume or ack forwarded to partition p's leader
+// names (docs/internals/replication.md §7): the epoch of the local replica's assignment for a
+// replicated topic, none otherwise. The leader refuses another epoch with stale_epoch, which
+// the forwarding answers as a leadership that moved (503, retry).
+func (e *Engine) addressedEpoch(t meta.Topic, p int) service.LeaderEpoch {
+	if !replicated(t) {
+		return service.LeaderEpoch{}
+	}
+	a, ok := e.view.Assignment(t.Name, p)
+	if !ok {
+		return service.LeaderEpoch{}
+	}
+	return service.EpochOf(a.LeaderEpoch)
+}

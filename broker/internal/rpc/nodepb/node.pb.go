@@ -149,7 +149,11 @@ type ConsumeRequest struct {
 	// true: serve only partitions this node owns, never forward (the queue-mode probe).
 	LocalOnly bool `protobuf:"varint,5,opt,name=local_only,json=localOnly,proto3" json:"local_only,omitempty"`
 	// Most messages to return (docs/internals/http-api.md §6.1); 0 is read as 1.
-	MaxMessages   int32 `protobuf:"varint,6,opt,name=max_messages,json=maxMessages,proto3" json:"max_messages,omitempty"`
+	MaxMessages int32 `protobuf:"varint,6,opt,name=max_messages,json=maxMessages,proto3" json:"max_messages,omitempty"`
+	// The leader epoch of a pinned partition of a replicated topic, as the sender's replica
+	// shows it (docs/internals/replication.md §7); absent otherwise. The owner refuses any
+	// other epoch than the one it leads under with stale_epoch (409).
+	LeaderEpoch   *uint64 `protobuf:"varint,7,opt,name=leader_epoch,json=leaderEpoch,proto3,oneof" json:"leader_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -222,6 +226,13 @@ func (x *ConsumeRequest) GetLocalOnly() bool {
 func (x *ConsumeRequest) GetMaxMessages() int32 {
 	if x != nil {
 		return x.MaxMessages
+	}
+	return 0
+}
+
+func (x *ConsumeRequest) GetLeaderEpoch() uint64 {
+	if x != nil && x.LeaderEpoch != nil {
+		return *x.LeaderEpoch
 	}
 	return 0
 }
@@ -314,8 +325,8 @@ func (x *Message) GetReceiptHandle() string {
 
 type ConsumeReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// 200 with messages, 204 nothing within wait, 410 replay offset aged out, 421 not owner,
-	// 503 unavailable.
+	// 200 with messages, 204 nothing within wait, 409 stale leader epoch, 410 replay offset
+	// aged out, 421 not owner, 503 unavailable.
 	Status   int32      `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
 	Error    string     `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	Messages []*Message `protobuf:"bytes,3,rep,name=messages,proto3" json:"messages,omitempty"`
@@ -385,11 +396,15 @@ func (x *ConsumeReply) GetReason() string {
 }
 
 type AckEntry struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Partition     int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
-	Offset        int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
-	Nonce         uint64                 `protobuf:"varint,3,opt,name=nonce,proto3" json:"nonce,omitempty"`
-	Mode          AckMode                `protobuf:"varint,4,opt,name=mode,proto3,enum=narad.node.v1.AckMode" json:"mode,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Partition int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset    int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Nonce     uint64                 `protobuf:"varint,3,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	Mode      AckMode                `protobuf:"varint,4,opt,name=mode,proto3,enum=narad.node.v1.AckMode" json:"mode,omitempty"`
+	// The leader epoch of the entry's partition when its topic is replicated, as the sender's
+	// replica shows it (docs/internals/replication.md §7); absent otherwise. The owner refuses
+	// the entry under any other epoch than the one it leads under with stale_epoch (409).
+	LeaderEpoch   *uint64 `protobuf:"varint,5,opt,name=leader_epoch,json=leaderEpoch,proto3,oneof" json:"leader_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -452,6 +467,13 @@ func (x *AckEntry) GetMode() AckMode {
 	return AckMode_ACK_MODE_UNSPECIFIED
 }
 
+func (x *AckEntry) GetLeaderEpoch() uint64 {
+	if x != nil && x.LeaderEpoch != nil {
+		return *x.LeaderEpoch
+	}
+	return 0
+}
+
 type AckBatchRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -506,7 +528,8 @@ func (x *AckBatchRequest) GetEntries() []*AckEntry {
 
 type AckResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// 204 done, 400 malformed entry, 410 stale handle, 421 not owner, 503 retry.
+	// 204 done, 400 malformed entry, 409 stale leader epoch, 410 stale handle, 421 not owner,
+	// 503 retry.
 	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
 	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	// The error's reason code (errcode.Reason), so the caller maps it back to the same
@@ -3716,7 +3739,7 @@ var File_nodepb_node_proto protoreflect.FileDescriptor
 
 const file_nodepb_node_proto_rawDesc = "" +
 	"\n" +
-	"\x11nodepb/node.proto\x12\rnarad.node.v1\"\xb7\x01\n" +
+	"\x11nodepb/node.proto\x12\rnarad.node.v1\"\xf0\x01\n" +
 	"\x0eConsumeRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
@@ -3724,7 +3747,9 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\await_ms\x18\x04 \x01(\x03R\x06waitMs\x12\x1d\n" +
 	"\n" +
 	"local_only\x18\x05 \x01(\bR\tlocalOnly\x12!\n" +
-	"\fmax_messages\x18\x06 \x01(\x05R\vmaxMessages\"\xba\x01\n" +
+	"\fmax_messages\x18\x06 \x01(\x05R\vmaxMessages\x12&\n" +
+	"\fleader_epoch\x18\a \x01(\x04H\x00R\vleaderEpoch\x88\x01\x01B\x0f\n" +
+	"\r_leader_epoch\"\xba\x01\n" +
 	"\aMessage\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x10\n" +
@@ -3736,12 +3761,14 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x122\n" +
 	"\bmessages\x18\x03 \x03(\v2\x16.narad.node.v1.MessageR\bmessages\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x82\x01\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xbb\x01\n" +
 	"\bAckEntry\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x14\n" +
 	"\x05nonce\x18\x03 \x01(\x04R\x05nonce\x12*\n" +
-	"\x04mode\x18\x04 \x01(\x0e2\x16.narad.node.v1.AckModeR\x04mode\"Z\n" +
+	"\x04mode\x18\x04 \x01(\x0e2\x16.narad.node.v1.AckModeR\x04mode\x12&\n" +
+	"\fleader_epoch\x18\x05 \x01(\x04H\x00R\vleaderEpoch\x88\x01\x01B\x0f\n" +
+	"\r_leader_epoch\"Z\n" +
 	"\x0fAckBatchRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x121\n" +
 	"\aentries\x18\x02 \x03(\v2\x17.narad.node.v1.AckEntryR\aentries\"Q\n" +
@@ -4185,6 +4212,8 @@ func file_nodepb_node_proto_init() {
 	if File_nodepb_node_proto != nil {
 		return
 	}
+	file_nodepb_node_proto_msgTypes[0].OneofWrappers = []any{}
+	file_nodepb_node_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
