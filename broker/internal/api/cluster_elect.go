@@ -8,7 +8,7 @@ import (
 	"narad.dev/broker/internal/controller"
 )
 
-// POST /v1/cluster/elect-leaders (docs/internals/http-api.md §2.20): an operator's leader
+// POST /v1/cluster/elect-leaders (docs/internals/http-api.md §2.21): an operator's leader
 // election of replicated partitions, run once by the Raft leader's controller.
 
 const (

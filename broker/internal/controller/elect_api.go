@@ -9,7 +9,7 @@ import (
 )
 
 // On-demand leader elections (POST /v1/cluster/elect-leaders, docs/internals/http-api.md
-// §2.20): the Raft leader runs one of the election planners now, over every replicated
+// §2.21): the Raft leader runs one of the election planners now, over every replicated
 // partition or the ones named.
 
 // ElectRequest selects the planner and the partitions of one on-demand election.

@@ -13,7 +13,7 @@ import (
 
 var _ api.LeaderElector = (*clusterService)(nil)
 
-// ElectLeaders serves POST /v1/cluster/elect-leaders (docs/internals/http-api.md §2.20): the
+// ElectLeaders serves POST /v1/cluster/elect-leaders (docs/internals/http-api.md §2.21): the
 // controller's planner runs on the Raft leader, here directly or through op 36 elsewhere (a
 // leadership that moved on the way answers 503, like every cluster write). Refusals keep
 // their kind: invalid (400), not found (404); anything else is 503.

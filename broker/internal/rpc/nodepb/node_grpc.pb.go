@@ -132,7 +132,7 @@ type NodeClient interface {
 	// where a given leader epoch ends in the leader's log, for a follower's truncation.
 	ReplicaEndOffset(ctx context.Context, in *ReplicaEndOffsetRequest, opts ...grpc.CallOption) (*ReplicaEndOffsetReply, error)
 	// Op 36. Raft leader only (421 + hint elsewhere): run a leader-election planner once, for
-	// POST /v1/cluster/elect-leaders (docs/internals/http-api.md §2.20).
+	// POST /v1/cluster/elect-leaders (docs/internals/http-api.md §2.21).
 	ElectLeaders(ctx context.Context, in *ElectLeadersRequest, opts ...grpc.CallOption) (*ElectLeadersReply, error)
 }
 
@@ -487,7 +487,7 @@ type NodeServer interface {
 	// where a given leader epoch ends in the leader's log, for a follower's truncation.
 	ReplicaEndOffset(context.Context, *ReplicaEndOffsetRequest) (*ReplicaEndOffsetReply, error)
 	// Op 36. Raft leader only (421 + hint elsewhere): run a leader-election planner once, for
-	// POST /v1/cluster/elect-leaders (docs/internals/http-api.md §2.20).
+	// POST /v1/cluster/elect-leaders (docs/internals/http-api.md §2.21).
 	ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersReply, error)
 	mustEmbedUnimplementedNodeServer()
 }
