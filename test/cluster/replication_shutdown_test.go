@@ -136,7 +136,8 @@ var _ = Describe("Replicated partitions: controlled shutdown", func() {
 			vid, topic, vp, before[vp].LeaderEpoch, c.ID(raft), accepted)
 		sigterm := time.Now()
 		Expect(c.Stop(victim)).To(Succeed(), "a graceful stop exits 0")
-		logf("%s exited %s after SIGTERM", vid, time.Since(sigterm).Round(time.Millisecond))
+		exited := time.Since(sigterm)
+		logf("%s exited %s after SIGTERM", vid, exited.Round(time.Millisecond))
 
 		for p := range 3 {
 			if before[p].Leader != vid {
@@ -152,6 +153,8 @@ var _ = Describe("Replicated partitions: controlled shutdown", func() {
 		waitAccepted(h, topic, accepted+100, 30*time.Second)
 		n, span := u.within(sigterm)
 		logf("produce 503s from SIGTERM on: %d over %s", n, span.Round(time.Millisecond))
+		AddReportEntry("produce 503s after SIGTERM", fmt.Sprintf("%d over %s (%s exited %s after SIGTERM)", n,
+			span.Round(time.Millisecond), vid, exited.Round(time.Millisecond)))
 		Expect(span).To(BeNumerically("<=", 3*time.Second), "503s beyond a brief retry window (%d over %s)", n, span)
 
 		Expect(c.Restart(ctx(60*time.Second), victim)).To(Succeed())
