@@ -48,7 +48,7 @@ const (
 func (c *Controller) HandOffLeaders(ctx context.Context) (left int, err error) {
 	self := c.cfg.NodeID
 	isSelf := func(id string) bool { return id == self }
-	if v := c.readLeaderView(); !v.inAnyISR(self) {
+	if !c.InReplicatedISR() {
 		return 0, nil
 	}
 	proposed := map[string]uint64{} // topic/partition → the epoch an election was proposed under
@@ -87,6 +87,12 @@ func (c *Controller) HandOffLeaders(ctx context.Context) (left int, err error) {
 func (c *Controller) stillLed(self func(string) bool) int {
 	_, led, _ := c.readLeaderView().planShutdown(self)
 	return led
+}
+
+// InReplicatedISR reports whether this node's replica shows it in the ISR of a replicated
+// partition (its leader always is): only then has a controlled shutdown anything to do.
+func (c *Controller) InReplicatedISR() bool {
+	return c.readLeaderView().inAnyISR(c.cfg.NodeID)
 }
 
 // isrExit is one op 23 a stopping node proposes to leave an ISR.

@@ -55,14 +55,15 @@ type Deps struct {
 	// OnISRChange is told of every ISR change this node's leaderships make ("shrink" or
 	// "expand"), for metrics and audit. nil: nothing.
 	OnISRChange func(topic string, p int, change string, isr []string)
+	Host        *replica.Host
+	Logger      *slog.Logger
+	Tick        time.Duration // 0 → DefaultTick
+	LagMax      time.Duration // 0 → DefaultReplicaLagMax
+	FetchWait   time.Duration // 0 → DefaultFetchWait
+
 	// Stopping reports a member in a controlled shutdown (docs/internals/replication.md §9):
 	// a leadership does not expand the ISR to it. nil: none is.
-	Stopping  func(id string) bool
-	Host      *replica.Host
-	Logger    *slog.Logger
-	Tick      time.Duration // 0 → DefaultTick
-	LagMax    time.Duration // 0 → DefaultReplicaLagMax
-	FetchWait time.Duration // 0 → DefaultFetchWait
+	Stopping func(id string) bool
 }
 
 type key struct {

@@ -427,8 +427,8 @@ func (p *process) stop() error {
 // live in-sync replica, for at most controller.ShutdownHandOffTimeout. What it could not move
 // fails over once the node is gone (§7).
 func (p *process) handOffLeaders() {
-	if p.ctrl == nil || p.store == nil {
-		return
+	if p.ctrl == nil || p.store == nil || !p.ctrl.InReplicatedISR() {
+		return // nothing to hand off: the member record and the heartbeats stay as before
 	}
 	p.stopping.Store(true)
 	began := time.Now()
