@@ -385,6 +385,17 @@ func (c *Cluster) Kill(i int) {
 	c.mu.Unlock()
 }
 
+// Stop sends SIGTERM to node i (a graceful, controlled shutdown) and waits for it to exit;
+// it returns the process's exit status.
+func (c *Cluster) Stop(i int) error {
+	m := c.member(i)
+	c.Opts.Logf("cluster: SIGTERM %s", m.node.Opts.ID)
+	c.mu.Lock()
+	m.expectDown = true
+	c.mu.Unlock()
+	return m.node.Stop()
+}
+
 // Unexpected lists the nodes that were started and are no longer running although the harness
 // did not kill them (a crash, a fatal error, a signal from elsewhere), with their exit status.
 func (c *Cluster) Unexpected() []string {

@@ -33,6 +33,7 @@ func (s *server) clusterRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /v1/cluster/moves", s.moves)
 	m.HandleFunc("POST /v1/cluster/moves/{topic}/{partition}/abort", s.abortMove)
 	m.HandleFunc("GET /v1/cluster/partitions", s.partitions)
+	m.HandleFunc("POST /v1/cluster/elect-leaders", s.electLeaders) // cluster_elect.go
 }
 
 // members is GET /v1/cluster/members → 200 MemberList.

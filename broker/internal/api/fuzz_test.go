@@ -111,3 +111,27 @@ func FuzzAckBatchBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzElectLeadersBody: any body of POST /v1/cluster/elect-leaders is a 400 or a request
+// within bounds (a partition only with a valid topic).
+func FuzzElectLeadersBody(f *testing.F) {
+	for _, s := range []string{
+		``, `{}`, `{"preferred":true}`, `{"topic":"orders","partition":0}`, `{"partition":3}`,
+		`{"topic":"orders","partition":-1}`, `{"topic":"orders","partition":2147483648}`, `{"topic":""}`,
+		`{"topic":"a/b"}`, `null`, `[]`, `{"preferred":1}`, `{} {}`, `{"x":1}`, `{"partition":1e3,"topic":"t"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		req, err := parseElectLeaders(b)
+		if err != nil {
+			if statusOf(err) != 400 {
+				t.Fatalf("%q: error %v maps to %d, want 400", b, err, statusOf(err))
+			}
+			return
+		}
+		if req.Topic != "" && !validTopicName(req.Topic) || req.Partition < -1 || req.Partition >= 0 && req.Topic == "" {
+			t.Fatalf("%q: out-of-bounds request %+v", b, req)
+		}
+	})
+}

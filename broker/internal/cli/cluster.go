@@ -141,6 +141,7 @@ func (a *app) clusterCmd() *cobra.Command {
 	decom.Flags().BoolVar(&cancel, "cancel", false, "cancel a decommission")
 
 	cmd.AddCommand(members, moves, decom, a.clusterPartitionsCmd())
+	cmd.AddCommand(a.electLeadersCmd()) // cluster_elect.go
 	return cmd
 }
 

@@ -9,11 +9,15 @@ import (
 )
 
 // failover is C10 (docs/internals/replication.md §7): elect a new leader for every replicated
-// partition whose leader failed (planFailover). A partition that has to wait is logged at
-// error once per leadership, and logged again if it recovers and fails again.
+// partition whose leader failed (planFailover), and for every one whose leader is stopping
+// (planShutdown, §9: the stopping node proposes these itself, this is the backstop). A
+// partition that has to wait is logged at error once per leadership, and logged again if it
+// recovers and fails again.
 func (c *Controller) failover(ctx context.Context) error {
 	v := c.readLeaderView()
 	plan := v.planFailover()
+	shutdown, _, _ := v.planShutdown(nil)
+	plan.elections = append(plan.elections, shutdown...)
 	waiting := make(map[string]bool, len(plan.waiting))
 	for _, a := range plan.waiting {
 		key := leaderlessKey(a.Topic, a.Partition)
@@ -57,6 +61,13 @@ func (c *Controller) readLeaderView() *leaderView {
 // narad_leader_elections_total{reason}; one whose fate is unknown is audited as such and ends
 // the duty.
 func (c *Controller) elect(ctx context.Context, es []election) error {
+	_, err := c.electDone(ctx, es)
+	return err
+}
+
+// electDone is elect, also answering the elections that took effect, each with the epoch the
+// partition got.
+func (c *Controller) electDone(ctx context.Context, es []election) (done []election, err error) {
 	for _, e := range es {
 		res, cur, err := c.store.ElectLeader(ctx, e.Topic, e.Partition, e.Epoch, e.To, e.Reason)
 		target := fmt.Sprintf("%s/%d", e.Topic, e.Partition)
@@ -69,6 +80,8 @@ func (c *Controller) elect(ctx context.Context, es []election) error {
 			if m := c.cfg.Metrics; m != nil {
 				m.LeaderElections.WithLabelValues(e.Reason).Inc()
 			}
+			e.Epoch = cur.LeaderEpoch
+			done = append(done, e)
 		case err == nil:
 		case errors.Is(err, meta.ErrConflict), errors.Is(err, meta.ErrNotFound), errors.Is(err, meta.ErrInvalid):
 			c.logger.Debug("leader election skipped", "topic", e.Topic, "partition", e.Partition,
@@ -77,8 +90,8 @@ func (c *Controller) elect(ctx context.Context, es []election) error {
 		default:
 			c.audit(ctx, "cluster.leader.elect", target, err, "leader", e.To, "previous", e.From,
 				"reason", e.Reason, "epoch", e.Epoch+1)
-			return err
+			return done, err
 		}
 	}
-	return nil
+	return done, nil
 }

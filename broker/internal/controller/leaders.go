@@ -29,7 +29,7 @@ type election struct {
 	Partition int
 	Epoch     uint64
 	From, To  string
-	Reason    string // meta.ElectDead, ElectPreferred or ElectUnclean
+	Reason    string // meta.ElectDead, ElectShutdown, ElectPreferred or ElectUnclean
 }
 
 // leaderView is one read of what the election duties decide on. Its judgements use the
@@ -64,10 +64,14 @@ func newLeaderView(self string, now, since time.Time, failAfter time.Duration,
 	return v
 }
 
-// live reports whether id may be elected: this node, or a member whose record says alive and
-// whose last heartbeat is at most failAfter old. No grace for a new controller here: a
-// candidate must have proved itself alive.
+// live reports whether id may be elected: never a member in a controlled shutdown (its record
+// says stopping); otherwise this node, or a member whose record says alive and whose last
+// heartbeat is at most failAfter old. No grace for a new controller here: a candidate must have
+// proved itself alive.
 func (v *leaderView) live(id string) bool {
+	if v.members[id].Stopping {
+		return false
+	}
 	if id == v.self {
 		return true
 	}
@@ -168,7 +172,11 @@ func imbalanced(preferred, misled int) bool {
 // leader of and does not lead is elected back to it (reason preferred) when it is live, in the
 // ISR and not draining and no move is in flight; at most max elections, in topic/partition
 // order over the cluster.
-func (v *leaderView) planPreferred(max int) []election {
+func (v *leaderView) planPreferred(max int) []election { return v.preferredPlan(max, false) }
+
+// preferredPlan is planPreferred; with anyImbalance (an operator's request) every such
+// partition qualifies, whatever its preferred leader's imbalance.
+func (v *leaderView) preferredPlan(max int, anyImbalance bool) []election {
 	preferred, misled := v.imbalance()
 	var out []election
 	for _, a := range v.parts {
@@ -177,11 +185,40 @@ func (v *leaderView) planPreferred(max int) []election {
 		}
 		pref := a.ReplicaSet()[0]
 		switch {
-		case a.Owner == pref, a.Target != "", !imbalanced(preferred[pref], misled[pref]):
+		case a.Owner == pref, a.Target != "", !anyImbalance && !imbalanced(preferred[pref], misled[pref]):
 		case !slices.Contains(a.InSync(), pref), !v.live(pref), v.members[pref].Draining:
 		default:
 			out = append(out, v.electionOf(a, pref, meta.ElectPreferred))
 		}
 	}
 	return out
+}
+
+// planShutdown is controlled shutdown (docs/internals/replication.md §9): for each replicated
+// partition led by a member in stopping (every stopping member when stopping is nil), the first
+// replica in replica order that is in the ISR, is not the leader and is live (so not stopping
+// either), reason shutdown. A partition whose leader failed is planFailover's. A partition with
+// a single-replica move in flight, or with no such replica, is left with its leader: it is
+// counted in stuck, and the failover of §7 takes it once the leader is gone. led counts the
+// partitions the stopping members lead.
+func (v *leaderView) planShutdown(stopping func(id string) bool) (es []election, led, stuck int) {
+	if stopping == nil {
+		stopping = func(id string) bool { return v.members[id].Stopping }
+	}
+	for _, a := range v.parts {
+		if !stopping(a.Owner) || v.failed(a.Owner) {
+			continue
+		}
+		led++
+		to := ""
+		if a.Target == "" {
+			to = v.firstLive(a.ReplicaSet(), a.Owner, a.InSync())
+		}
+		if to == "" {
+			stuck++
+			continue
+		}
+		es = append(es, v.electionOf(a, to, meta.ElectShutdown))
+	}
+	return es, led, stuck
 }

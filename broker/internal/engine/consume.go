@@ -60,6 +60,7 @@ func (e *Engine) Consume(ctx context.Context, t meta.Topic, req service.ConsumeR
 		}
 		cctx, cancel := context.WithTimeout(ctx, req.Wait+pinnedRPCSlack)
 		defer cancel()
+		req.Epoch = e.addressedEpoch(t, req.Partition)
 		msgs, err := e.peers.Consume(cctx, o.addr, t.Name, req, false)
 		if err != nil {
 			if errors.Is(err, errcode.ErrGone) || errors.Is(err, errcode.ErrNotFound) {

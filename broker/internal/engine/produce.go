@@ -54,20 +54,38 @@ func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []service.Produ
 // min_insync_replicas replicas. The ingress WAL is not used: it would make the answering node's
 // disk the durability point. A failure after some batches committed leaves them committed (a
 // retry duplicates them); a failed wait means the outcome of that batch is unknown.
+//
+// Keyless records avoid partitions that cannot take them (replica_reroute.go): the pick skips
+// a partition whose ISR, in the local replica, is below min_insync_replicas, and a keyless
+// batch its leader refuses with not_enough_replicas goes to another partition. Keyed and
+// pinned records keep their partition and its 503.
 func (e *Engine) produceReplicated(ctx context.Context, t meta.Topic, recs []service.ProduceRecord) error {
 	now := e.now().UnixMilli()
-	groups := map[int][]wal.Record{}
-	var order []int
-	for _, r := range recs {
-		p := e.pickPartition(t, r)
-		if _, ok := groups[p]; !ok {
-			order = append(order, p)
-		}
-		groups[p] = append(groups[p], wal.Record{Topic: t.Name, Incarnation: t.Incarnation, Key: r.Key,
-			Partition: uint32(p), AcceptedAtMs: now, Payload: r.Payload})
+	type group struct {
+		p     int
+		loose bool // keyless: may go to another partition
 	}
-	for _, p := range order {
-		if err := e.commitAtLeader(ctx, t, p, groups[p]); err != nil {
+	groups := map[group][]wal.Record{}
+	var order []group
+	for _, r := range recs {
+		g := group{p: e.pickPartition(t, r), loose: r.Partition < 0 && r.Key == ""}
+		if g.loose {
+			g.p = e.writablePartition(t, g.p)
+		}
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], wal.Record{Topic: t.Name, Incarnation: t.Incarnation, Key: r.Key,
+			Partition: uint32(g.p), AcceptedAtMs: now, Payload: r.Payload})
+	}
+	for _, g := range order {
+		var err error
+		if g.loose {
+			err = e.commitKeyless(ctx, t, g.p, groups[g], e.commitAtLeader)
+		} else {
+			err = e.commitAtLeader(ctx, t, g.p, groups[g])
+		}
+		if err != nil {
 			return err
 		}
 	}

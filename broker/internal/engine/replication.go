@@ -9,6 +9,7 @@ import (
 	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/replica"
 	"narad.dev/broker/internal/replication"
+	"narad.dev/broker/internal/service"
 )
 
 // The engine's part in replicated partitions (docs/internals/replication.md §4–§7): the
@@ -34,6 +35,10 @@ func (e *Engine) newReplication() {
 			e.countISRChange(change)
 			e.log.Info("audit", "event", "replication.isr."+change, "actor", e.cfg.NodeID, "topic", topic,
 				"partition", p, "isr", isr, "outcome", "ok")
+		},
+		Stopping: func(id string) bool { // the store, not the view: the flag bumps no version
+			m, ok := e.meta.Member(id)
+			return ok && m.Stopping
 		},
 		Host:   e.host,
 		Logger: e.log,
@@ -109,3 +114,18 @@ func (e *Engine) ReplicaHost() MeteredHost {
 
 // replicated reports whether t's partitions are replicated (R ≥ 2).
 func replicated(t meta.Topic) bool { return t.RF() >= 2 }
+
+// addressedEpoch is the leader epoch a consume or ack forwarded to partition p's leader
+// names (docs/internals/replication.md §7): the epoch of the local replica's assignment for a
+// replicated topic, none otherwise. The leader refuses another epoch with stale_epoch, which
+// the forwarding answers as a leadership that moved (503, retry).
+func (e *Engine) addressedEpoch(t meta.Topic, p int) service.LeaderEpoch {
+	if !replicated(t) {
+		return service.LeaderEpoch{}
+	}
+	a, ok := e.view.Assignment(t.Name, p)
+	if !ok {
+		return service.LeaderEpoch{}
+	}
+	return service.EpochOf(a.LeaderEpoch)
+}

@@ -105,6 +105,7 @@ func (e *Engine) Ack(ctx context.Context, t meta.Topic, entries []service.AckEnt
 			sub := make([]service.AckEntry, len(idx))
 			for j, i := range idx {
 				sub[j] = entries[i]
+				sub[j].Epoch = e.addressedEpoch(t, sub[j].Partition)
 			}
 			actx, cancel := context.WithTimeout(ctx, peerCallTimeout)
 			defer cancel()

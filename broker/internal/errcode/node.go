@@ -91,15 +91,20 @@ var (
 		as:       map[error]error{ErrTopicGone: ErrNotFound},
 		byStatus: map[int32]error{400: ErrInvalid, 404: ErrNotFound, 409: ErrConflict, 410: ErrGone, 421: ErrNotOwner}}
 	// Consume (op 2) is Data, plus: a partition whose owner is down is a 421 too, because the
-	// owner side never forwards; the caller reads it as not the owner.
+	// owner side never forwards; the caller reads it as not the owner. A leader epoch the owner
+	// does not lead under travels as stale_epoch (docs/internals/replication.md §7), ahead of
+	// ErrConflict, of which it is a kind.
 	Consume = Data.with(func(p *Plane) {
-		p.sends = append([]error{ErrOwnerDown}, p.sends...)
+		p.sends = append([]error{ErrOwnerDown, ErrStaleEpoch}, p.sends...)
 		p.as[ErrOwnerDown] = ErrNotOwner
 	})
 	// AckResult: one entry's result inside an op 31 reply. The caller retries an entry whose
-	// partition moved (421 reads as unavailable) and treats every 410 as a stale lease.
+	// partition moved (421, and a stale leader epoch, read as unavailable) and treats every
+	// 410 as a stale lease.
 	AckResult = Data.with(func(p *Plane) {
 		p.as[ErrNotOwner] = ErrUnavailable
+		p.sends = append([]error{ErrStaleEpoch}, p.sends...) // ahead of ErrConflict, as for Consume
+		p.as[ErrStaleEpoch] = ErrUnavailable                 // a leadership that moved, as a 421
 		p.as[ErrGone] = ErrStale
 		p.byStatus[410] = ErrStale
 		p.byStatus[421] = ErrUnavailable

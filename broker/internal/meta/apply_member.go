@@ -3,7 +3,8 @@ package meta
 import "slices"
 
 // memberJoin is op 6: upsert a member with status alive. The stored draining flag survives
-// re-registration (the command's Draining is ignored). Routing-members bumps only when the
+// re-registration (the command's Draining is ignored); the stopping flag does not (a node that
+// registers again has restarted, docs/internals/replication.md §9). Routing-members bumps only when the
 // member is new or its addresses, status or rack change — never for the heartbeat stamp alone.
 func (x *txn) memberJoin(c *memberCmd) Result {
 	m := c.Member
@@ -31,8 +32,9 @@ func (x *txn) memberJoin(c *memberCmd) Result {
 	return okResult()
 }
 
-// memberHeartbeat is op 7: stamp last_heartbeat (never backwards); a dead member becomes
-// alive (which bumps routing-members; the stamp alone does not).
+// memberHeartbeat is op 7: stamp last_heartbeat (never backwards) and set the stopping flag to
+// the command's (docs/internals/replication.md §9); a dead member becomes alive (which bumps
+// routing-members; the stamp and the flag alone do not).
 func (x *txn) memberHeartbeat(c *heartbeatCmd) Result {
 	cur, ok := x.member(c.ID)
 	if !ok {
@@ -41,6 +43,7 @@ func (x *txn) memberHeartbeat(c *heartbeatCmd) Result {
 	next := cur
 	next.LastHeartbeat = max(cur.LastHeartbeat, c.At)
 	next.Status = MemberAlive
+	next.Stopping = c.Stopping
 	if next == cur {
 		return okResult()
 	}

@@ -1,6 +1,10 @@
 package meta
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
 
 func member(id string, hb int64) memberCmd {
 	return memberCmd{Member: Member{ID: id, Addr: id + ":7942", ClusterAddr: id + ":7943", LastHeartbeat: hb}}
@@ -105,5 +109,29 @@ func TestUserRules(t *testing.T) {
 	tf.must(OutcomeOK, OpDeleteUser, userNameCmd{Username: "alice"})
 	if us := tf.store().Users(); len(us) != 1 || us[0].Username != "admin" {
 		t.Fatalf("users %+v", us)
+	}
+}
+
+// The stopping flag (docs/internals/replication.md §9): set by a stopping heartbeat, cleared by
+// the next plain heartbeat or a re-registration, and absent from the stored record while false.
+func TestMemberStoppingFlag(t *testing.T) {
+	tf := newTestFSM(t)
+	tf.must(OutcomeOK, OpMemberJoin, member("n1", 10))
+	before, _ := tf.store().Member("n1")
+	if raw, _ := json.Marshal(before); strings.Contains(string(raw), "stopping") {
+		t.Fatalf("a member that is not stopping stores the flag: %s", raw)
+	}
+	tf.must(OutcomeOK, OpMemberHeartbeat, heartbeatCmd{ID: "n1", At: 11, Stopping: true})
+	if m, _ := tf.store().Member("n1"); !m.Stopping || m.LastHeartbeat != 11 {
+		t.Fatalf("after a stopping heartbeat %+v: want stopping, stamp 11", m)
+	}
+	tf.must(OutcomeOK, OpMemberHeartbeat, heartbeatCmd{ID: "n1", At: 12})
+	if m, _ := tf.store().Member("n1"); m.Stopping {
+		t.Fatal("a plain heartbeat did not clear the stopping flag")
+	}
+	tf.must(OutcomeOK, OpMemberHeartbeat, heartbeatCmd{ID: "n1", At: 13, Stopping: true})
+	tf.must(OutcomeOK, OpMemberJoin, member("n1", 14))
+	if m, _ := tf.store().Member("n1"); m.Stopping {
+		t.Fatal("re-registration did not clear the stopping flag")
 	}
 }

@@ -101,6 +101,8 @@ type memberCmd struct {
 type heartbeatCmd struct {
 	ID string `json:"id"`
 	At int64  `json:"at"`
+	// Stopping: the member is in a controlled shutdown; absent (false) clears the flag.
+	Stopping bool `json:"stopping,omitempty"`
 }
 
 type memberIDCmd struct {

@@ -127,6 +127,14 @@ func (s *Store) MemberHeartbeat(ctx context.Context, id string, at int64) error 
 	return err
 }
 
+// MemberStopping is MemberHeartbeat for a member in a controlled shutdown: it also sets the
+// member's stopping flag, which the next plain heartbeat (a restart) clears
+// (docs/internals/replication.md §9).
+func (s *Store) MemberStopping(ctx context.Context, id string, at int64) error {
+	_, err := s.propose(ctx, OpMemberHeartbeat, heartbeatCmd{ID: id, At: at, Stopping: true})
+	return err
+}
+
 // MemberDead marks a member dead.
 func (s *Store) MemberDead(ctx context.Context, id string) error {
 	_, err := s.propose(ctx, OpMemberDead, memberIDCmd{ID: id})

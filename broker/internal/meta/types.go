@@ -133,6 +133,10 @@ type Member struct {
 	// Rack is the member's failure domain (docs/internals/replication.md §3); "" = a rack of
 	// its own (its ID). Placement only; no routing rule reads it.
 	Rack string `json:"rack,omitempty"`
+	// Stopping: the member began a controlled shutdown (docs/internals/replication.md §9). Each
+	// heartbeat (op 7) states it, so the first heartbeat of a restarted node clears it, as does
+	// op 6. Election planners never pick a stopping member. Omitted while false.
+	Stopping bool `json:"stopping,omitempty"`
 }
 
 // Grant actions (docs/internals/http-api.md §1.3).

@@ -69,7 +69,7 @@ func (p Peers) Consume(ctx context.Context, addr, topic string, req service.Cons
 		return nil, err
 	}
 	rep, err := c.Consume(ctx, &nodepb.ConsumeRequest{Topic: topic, Partition: int32(req.Partition), Offset: req.Offset,
-		WaitMs: req.Wait.Milliseconds(), LocalOnly: localOnly, MaxMessages: int32(req.Max)})
+		WaitMs: req.Wait.Milliseconds(), LocalOnly: localOnly, MaxMessages: int32(req.Max), LeaderEpoch: wireEpoch(req.Epoch)})
 	if err != nil {
 		return nil, transportError(addr, err)
 	}
@@ -102,7 +102,8 @@ func (p Peers) Ack(ctx context.Context, addr, topic string, entries []service.Ac
 		case service.OpNack:
 			mode = nodepb.AckMode_ACK_MODE_NACK
 		}
-		req.Entries[i] = &nodepb.AckEntry{Partition: int32(en.Partition), Offset: en.Offset, Nonce: en.Nonce, Mode: mode}
+		req.Entries[i] = &nodepb.AckEntry{Partition: int32(en.Partition), Offset: en.Offset, Nonce: en.Nonce, Mode: mode,
+			LeaderEpoch: wireEpoch(en.Epoch)}
 	}
 	rep, err := c.AckBatch(ctx, req)
 	if err != nil {

@@ -94,6 +94,12 @@ func (s *Service) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (*nod
 	if max < 1 {
 		max = 1
 	}
+	if req.Partition >= 0 {
+		if err := s.checkEpoch(t.Name, int(req.Partition), epochFromWire(req.LeaderEpoch)); err != nil {
+			st, reason, msg := errcode.Consume.Reply(err)
+			return &nodepb.ConsumeReply{Status: st, Error: msg, Reason: string(reason)}, nil
+		}
+	}
 	// The owner side never forwards: a reply about a partition owned elsewhere is a 421, so
 	// two nodes with diverging replicas can never bounce a request between them.
 	msgs, err := s.e.Consume(ctx, t, service.ConsumeRequest{Partition: int(req.Partition), Offset: req.Offset,
@@ -245,9 +251,10 @@ func (s *Service) AckBatch(ctx context.Context, req *nodepb.AckBatchRequest) (*n
 		case nodepb.AckMode_ACK_MODE_NACK:
 			op = service.OpNack
 		}
-		entries[i] = service.AckEntry{Partition: int(en.Partition), Offset: en.Offset, Nonce: en.Nonce, Op: op}
+		entries[i] = service.AckEntry{Partition: int(en.Partition), Offset: en.Offset, Nonce: en.Nonce, Op: op,
+			Epoch: epochFromWire(en.LeaderEpoch)}
 	}
-	errs := s.e.AckLocal(t, entries)
+	errs := s.ackFenced(t, entries)
 	rep := &nodepb.AckBatchReply{Status: 200, Results: make([]*nodepb.AckResult, len(errs))}
 	for i, err := range errs {
 		st, reason, msg := errcode.AckResult.Reply(err)

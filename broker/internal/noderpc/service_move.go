@@ -46,6 +46,8 @@ type MoveDeps struct {
 	Source   MoveSource
 	Reporter MoveReporter
 	Decom    Decommissioner
+	// Elector serves op 36 (service_elect.go); nil: it answers 503.
+	Elector LeaderElector
 }
 
 // ErrMoveUnwired answers an op whose object this node was built without.

@@ -87,6 +87,8 @@ type ReplicaHost interface {
 	EndOffset(ctx context.Context, topic string, p int, incarnation string, leaderEpoch, epoch uint64) (uint64, int64, bool, error)
 	// EpochOf is the epoch this node leads topic/p under (0 when it does not).
 	EpochOf(topic string, p int) uint64
+	// Leader is this node's leadership of topic/p, if it leads it.
+	Leader(topic string, p int) (*replica.Leader, bool)
 }
 
 var _ ReplicaHost = (*replica.Host)(nil)

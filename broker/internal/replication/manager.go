@@ -65,6 +65,10 @@ type Deps struct {
 	Tick        time.Duration // 0 → DefaultTick
 	LagMax      time.Duration // 0 → DefaultReplicaLagMax
 	FetchWait   time.Duration // 0 → DefaultFetchWait
+
+	// Stopping reports a member in a controlled shutdown (docs/internals/replication.md §9):
+	// a leadership does not expand the ISR to it. nil: none is.
+	Stopping func(id string) bool
 }
 
 type key struct {
@@ -245,6 +249,9 @@ func (m *Manager) keepISR(ctx context.Context, k key, s Slot, r *role) {
 		}
 	}
 	shrink, expand := ld.ShrinkCandidates(m.d.LagMax), ld.ExpandCandidates()
+	if m.d.Stopping != nil {
+		expand = slices.DeleteFunc(expand, m.d.Stopping) // it left the ISR on its way out
+	}
 	if len(shrink) == 0 && len(expand) == 0 {
 		return
 	}

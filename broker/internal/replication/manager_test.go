@@ -23,11 +23,18 @@ import (
 // world is the metastore the test's nodes share: one replicated topic and its assignment of
 // partition 0, which the test changes.
 type world struct {
-	mu    sync.Mutex
-	topic meta.Topic
-	a     meta.Assignment
-	nodes map[string]*node
-	isrs  [][]string // every ISR a proposal installed, in order
+	mu       sync.Mutex
+	topic    meta.Topic
+	a        meta.Assignment
+	nodes    map[string]*node
+	isrs     [][]string      // every ISR a proposal installed, in order
+	stopping map[string]bool // members in a controlled shutdown
+}
+
+func (w *world) setStopping(id string, on bool) {
+	w.mu.Lock()
+	w.stopping[id] = on
+	w.mu.Unlock()
 }
 
 func (w *world) assignment() meta.Assignment {
@@ -74,7 +81,7 @@ func newWorld(t *testing.T, ids ...string) *world { return newWorldOf(t, ids, id
 // newWorldOf runs a manager on each of ids; partition 0 starts on replicas, led by the first.
 func newWorldOf(t *testing.T, replicas []string, ids ...string) *world {
 	w := &world{topic: meta.Topic{Name: "t", Partitions: 1, Incarnation: "0123456789abcdef", ReplicationFactor: len(replicas),
-		MinInsyncReplicas: 2}, nodes: map[string]*node{}}
+		MinInsyncReplicas: 2}, nodes: map[string]*node{}, stopping: map[string]bool{}}
 	w.a = meta.Assignment{Topic: "t", Partition: 0, Owner: replicas[0], Replicas: replicas, ISR: replicas}
 	for _, id := range ids {
 		w.nodes[id] = w.newNode(t, id)
@@ -131,6 +138,11 @@ func (w *world) newNode(t *testing.T, id string) *node {
 		FetchWait:  50 * time.Millisecond,
 		Slots:      func() []Slot { return []Slot{{Topic: w.topicNow(), A: w.assignment()}} },
 		MemberAddr: func(id string) (string, bool) { return id, true },
+		Stopping: func(id string) bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.stopping[id]
+		},
 		Source: func(addr, topic string, _ int, inc string, wait time.Duration) replica.Source {
 			return source{host: w.node(addr).host, topic: topic, incarnation: inc, wait: wait}
 		},
@@ -514,4 +526,43 @@ func TestALeadershipFollowsReplicaChangesUnderOneEpoch(t *testing.T) {
 	}
 	w.set(meta.Assignment{Topic: "t", Partition: 0, Owner: "a", Replicas: []string{"a", "c"}, ISR: []string{"a", "c"}})
 	testwait.For(t, 5*time.Second, "the leadership forgets b", func() bool { return ld.Configured([]string{"a", "c"}, 2) })
+}
+
+// A member in a controlled shutdown that left the ISR (docs/internals/replication.md §9) is not
+// expanded back while it still fetches and is caught up; once it is no longer stopping (it
+// restarted) the leader adds it back.
+func TestALeaderDoesNotExpandTheISRToAStoppingMember(t *testing.T) {
+	w := newWorld(t, "a", "b", "c")
+	a := w.nodes["a"]
+	testwait.For(t, 5*time.Second, "a leads", func() bool { _, ok := a.host.Leader("t", 0); return ok })
+	if err := commit(t, a, w, "x1"); err != nil {
+		t.Fatal(err)
+	}
+	w.setStopping("c", true)
+	w.mu.Lock()
+	w.a.ISR = []string{"a", "b"} // c's own op 23 on its way out
+	w.mu.Unlock()
+	a.m.Kick()
+	ld, _ := a.host.Leader("t", 0)
+	testwait.For(t, 5*time.Second, "a installs the isr without c", func() bool { return sameSet(ld.ISR(), []string{"a", "b"}) })
+	for i := range 3 {
+		if err := commit(t, a, w, fmt.Sprintf("y%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testwait.For(t, 5*time.Second, "c caught up: an expand candidate", func() bool {
+		return slices.Contains(ld.ExpandCandidates(), "c")
+	})
+	for i := range 3 {
+		if err := commit(t, a, w, fmt.Sprintf("z%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if isr := w.assignment().ISR; !sameSet(isr, []string{"a", "b"}) {
+		t.Fatalf("isr = %v while c is stopping, want [a b]", isr)
+	}
+	w.setStopping("c", false)
+	testwait.For(t, 5*time.Second, "c back in the isr once not stopping", func() bool {
+		return sameSet(w.assignment().ISR, []string{"a", "b", "c"})
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/api"
+	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/noderpc"
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -41,6 +42,7 @@ type clusterPeers interface {
 	NodeStatus(ctx context.Context, addr string) (*nodepb.NodeStatusReply, error)
 	DecommissionMember(ctx context.Context, leaderAddr string, c noderpc.DecomCall) (noderpc.DecomResult, error)
 	MoveReport(ctx context.Context, addr, topic string, partition int) (transfer.Report, error)
+	ElectLeaders(ctx context.Context, leaderAddr string, c noderpc.ElectCall) ([]controller.Election, error)
 }
 
 var (

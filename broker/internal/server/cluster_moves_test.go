@@ -16,6 +16,7 @@ import (
 
 	"narad.dev/broker/internal/api"
 	"narad.dev/broker/internal/audit"
+	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/noderpc"
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -123,6 +124,8 @@ type fakePeers struct {
 	decom      func(noderpc.DecomCall) (noderpc.DecomResult, error)
 	statusErr  error
 	decomCalls []noderpc.DecomCall
+	elect      func(noderpc.ElectCall) ([]controller.Election, error)
+	electCalls []noderpc.ElectCall
 }
 
 func (f *fakePeers) NodeStatus(context.Context, string) (*nodepb.NodeStatusReply, error) {
@@ -140,6 +143,16 @@ func (f *fakePeers) DecommissionMember(_ context.Context, _ string, c noderpc.De
 		return noderpc.DecomResult{}, fmt.Errorf("%w: unreachable", meta.ErrNoLeader)
 	}
 	return f.decom(c)
+}
+
+func (f *fakePeers) ElectLeaders(_ context.Context, _ string, c noderpc.ElectCall) ([]controller.Election, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.electCalls = append(f.electCalls, c)
+	if f.elect == nil {
+		return nil, fmt.Errorf("%w: unreachable", meta.ErrNoLeader)
+	}
+	return f.elect(c)
 }
 
 func (f *fakePeers) MoveReport(ctx context.Context, addr, _ string, _ int) (transfer.Report, error) {

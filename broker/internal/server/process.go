@@ -75,6 +75,10 @@ type process struct {
 
 	ingress *group // the dispatcher: stops before the engine closes the partition logs
 	loops   *group // every other background loop
+
+	// stopping is set when a controlled shutdown begins: the heartbeat loop then keeps the
+	// member's stopping flag set (docs/internals/replication.md §9).
+	stopping atomic.Bool
 }
 
 // open builds the node up to serving HTTP, node RPC and (when configured) profiling, short
@@ -296,7 +300,7 @@ func (p *process) newMoves() error {
 		Logger:            p.logger,
 		ForcePromoteAfter: cfg.ForcePromoteAfter,
 	})
-	p.mv = noderpc.MoveDeps{Source: e, Reporter: p.runner, Decom: p.ctrl}
+	p.mv = noderpc.MoveDeps{Source: e, Reporter: p.runner, Decom: p.ctrl, Elector: p.ctrl}
 	return nil
 }
 
@@ -377,7 +381,7 @@ func (p *process) start(ctx context.Context) error {
 	e.DispatcherStarted(p.in.Undispatched)
 	p.loops.run(func(ctx context.Context) { _ = e.Run(ctx) })
 	p.loops.run(func(ctx context.Context) {
-		heartbeat(ctx, p.store, self(cfg, p.advertise, httpAddr), cfg.HeartbeatInterval, logger)
+		heartbeat(ctx, p.store, self(cfg, p.advertise, httpAddr), cfg.HeartbeatInterval, p.stopping.Load, logger)
 	})
 	p.loops.run(func(ctx context.Context) { _ = p.ctrl.Run(ctx) })
 	p.loops.run(func(ctx context.Context) { _ = p.fan.Run(ctx) })
@@ -396,13 +400,15 @@ func (p *process) start(ctx context.Context) error {
 }
 
 // stop shuts the node down gracefully, whether or not start succeeded: /healthz → 503,
-// leadership handed to another voter, HTTP drained for the shutdown grace, the dispatcher
+// leadership of its replicated partitions handed to other in-sync replicas (handOffLeaders),
+// Raft leadership handed to another voter, HTTP drained for the shutdown grace, the dispatcher
 // stopped before the ingress WAL closes and before the engine closes the partition logs, the
 // loops stopped, then node RPC, the cluster port and the metastore. It returns the errors of
 // closing the ingress WAL and the metastore.
 func (p *process) stop() error {
 	p.logger.Info("shutting down", "node", p.cfg.NodeID)
 	p.e.BeginShutdown() // /healthz → 503
+	p.handOffLeaders()
 	if p.store.IsLeader() {
 		if n := len(p.store.Members()); n > 1 {
 			_ = p.store.Raft().LeadershipTransfer().Error()
@@ -415,4 +421,26 @@ func (p *process) stop() error {
 	_ = p.stopGRPC.close()
 	_ = p.closeMux.close()
 	return errors.Join(werr, p.cleanup.unwind()) // the metastore, then the peer pool
+}
+
+// handOffLeaders is controlled shutdown (docs/internals/replication.md §9): while HTTP and node
+// RPC still serve, leadership of every replicated partition this node leads moves to another
+// live in-sync replica, for at most controller.ShutdownHandOffTimeout. What it could not move
+// fails over once the node is gone (§7).
+func (p *process) handOffLeaders() {
+	if p.ctrl == nil || p.store == nil || !p.ctrl.InReplicatedISR() {
+		return // nothing to hand off: the member record and the heartbeats stay as before
+	}
+	p.stopping.Store(true)
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), controller.ShutdownHandOffTimeout)
+	defer cancel()
+	left, err := p.ctrl.HandOffLeaders(ctx)
+	switch {
+	case err != nil || left > 0:
+		p.logger.Warn("controlled shutdown: replicated partitions still led by this node", "left", left,
+			"err", err, "seconds", time.Since(began).Seconds())
+	default:
+		p.logger.Info("controlled shutdown: this node leads no replicated partition", "seconds", time.Since(began).Seconds())
+	}
 }

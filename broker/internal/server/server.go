@@ -153,7 +153,9 @@ func seedRoot(ctx context.Context, cfg config.Serve, store *meta.Store, logger *
 }
 
 // heartbeat upserts this member's record every interval (5 s by default, docs/internals/metastore.md §11); a follower's heartbeat is forwarded to the leader.
-func heartbeat(ctx context.Context, store *meta.Store, me meta.Member, interval time.Duration, logger *slog.Logger) {
+// Once stopping reports true (a controlled shutdown, docs/internals/replication.md §9) each
+// heartbeat keeps the member's stopping flag set.
+func heartbeat(ctx context.Context, store *meta.Store, me meta.Member, interval time.Duration, stopping func() bool, logger *slog.Logger) {
 	if interval <= 0 {
 		interval = heartbeatInterval
 	}
@@ -167,7 +169,13 @@ func heartbeat(ctx context.Context, store *meta.Store, me meta.Member, interval 
 		}
 		hctx, cancel := context.WithTimeout(ctx, interval)
 		me.LastHeartbeat = time.Now().Unix()
-		if err := register(hctx, store, me); err != nil && ctx.Err() == nil {
+		beat := register
+		if stopping() {
+			beat = func(ctx context.Context, store *meta.Store, m meta.Member) error {
+				return store.MemberStopping(ctx, m.ID, m.LastHeartbeat)
+			}
+		}
+		if err := beat(hctx, store, me); err != nil && ctx.Err() == nil {
 			logger.Warn("heartbeat", "node", me.ID, "err", err)
 		}
 		cancel()

@@ -20,7 +20,20 @@ type ConsumeRequest struct {
 	// LocalOnly is set only on the node-to-node plane: serve what this node owns, never
 	// forward (a queue probe from another node, or a forwarded pinned/replay read).
 	LocalOnly bool
+	// Epoch, on the node-to-node plane, is the leader epoch a pinned partition of a
+	// replicated topic was addressed under (docs/internals/replication.md §7).
+	Epoch LeaderEpoch
 }
+
+// LeaderEpoch is a leader epoch a node-to-node request names, or none (Set false: an
+// unreplicated partition, or a sender that predates epochs). Epoch 0 is a real epoch.
+type LeaderEpoch struct {
+	Set   bool
+	Value uint64
+}
+
+// EpochOf is the LeaderEpoch value v, set.
+func EpochOf(v uint64) LeaderEpoch { return LeaderEpoch{Set: true, Value: v} }
 
 // Message is one delivered record. ReceiptHandle is empty on replay.
 type Message struct {
@@ -49,4 +62,7 @@ type AckEntry struct {
 	Offset    int64
 	Nonce     uint64
 	Op        AckOp
+	// Epoch, on the node-to-node plane, is the leader epoch of a replicated partition the
+	// entry was addressed under (docs/internals/replication.md §7).
+	Epoch LeaderEpoch
 }

@@ -149,7 +149,11 @@ type ConsumeRequest struct {
 	// true: serve only partitions this node owns, never forward (the queue-mode probe).
 	LocalOnly bool `protobuf:"varint,5,opt,name=local_only,json=localOnly,proto3" json:"local_only,omitempty"`
 	// Most messages to return (docs/internals/http-api.md §6.1); 0 is read as 1.
-	MaxMessages   int32 `protobuf:"varint,6,opt,name=max_messages,json=maxMessages,proto3" json:"max_messages,omitempty"`
+	MaxMessages int32 `protobuf:"varint,6,opt,name=max_messages,json=maxMessages,proto3" json:"max_messages,omitempty"`
+	// The leader epoch of a pinned partition of a replicated topic, as the sender's replica
+	// shows it (docs/internals/replication.md §7); absent otherwise. The owner refuses any
+	// other epoch than the one it leads under with stale_epoch (409).
+	LeaderEpoch   *uint64 `protobuf:"varint,7,opt,name=leader_epoch,json=leaderEpoch,proto3,oneof" json:"leader_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -222,6 +226,13 @@ func (x *ConsumeRequest) GetLocalOnly() bool {
 func (x *ConsumeRequest) GetMaxMessages() int32 {
 	if x != nil {
 		return x.MaxMessages
+	}
+	return 0
+}
+
+func (x *ConsumeRequest) GetLeaderEpoch() uint64 {
+	if x != nil && x.LeaderEpoch != nil {
+		return *x.LeaderEpoch
 	}
 	return 0
 }
@@ -314,8 +325,8 @@ func (x *Message) GetReceiptHandle() string {
 
 type ConsumeReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// 200 with messages, 204 nothing within wait, 410 replay offset aged out, 421 not owner,
-	// 503 unavailable.
+	// 200 with messages, 204 nothing within wait, 409 stale leader epoch, 410 replay offset
+	// aged out, 421 not owner, 503 unavailable.
 	Status   int32      `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
 	Error    string     `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	Messages []*Message `protobuf:"bytes,3,rep,name=messages,proto3" json:"messages,omitempty"`
@@ -385,11 +396,15 @@ func (x *ConsumeReply) GetReason() string {
 }
 
 type AckEntry struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Partition     int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
-	Offset        int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
-	Nonce         uint64                 `protobuf:"varint,3,opt,name=nonce,proto3" json:"nonce,omitempty"`
-	Mode          AckMode                `protobuf:"varint,4,opt,name=mode,proto3,enum=narad.node.v1.AckMode" json:"mode,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Partition int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset    int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Nonce     uint64                 `protobuf:"varint,3,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	Mode      AckMode                `protobuf:"varint,4,opt,name=mode,proto3,enum=narad.node.v1.AckMode" json:"mode,omitempty"`
+	// The leader epoch of the entry's partition when its topic is replicated, as the sender's
+	// replica shows it (docs/internals/replication.md §7); absent otherwise. The owner refuses
+	// the entry under any other epoch than the one it leads under with stale_epoch (409).
+	LeaderEpoch   *uint64 `protobuf:"varint,5,opt,name=leader_epoch,json=leaderEpoch,proto3,oneof" json:"leader_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -452,6 +467,13 @@ func (x *AckEntry) GetMode() AckMode {
 	return AckMode_ACK_MODE_UNSPECIFIED
 }
 
+func (x *AckEntry) GetLeaderEpoch() uint64 {
+	if x != nil && x.LeaderEpoch != nil {
+		return *x.LeaderEpoch
+	}
+	return 0
+}
+
 type AckBatchRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -506,7 +528,8 @@ func (x *AckBatchRequest) GetEntries() []*AckEntry {
 
 type AckResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// 204 done, 400 malformed entry, 410 stale handle, 421 not owner, 503 retry.
+	// 204 done, 400 malformed entry, 409 stale leader epoch, 410 stale handle, 421 not owner,
+	// 503 retry.
 	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
 	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	// The error's reason code (errcode.Reason), so the caller maps it back to the same
@@ -3580,11 +3603,154 @@ func (x *ReplicaEndOffsetReply) GetEndOffset() int64 {
 	return 0
 }
 
+type ElectLeadersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The preferred-leader planner; else the failover planner, clean elections only.
+	Preferred bool `protobuf:"varint,1,opt,name=preferred,proto3" json:"preferred,omitempty"`
+	// Only this topic ("" = every replicated topic).
+	Topic string `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	// Only this partition of topic; -1 = every partition.
+	Partition     int32 `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElectLeadersRequest) Reset() {
+	*x = ElectLeadersRequest{}
+	mi := &file_nodepb_node_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElectLeadersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElectLeadersRequest) ProtoMessage() {}
+
+func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElectLeadersRequest.ProtoReflect.Descriptor instead.
+func (*ElectLeadersRequest) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ElectLeadersRequest) GetPreferred() bool {
+	if x != nil {
+		return x.Preferred
+	}
+	return false
+}
+
+func (x *ElectLeadersRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ElectLeadersRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type ElectLeadersReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 200 (elections_json), 400 bad request, 404 no such topic or partition, 421 not leader
+	// (see leader_hint), 503 else (elections_json lists what took effect before the failure).
+	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The elections that took effect: [{"topic","partition","from","to","reason","epoch"}].
+	ElectionsJson []byte `protobuf:"bytes,3,opt,name=elections_json,json=electionsJson,proto3" json:"elections_json,omitempty"`
+	LeaderHint    string `protobuf:"bytes,4,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	// The error's reason code (errcode.Reason).
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElectLeadersReply) Reset() {
+	*x = ElectLeadersReply{}
+	mi := &file_nodepb_node_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElectLeadersReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElectLeadersReply) ProtoMessage() {}
+
+func (x *ElectLeadersReply) ProtoReflect() protoreflect.Message {
+	mi := &file_nodepb_node_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElectLeadersReply.ProtoReflect.Descriptor instead.
+func (*ElectLeadersReply) Descriptor() ([]byte, []int) {
+	return file_nodepb_node_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ElectLeadersReply) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *ElectLeadersReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ElectLeadersReply) GetElectionsJson() []byte {
+	if x != nil {
+		return x.ElectionsJson
+	}
+	return nil
+}
+
+func (x *ElectLeadersReply) GetLeaderHint() string {
+	if x != nil {
+		return x.LeaderHint
+	}
+	return ""
+}
+
+func (x *ElectLeadersReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_nodepb_node_proto protoreflect.FileDescriptor
 
 const file_nodepb_node_proto_rawDesc = "" +
 	"\n" +
-	"\x11nodepb/node.proto\x12\rnarad.node.v1\"\xb7\x01\n" +
+	"\x11nodepb/node.proto\x12\rnarad.node.v1\"\xf0\x01\n" +
 	"\x0eConsumeRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
@@ -3592,7 +3758,9 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\await_ms\x18\x04 \x01(\x03R\x06waitMs\x12\x1d\n" +
 	"\n" +
 	"local_only\x18\x05 \x01(\bR\tlocalOnly\x12!\n" +
-	"\fmax_messages\x18\x06 \x01(\x05R\vmaxMessages\"\xba\x01\n" +
+	"\fmax_messages\x18\x06 \x01(\x05R\vmaxMessages\x12&\n" +
+	"\fleader_epoch\x18\a \x01(\x04H\x00R\vleaderEpoch\x88\x01\x01B\x0f\n" +
+	"\r_leader_epoch\"\xba\x01\n" +
 	"\aMessage\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x10\n" +
@@ -3604,12 +3772,14 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x122\n" +
 	"\bmessages\x18\x03 \x03(\v2\x16.narad.node.v1.MessageR\bmessages\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x82\x01\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xbb\x01\n" +
 	"\bAckEntry\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x14\n" +
 	"\x05nonce\x18\x03 \x01(\x04R\x05nonce\x12*\n" +
-	"\x04mode\x18\x04 \x01(\x0e2\x16.narad.node.v1.AckModeR\x04mode\"Z\n" +
+	"\x04mode\x18\x04 \x01(\x0e2\x16.narad.node.v1.AckModeR\x04mode\x12&\n" +
+	"\fleader_epoch\x18\x05 \x01(\x04H\x00R\vleaderEpoch\x88\x01\x01B\x0f\n" +
+	"\r_leader_epoch\"Z\n" +
 	"\x0fAckBatchRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x121\n" +
 	"\aentries\x18\x02 \x03(\v2\x17.narad.node.v1.AckEntryR\aentries\"Q\n" +
@@ -3863,7 +4033,18 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x05known\x18\x04 \x01(\bR\x05known\x12\x14\n" +
 	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\x12\x1d\n" +
 	"\n" +
-	"end_offset\x18\x06 \x01(\x03R\tendOffset*]\n" +
+	"end_offset\x18\x06 \x01(\x03R\tendOffset\"g\n" +
+	"\x13ElectLeadersRequest\x12\x1c\n" +
+	"\tpreferred\x18\x01 \x01(\bR\tpreferred\x12\x14\n" +
+	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x03 \x01(\x05R\tpartition\"\xa1\x01\n" +
+	"\x11ElectLeadersReply\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12%\n" +
+	"\x0eelections_json\x18\x03 \x01(\fR\relectionsJson\x12\x1f\n" +
+	"\vleader_hint\x18\x04 \x01(\tR\n" +
+	"leaderHint\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason*]\n" +
 	"\aAckMode\x12\x18\n" +
 	"\x14ACK_MODE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fACK_MODE_ACK\x10\x01\x12\x13\n" +
@@ -3872,7 +4053,7 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\tStatsMode\x12\x1a\n" +
 	"\x16STATS_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fSTATS_MODE_PEEK\x10\x01\x12\x14\n" +
-	"\x10STATS_MODE_EXACT\x10\x022\xce\x10\n" +
+	"\x10STATS_MODE_EXACT\x10\x022\xa4\x11\n" +
 	"\x04Node\x12E\n" +
 	"\aConsume\x12\x1d.narad.node.v1.ConsumeRequest\x1a\x1b.narad.node.v1.ConsumeReply\x12i\n" +
 	"\x13TopicPartitionStats\x12).narad.node.v1.TopicPartitionStatsRequest\x1a'.narad.node.v1.TopicPartitionStatsReply\x12f\n" +
@@ -3900,7 +4081,8 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\n" +
 	"MoveReport\x12 .narad.node.v1.MoveReportRequest\x1a\x1e.narad.node.v1.MoveReportReply\x12T\n" +
 	"\fReplicaFetch\x12\".narad.node.v1.ReplicaFetchRequest\x1a .narad.node.v1.ReplicaFetchReply\x12`\n" +
-	"\x10ReplicaEndOffset\x12&.narad.node.v1.ReplicaEndOffsetRequest\x1a$.narad.node.v1.ReplicaEndOffsetReplyB&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
+	"\x10ReplicaEndOffset\x12&.narad.node.v1.ReplicaEndOffsetRequest\x1a$.narad.node.v1.ReplicaEndOffsetReply\x12T\n" +
+	"\fElectLeaders\x12\".narad.node.v1.ElectLeadersRequest\x1a .narad.node.v1.ElectLeadersReplyB&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
 
 var (
 	file_nodepb_node_proto_rawDescOnce sync.Once
@@ -3915,7 +4097,7 @@ func file_nodepb_node_proto_rawDescGZIP() []byte {
 }
 
 var file_nodepb_node_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_nodepb_node_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_nodepb_node_proto_goTypes = []any{
 	(AckMode)(0),                         // 0: narad.node.v1.AckMode
 	(StatsMode)(0),                       // 1: narad.node.v1.StatsMode
@@ -3965,7 +4147,9 @@ var file_nodepb_node_proto_goTypes = []any{
 	(*ReplicaFetchReply)(nil),            // 45: narad.node.v1.ReplicaFetchReply
 	(*ReplicaEndOffsetRequest)(nil),      // 46: narad.node.v1.ReplicaEndOffsetRequest
 	(*ReplicaEndOffsetReply)(nil),        // 47: narad.node.v1.ReplicaEndOffsetReply
-	nil,                                  // 48: narad.node.v1.TopicPartitionStatsReply.FollowerLagEntry
+	(*ElectLeadersRequest)(nil),          // 48: narad.node.v1.ElectLeadersRequest
+	(*ElectLeadersReply)(nil),            // 49: narad.node.v1.ElectLeadersReply
+	nil,                                  // 50: narad.node.v1.TopicPartitionStatsReply.FollowerLagEntry
 }
 var file_nodepb_node_proto_depIdxs = []int32{
 	3,  // 0: narad.node.v1.ConsumeReply.messages:type_name -> narad.node.v1.Message
@@ -3973,7 +4157,7 @@ var file_nodepb_node_proto_depIdxs = []int32{
 	5,  // 2: narad.node.v1.AckBatchRequest.entries:type_name -> narad.node.v1.AckEntry
 	7,  // 3: narad.node.v1.AckBatchReply.results:type_name -> narad.node.v1.AckResult
 	1,  // 4: narad.node.v1.TopicPartitionStatsRequest.mode:type_name -> narad.node.v1.StatsMode
-	48, // 5: narad.node.v1.TopicPartitionStatsReply.follower_lag:type_name -> narad.node.v1.TopicPartitionStatsReply.FollowerLagEntry
+	50, // 5: narad.node.v1.TopicPartitionStatsReply.follower_lag:type_name -> narad.node.v1.TopicPartitionStatsReply.FollowerLagEntry
 	11, // 6: narad.node.v1.CommitProduceBatchRequest.entries:type_name -> narad.node.v1.ProduceEntry
 	27, // 7: narad.node.v1.CommitNotices.partitions:type_name -> narad.node.v1.PartitionRef
 	30, // 8: narad.node.v1.FanoutCursorsReply.cursors:type_name -> narad.node.v1.FanoutCursor
@@ -4002,32 +4186,34 @@ var file_nodepb_node_proto_depIdxs = []int32{
 	41, // 31: narad.node.v1.Node.MoveReport:input_type -> narad.node.v1.MoveReportRequest
 	43, // 32: narad.node.v1.Node.ReplicaFetch:input_type -> narad.node.v1.ReplicaFetchRequest
 	46, // 33: narad.node.v1.Node.ReplicaEndOffset:input_type -> narad.node.v1.ReplicaEndOffsetRequest
-	4,  // 34: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
-	10, // 35: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
-	13, // 36: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
-	15, // 37: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
-	17, // 38: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
-	19, // 39: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
-	8,  // 40: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
-	21, // 41: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 42: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 43: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
-	23, // 44: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
-	25, // 45: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
-	28, // 46: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
-	21, // 47: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
-	21, // 48: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
-	31, // 49: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
-	33, // 50: narad.node.v1.Node.ListPartitionSegments:output_type -> narad.node.v1.ListPartitionSegmentsReply
-	35, // 51: narad.node.v1.Node.FetchSegmentChunk:output_type -> narad.node.v1.FetchSegmentChunkReply
-	35, // 52: narad.node.v1.Node.StreamSegment:output_type -> narad.node.v1.FetchSegmentChunkReply
-	38, // 53: narad.node.v1.Node.PrepareHandoff:output_type -> narad.node.v1.PrepareHandoffReply
-	40, // 54: narad.node.v1.Node.DecommissionMember:output_type -> narad.node.v1.DecommissionMemberReply
-	42, // 55: narad.node.v1.Node.MoveReport:output_type -> narad.node.v1.MoveReportReply
-	45, // 56: narad.node.v1.Node.ReplicaFetch:output_type -> narad.node.v1.ReplicaFetchReply
-	47, // 57: narad.node.v1.Node.ReplicaEndOffset:output_type -> narad.node.v1.ReplicaEndOffsetReply
-	34, // [34:58] is the sub-list for method output_type
-	10, // [10:34] is the sub-list for method input_type
+	48, // 34: narad.node.v1.Node.ElectLeaders:input_type -> narad.node.v1.ElectLeadersRequest
+	4,  // 35: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
+	10, // 36: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
+	13, // 37: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
+	15, // 38: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
+	17, // 39: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
+	19, // 40: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
+	8,  // 41: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
+	21, // 42: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 43: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 44: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
+	23, // 45: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
+	25, // 46: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
+	28, // 47: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
+	21, // 48: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
+	21, // 49: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
+	31, // 50: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
+	33, // 51: narad.node.v1.Node.ListPartitionSegments:output_type -> narad.node.v1.ListPartitionSegmentsReply
+	35, // 52: narad.node.v1.Node.FetchSegmentChunk:output_type -> narad.node.v1.FetchSegmentChunkReply
+	35, // 53: narad.node.v1.Node.StreamSegment:output_type -> narad.node.v1.FetchSegmentChunkReply
+	38, // 54: narad.node.v1.Node.PrepareHandoff:output_type -> narad.node.v1.PrepareHandoffReply
+	40, // 55: narad.node.v1.Node.DecommissionMember:output_type -> narad.node.v1.DecommissionMemberReply
+	42, // 56: narad.node.v1.Node.MoveReport:output_type -> narad.node.v1.MoveReportReply
+	45, // 57: narad.node.v1.Node.ReplicaFetch:output_type -> narad.node.v1.ReplicaFetchReply
+	47, // 58: narad.node.v1.Node.ReplicaEndOffset:output_type -> narad.node.v1.ReplicaEndOffsetReply
+	49, // 59: narad.node.v1.Node.ElectLeaders:output_type -> narad.node.v1.ElectLeadersReply
+	35, // [35:60] is the sub-list for method output_type
+	10, // [10:35] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name
@@ -4038,13 +4224,15 @@ func file_nodepb_node_proto_init() {
 	if File_nodepb_node_proto != nil {
 		return
 	}
+	file_nodepb_node_proto_msgTypes[0].OneofWrappers = []any{}
+	file_nodepb_node_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nodepb_node_proto_rawDesc), len(file_nodepb_node_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   47,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -54,6 +54,7 @@ const (
 	Node_MoveReport_FullMethodName            = "/narad.node.v1.Node/MoveReport"
 	Node_ReplicaFetch_FullMethodName          = "/narad.node.v1.Node/ReplicaFetch"
 	Node_ReplicaEndOffset_FullMethodName      = "/narad.node.v1.Node/ReplicaEndOffset"
+	Node_ElectLeaders_FullMethodName          = "/narad.node.v1.Node/ElectLeaders"
 )
 
 // NodeClient is the client API for Node service.
@@ -130,6 +131,9 @@ type NodeClient interface {
 	// Op 35. Served by the leader of a replicated partition (docs/internals/replication.md §7):
 	// where a given leader epoch ends in the leader's log, for a follower's truncation.
 	ReplicaEndOffset(ctx context.Context, in *ReplicaEndOffsetRequest, opts ...grpc.CallOption) (*ReplicaEndOffsetReply, error)
+	// Op 36. Raft leader only (421 + hint elsewhere): run a leader-election planner once, for
+	// POST /v1/cluster/elect-leaders (docs/internals/http-api.md §2.22).
+	ElectLeaders(ctx context.Context, in *ElectLeadersRequest, opts ...grpc.CallOption) (*ElectLeadersReply, error)
 }
 
 type nodeClient struct {
@@ -398,6 +402,16 @@ func (c *nodeClient) ReplicaEndOffset(ctx context.Context, in *ReplicaEndOffsetR
 	return out, nil
 }
 
+func (c *nodeClient) ElectLeaders(ctx context.Context, in *ElectLeadersRequest, opts ...grpc.CallOption) (*ElectLeadersReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ElectLeadersReply)
+	err := c.cc.Invoke(ctx, Node_ElectLeaders_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NodeServer is the server API for Node service.
 // All implementations must embed UnimplementedNodeServer
 // for forward compatibility.
@@ -472,6 +486,9 @@ type NodeServer interface {
 	// Op 35. Served by the leader of a replicated partition (docs/internals/replication.md §7):
 	// where a given leader epoch ends in the leader's log, for a follower's truncation.
 	ReplicaEndOffset(context.Context, *ReplicaEndOffsetRequest) (*ReplicaEndOffsetReply, error)
+	// Op 36. Raft leader only (421 + hint elsewhere): run a leader-election planner once, for
+	// POST /v1/cluster/elect-leaders (docs/internals/http-api.md §2.22).
+	ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersReply, error)
 	mustEmbedUnimplementedNodeServer()
 }
 
@@ -553,6 +570,9 @@ func (UnimplementedNodeServer) ReplicaFetch(context.Context, *ReplicaFetchReques
 }
 func (UnimplementedNodeServer) ReplicaEndOffset(context.Context, *ReplicaEndOffsetRequest) (*ReplicaEndOffsetReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReplicaEndOffset not implemented")
+}
+func (UnimplementedNodeServer) ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method ElectLeaders not implemented")
 }
 func (UnimplementedNodeServer) mustEmbedUnimplementedNodeServer() {}
 func (UnimplementedNodeServer) testEmbeddedByValue()              {}
@@ -993,6 +1013,24 @@ func _Node_ReplicaEndOffset_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Node_ElectLeaders_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ElectLeadersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).ElectLeaders(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_ElectLeaders_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).ElectLeaders(ctx, req.(*ElectLeadersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Node_ServiceDesc is the grpc.ServiceDesc for Node service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1087,6 +1125,10 @@ var Node_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReplicaEndOffset",
 			Handler:    _Node_ReplicaEndOffset_Handler,
+		},
+		{
+			MethodName: "ElectLeaders",
+			Handler:    _Node_ElectLeaders_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
