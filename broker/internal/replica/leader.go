@@ -333,15 +333,19 @@ func (l *Leader) ShrinkCandidates(lagMax time.Duration) []string {
 	return out
 }
 
-// ExpandCandidates are the followers outside the ISR whose LEO has reached the HWM: the
-// leader proposes an ISR with them.
-func (l *Leader) ExpandCandidates() []string {
+// ExpandCandidates are the followers outside the ISR whose LEO has reached the HWM and that
+// were caught up with the leader's LEO within lagMax: the leader proposes an ISR with them.
+// The second condition keeps a follower that stopped fetching out: while the HWM cannot move
+// (fewer than min_insync_replicas in sync) its last fetch stays at the HWM, and expanding it
+// would only have ShrinkCandidates drop it again, in a loop.
+func (l *Leader) ExpandCandidates(lagMax time.Duration) []string {
 	hwm := l.log.HighWatermark()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	t := l.now()
 	var out []string
 	for r, f := range l.followers {
-		if !slices.Contains(l.isr, r) && f.leo >= hwm && f.leo >= 0 {
+		if !slices.Contains(l.isr, r) && f.leo >= hwm && f.leo >= 0 && t.Sub(f.caughtUpAt) <= lagMax {
 			out = append(out, r)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -279,11 +280,54 @@ func TestShrinkAndExpandCandidates(t *testing.T) {
 	if err := ld.SetISR(1, []string{"a", "b"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := ld.ExpandCandidates(); len(got) != 1 || got[0] != "c" {
+	if got := ld.ExpandCandidates(10 * time.Second); len(got) != 1 || got[0] != "c" {
 		t.Fatalf("expand candidates: %v, want [c] (its LEO %d ≥ HWM %d)", got, end, a.log.HighWatermark())
 	}
 	if lag := ld.Lag(); lag["b"] != 0 || lag["c"] != 0 {
 		t.Fatalf("lag %v", lag)
+	}
+}
+
+// A follower that stopped fetching is not expanded back although its last fetch is at the HWM
+// (the HWM cannot move while fewer than M are in sync): expanding it would have the next
+// ShrinkCandidates drop it again, and the ISR would flap for as long as it is down.
+func TestAStoppedFollowerAtTheHWMIsNotExpanded(t *testing.T) {
+	a := newNode(t, "a")
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	tick := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	ld := a.lead(t, 1, []string{"a", "b", "c"}, []string{"a", "b", "c"}, 3, clock)
+	_, end := produce(t, a, ld, "x", 1)
+	for _, r := range []string{"b", "c"} {
+		if err := ld.Fetched(r, 1, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h := a.log.HighWatermark(); h != end {
+		t.Fatalf("hwm %d, want %d", h, end)
+	}
+	// b stops fetching; a record is appended that it never fetches.
+	produce(t, a, ld, "y", 1)
+	if err := ld.Fetched("c", 1, a.log.NextOffset()); err != nil {
+		t.Fatal(err)
+	}
+	tick(11 * time.Second)
+	if got := ld.ShrinkCandidates(10 * time.Second); !slices.Contains(got, "b") {
+		t.Fatalf("shrink candidates %v, want b", got)
+	}
+	if err := ld.SetISR(1, []string{"a", "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ld.ExpandCandidates(10 * time.Second); slices.Contains(got, "b") {
+		t.Fatalf("expand candidates %v include b, which has not fetched for 11 s", got)
+	}
+	// b comes back and catches up: it is a candidate again.
+	if err := ld.Fetched("b", 1, a.log.NextOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if got := ld.ExpandCandidates(10 * time.Second); !slices.Contains(got, "b") {
+		t.Fatalf("expand candidates %v lack b after it caught up", got)
 	}
 }
 
