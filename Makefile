@@ -40,9 +40,8 @@ unit:
 	assets="$$(./hack/setup-envtest.sh)" && cd operator && \
 	  KUBEBUILDER_ASSETS="$$assets" NARAD_BIN=$(NARAD) $(GO) test -race -count=1 -timeout 15m ./...
 
-blackbox: build
-	assets="$$(./hack/setup-envtest.sh)" && cd test && \
-	  KUBEBUILDER_ASSETS="$$assets" NARAD_BIN=$(NARAD) $(GO) test -count=1 -timeout 20m ./...
+blackbox: build ## Black-box suites on real processes (three concurrent jobs, see hack/blackbox.sh)
+	assets="$$(./hack/setup-envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" GO=$(GO) ./hack/blackbox.sh $(NARAD)
 
 fuzz: ## Run every fuzz target briefly (FUZZTIME per target)
 	./hack/fuzz.sh $(FUZZTIME)
