@@ -104,8 +104,9 @@ func (c *Controller) setReplicas(ctx context.Context, s reassignStep) error {
 
 // planReassign returns at most max steps, one per partition, in topic/partition order. A
 // partition with a single-replica move in flight, or whose leader failed (C10 elects first),
-// is left alone. nodes and load are what replacements are placed on (load is updated with
-// each pick).
+// is left alone. The desired set is the partition's replica move target while it holds
+// (moveTarget), else desiredReplicas. nodes and load are what replacements are placed on
+// (load is updated with each pick).
 func (v *leaderView) planReassign(leaving leavingSet, nodes []placement.Node, load map[string]placement.Load, max int) []reassignStep {
 	racks := make(map[string]string, len(v.members))
 	for id, m := range v.members {
@@ -119,12 +120,33 @@ func (v *leaderView) planReassign(leaving leavingSet, nodes []placement.Node, lo
 		if a.Target != "" || v.failed(a.Owner) {
 			continue
 		}
-		want := desiredReplicas(a, v.topics[a.Topic].RF(), leaving, nodes, racks, load)
+		want := v.moveTarget(a, leaving)
+		if want == nil {
+			want = desiredReplicas(a, v.topics[a.Topic].RF(), leaving, nodes, racks, load)
+		}
 		if s, ok := v.nextStep(a, want); ok {
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// moveTarget returns a's replica move target (meta.Assignment.TargetReplicas, set by the
+// balance planner) while it holds: RF replicas, none leaving, and each one not yet in the ISR
+// alive by its member record. Otherwise nil: the move is abandoned, and desiredReplicas, which
+// drops the surplus out-of-sync replicas first, takes the destination out again (op 25 then
+// clears the target).
+func (v *leaderView) moveTarget(a meta.Assignment, leaving leavingSet) []string {
+	t := a.MoveTarget()
+	if len(t) == 0 || len(t) != v.topics[a.Topic].RF() {
+		return nil
+	}
+	for _, id := range t {
+		if leaving(id) || (!slices.Contains(a.InSync(), id) && v.members[id].Status != meta.MemberAlive) {
+			return nil
+		}
+	}
+	return t
 }
 
 // desiredReplicas is the replica set partition a should have (docs/internals/replication.md
