@@ -144,7 +144,7 @@ func (s *sim) pass() int {
 			elect([]election{{Topic: st.Topic, Partition: st.Partition, Epoch: st.Epoch, From: st.From, To: st.To}})
 			continue
 		}
-		s.setReplicas(st.Topic, st.Partition, st.Replicas, st.ISR, nil)
+		s.setReplicas(st.Topic, st.Partition, st.Replicas, st.ISR, st.Target)
 		n++
 	}
 	v = s.view()
@@ -516,5 +516,21 @@ func TestBalanceMovesReplicasToANewNodeThroughTheMetastore(t *testing.T) {
 					len(r.log.find("partition replicas reassigned")))
 			}
 		})
+	}
+}
+
+// An abandoned move target that no step voids (R raised to 4 during the move: the four
+// replicas are the desired set) is cleared by C12, so C11 and C13 may act on the partition
+// again.
+func TestReassignClearsAnAbandonedMoveTarget(t *testing.T) {
+	tp := rtopic("t", 4, false)
+	abcd := []string{"a", "b", "c", "d"}
+	a := meta.Assignment{Topic: "t", Owner: "a", Replicas: abcd, ISR: abcd, TargetReplicas: []string{"d", "b", "c"}}
+	ms := membersOf(abcd)
+	v := newLeaderView("a", planNow, planNow.Add(-time.Hour), DefaultReplicaFailoverAfter, []meta.Topic{tp}, ms, []meta.Assignment{a})
+	got := v.planReassign(leavingOf(), placement.Nodes(ms), map[string]placement.Load{}, MaxReassignSteps)
+	if len(got) != 1 || got[0].Kind != stepClear || !reflect.DeepEqual(got[0].Replicas, abcd) ||
+		!reflect.DeepEqual(got[0].Target, abcd) || !reflect.DeepEqual(got[0].ISR, abcd) {
+		t.Fatalf("steps %+v, want the target cleared", got)
 	}
 }

@@ -106,8 +106,9 @@ func validElectReason(r string) bool {
 // by op 24), and the new ISR holds the leader and only members of both the new replicas and
 // the current ISR: a replica enters the ISR only through the leader's op 23, once caught up.
 // Single-replica topics (R = 1) move by ops 15–17 instead. The epoch does not change. A given
-// target_replicas records a replica move (RF of the new replicas, not all of them in their
-// order); the stored one is cleared once the replicas reach it or no longer hold it.
+// target_replicas records a replica move (RF of the new replicas), or, equal to the new
+// replicas, clears it; the stored one is cleared too once the replicas reach it or no longer
+// hold it.
 func (x *txn) setReplicas(c *setReplicasCmd) Result {
 	switch {
 	case !validNodeList(c.Replicas):
@@ -143,9 +144,9 @@ func (x *txn) setReplicas(c *setReplicasCmd) Result {
 		return badReplicaSet(a, "new isr %v is not within the new replicas %v", c.ISR, c.Replicas)
 	case !subset(c.ISR, a.InSync()):
 		return badReplicaSet(a, "new isr %v adds to the isr %v", c.ISR, a.InSync())
-	case c.TargetReplicas != nil && (len(c.TargetReplicas) != t.RF() || !subset(c.TargetReplicas, c.Replicas) ||
-		slices.Equal(c.TargetReplicas, c.Replicas)):
-		return badReplicaSet(a, "move target %v is not %d of the new replicas %v, unlike them", c.TargetReplicas, t.RF(), c.Replicas)
+	case c.TargetReplicas != nil && !slices.Equal(c.TargetReplicas, c.Replicas) &&
+		(len(c.TargetReplicas) != t.RF() || !subset(c.TargetReplicas, c.Replicas)):
+		return badReplicaSet(a, "move target %v is neither %d of the new replicas %v nor them", c.TargetReplicas, t.RF(), c.Replicas)
 	}
 	if c.TargetReplicas != nil {
 		a.TargetReplicas = slices.Clone(c.TargetReplicas)

@@ -187,8 +187,9 @@ type setReplicasCmd struct {
 	ExpectedEpoch uint64   `json:"expected_epoch"`
 	Replicas      []string `json:"replicas"`
 	ISR           []string `json:"isr"`
-	// TargetReplicas, when given, records a replica move (Assignment.TargetReplicas);
-	// omitted, the stored target stays unless the new replicas end or void it.
+	// TargetReplicas, when given, records a replica move (Assignment.TargetReplicas), or
+	// clears it when equal to Replicas; omitted, the stored target stays unless the new
+	// replicas reach or void it.
 	TargetReplicas []string `json:"target_replicas,omitempty"`
 }
 
