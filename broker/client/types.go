@@ -288,6 +288,11 @@ type Move struct {
 	Blocked     []string    `json:"blocked"`
 	Detail      *MoveDetail `json:"detail,omitempty"`
 	DetailError string      `json:"detail_error,omitempty"`
+	// Replica moves of replicated partitions (§2.18) only: the replicas now, the ISR and the
+	// replicas the move ends with.
+	Replicas       []string `json:"replicas,omitempty"`
+	ISR            []string `json:"isr,omitempty"`
+	TargetReplicas []string `json:"target_replicas,omitempty"`
 }
 
 // MoveDetail is the destination's informational report of a move (§2.18); its values may

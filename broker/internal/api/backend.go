@@ -196,6 +196,12 @@ type Move struct {
 	Blocked     []string         `json:"blocked"`
 	Detail      *transfer.Report `json:"detail,omitempty"`
 	DetailError string           `json:"detail_error,omitempty"`
+	// A replica move of a replicated partition (docs/internals/replication.md §9) also
+	// lists the partition's replicas, its ISR and the replicas it ends with; From is the
+	// replica that leaves, To the one that joins. Omitted for single-replica moves.
+	Replicas       []string `json:"replicas,omitempty"`
+	ISR            []string `json:"isr,omitempty"`
+	TargetReplicas []string `json:"target_replicas,omitempty"`
 }
 
 // Reasons a move is blocked (docs/internals/http-api.md §2.18).

@@ -118,6 +118,10 @@ type Config struct {
 	// clock (docs/internals/replication.md §9); 0 = never (the exception to the defaults rule:
 	// it is not defaulted here; the server passes --re-replicate-after).
 	ReReplicateAfter time.Duration
+	// BalanceReplicas runs C13, the replica balance of replicated partitions
+	// (docs/internals/replication.md §9); false → C13 is skipped (not defaulted here: the
+	// server sets it).
+	BalanceReplicas bool
 	// MinVoters is C3's voter target and C6's floor (min_voters): odd, default 3. Every node
 	// should be given the same value; the leader's applies.
 	MinVoters int

@@ -11,7 +11,7 @@ import (
 // goroutine; a duty with placement set runs under the placement lock (docs/internals/metastore.md §12)
 // from its first read of placement until its last proposal.
 type duty struct {
-	name      string // C1 … C12, for logs
+	name      string // C1 … C13, for logs
 	placement bool
 	run       func(ctx context.Context) error
 }
@@ -20,7 +20,9 @@ type duty struct {
 // statuses and dead_since; GC comes last. Failover (C10) follows liveness at once: a
 // replicated partition without a live leader is unavailable until it runs. Both election
 // duties change leaders, which placement and decommission count, so they hold the lock; C12
-// (replica reassignment) follows them, so it never plans around a leader that just failed.
+// (replica reassignment) follows them, so it never plans around a leader that just failed;
+// C13 (replica balance) follows C12, so it counts the steps C12 just took and plans only
+// partitions C12 has nothing to do for.
 //
 // Moves: C4 clears the targets of moves aimed at gone or dead destinations and C6's first
 // step clears those aimed at draining nodes, both before the planner (C5), so the budget they
@@ -32,6 +34,7 @@ func (c *Controller) dutyList() []duty {
 		{name: "C10 failover", placement: true, run: c.failover},
 		{name: "C11 preferred leaders", placement: true, run: c.preferredLeaders},
 		{name: "C12 replica sets", placement: true, run: c.reassignReplicas},
+		{name: "C13 replica balance", placement: true, run: c.balanceReplicas},
 		{name: "C2 assign", placement: true, run: c.assignUnassigned},
 		{name: "C3 voters", run: c.reconcileVoters},
 		{name: "C4 dead targets", placement: true, run: c.clearDeadTargets},

@@ -170,8 +170,9 @@ func imbalanced(preferred, misled int) bool {
 // planPreferred is the preferred-leader rebalance (docs/internals/replication.md §9): for each
 // node whose imbalance exceeds LeaderImbalancePercent, every partition it is the preferred
 // leader of and does not lead is elected back to it (reason preferred) when it is live, in the
-// ISR and not draining and no move is in flight; at most max elections, in topic/partition
-// order over the cluster.
+// ISR and not draining and no move of either kind is in flight (a replica move's leadership
+// is C12's: it may be leaving the preferred leader); at most max elections, in
+// topic/partition order over the cluster.
 func (v *leaderView) planPreferred(max int) []election { return v.preferredPlan(max, false) }
 
 // preferredPlan is planPreferred; with anyImbalance (an operator's request) every such
@@ -185,7 +186,7 @@ func (v *leaderView) preferredPlan(max int, anyImbalance bool) []election {
 		}
 		pref := a.ReplicaSet()[0]
 		switch {
-		case a.Owner == pref, a.Target != "", !anyImbalance && !imbalanced(preferred[pref], misled[pref]):
+		case a.Owner == pref, a.Target != "", len(a.MoveTarget()) > 0, !anyImbalance && !imbalanced(preferred[pref], misled[pref]):
 		case !slices.Contains(a.InSync(), pref), !v.live(pref), v.members[pref].Draining:
 		default:
 			out = append(out, v.electionOf(a, pref, meta.ElectPreferred))

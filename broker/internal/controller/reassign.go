@@ -25,6 +25,9 @@ const (
 	stepAdd  = "add"  // op 25: the replicas gain the desired nodes they lack (out of sync)
 	stepLead = "lead" // op 24 (reason reassign): leadership moves to a desired in-sync replica
 	stepDrop = "drop" // op 25: the replicas become the desired set
+	// stepClear: op 25 with the replicas and ISR unchanged and target_replicas = the replicas:
+	// an abandoned replica move target that no other step voids is cleared.
+	stepClear = "clear"
 )
 
 // reassignStep is one proposal of C12 under the leader epoch the plan read.
@@ -34,7 +37,8 @@ type reassignStep struct {
 	Partition int
 	Epoch     uint64
 	Replicas  []string // stepAdd, stepDrop: the new replica list
-	ISR       []string // stepAdd, stepDrop: the new ISR (never a member added)
+	ISR       []string // stepAdd, stepDrop, stepClear: the new ISR (never a member added)
+	Target    []string // stepClear: the replicas (clears the move target)
 	From, To  string   // stepLead: the leader and its successor
 }
 
@@ -85,7 +89,7 @@ func (c *Controller) reassignReplicas(ctx context.Context) error {
 
 // setReplicas proposes one op 25 step; a refusal is logged at debug and skipped.
 func (c *Controller) setReplicas(ctx context.Context, s reassignStep) error {
-	res, cur, err := c.store.SetReplicas(ctx, s.Topic, s.Partition, s.Epoch, s.Replicas, s.ISR)
+	res, cur, err := c.store.ReassignReplicas(ctx, s.Topic, s.Partition, s.Epoch, s.Replicas, s.ISR, s.Target)
 	switch {
 	case err == nil && res == meta.CASDone:
 		c.logger.Info("partition replicas reassigned", "topic", s.Topic, "partition", s.Partition, "step", s.Kind,
@@ -104,8 +108,10 @@ func (c *Controller) setReplicas(ctx context.Context, s reassignStep) error {
 
 // planReassign returns at most max steps, one per partition, in topic/partition order. A
 // partition with a single-replica move in flight, or whose leader failed (C10 elects first),
-// is left alone. nodes and load are what replacements are placed on (load is updated with
-// each pick).
+// is left alone. The desired set is the partition's replica move target while it holds
+// (moveTarget), else desiredReplicas; an abandoned target that needs no step to void it is
+// cleared (stepClear). nodes and load are what replacements are placed on
+// (load is updated with each pick).
 func (v *leaderView) planReassign(leaving leavingSet, nodes []placement.Node, load map[string]placement.Load, max int) []reassignStep {
 	racks := make(map[string]string, len(v.members))
 	for id, m := range v.members {
@@ -119,12 +125,36 @@ func (v *leaderView) planReassign(leaving leavingSet, nodes []placement.Node, lo
 		if a.Target != "" || v.failed(a.Owner) {
 			continue
 		}
-		want := desiredReplicas(a, v.topics[a.Topic].RF(), leaving, nodes, racks, load)
+		want := v.moveTarget(a, leaving)
+		if want == nil {
+			want = desiredReplicas(a, v.topics[a.Topic].RF(), leaving, nodes, racks, load)
+		}
 		if s, ok := v.nextStep(a, want); ok {
 			out = append(out, s)
+		} else if len(a.MoveTarget()) > 0 && !slices.Equal(want, a.MoveTarget()) {
+			out = append(out, reassignStep{Kind: stepClear, Topic: a.Topic, Partition: a.Partition, Epoch: a.LeaderEpoch,
+				Replicas: a.ReplicaSet(), ISR: a.InSync(), Target: a.ReplicaSet()})
 		}
 	}
 	return out
+}
+
+// moveTarget returns a's replica move target (meta.Assignment.TargetReplicas, set by the
+// balance planner) while it holds: RF replicas, none leaving, and each one not yet in the ISR
+// alive by its member record. Otherwise nil: the move is abandoned, and desiredReplicas, which
+// drops the surplus out-of-sync replicas first, takes the destination out again (op 25 then
+// clears the target).
+func (v *leaderView) moveTarget(a meta.Assignment, leaving leavingSet) []string {
+	t := a.MoveTarget()
+	if len(t) == 0 || len(t) != v.topics[a.Topic].RF() {
+		return nil
+	}
+	for _, id := range t {
+		if leaving(id) || (!slices.Contains(a.InSync(), id) && v.members[id].Status != meta.MemberAlive) {
+			return nil
+		}
+	}
+	return t
 }
 
 // desiredReplicas is the replica set partition a should have (docs/internals/replication.md

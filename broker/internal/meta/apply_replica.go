@@ -105,13 +105,18 @@ func validElectReason(r string) bool {
 // partition under epoch expected_epoch. The leader stays a replica (leadership moves first,
 // by op 24), and the new ISR holds the leader and only members of both the new replicas and
 // the current ISR: a replica enters the ISR only through the leader's op 23, once caught up.
-// Single-replica topics (R = 1) move by ops 15–17 instead. The epoch does not change.
+// Single-replica topics (R = 1) move by ops 15–17 instead. The epoch does not change. A given
+// target_replicas records a replica move (RF of the new replicas), or, equal to the new
+// replicas, clears it; the stored one is cleared too once the replicas reach it or no longer
+// hold it.
 func (x *txn) setReplicas(c *setReplicasCmd) Result {
 	switch {
 	case !validNodeList(c.Replicas):
 		return invalid("set replicas %s/%d: bad replicas", c.Topic, c.Partition)
 	case !validNodeList(c.ISR):
 		return invalid("set replicas %s/%d: bad isr", c.Topic, c.Partition)
+	case c.TargetReplicas != nil && !validNodeList(c.TargetReplicas):
+		return invalid("set replicas %s/%d: bad target replicas", c.Topic, c.Partition)
 	}
 	t, ok := x.topic(c.Topic)
 	if !ok {
@@ -122,7 +127,8 @@ func (x *txn) setReplicas(c *setReplicasCmd) Result {
 		return notFound("assignment %s/%d", c.Topic, c.Partition)
 	}
 	switch {
-	case a.LeaderEpoch == c.ExpectedEpoch && slices.Equal(a.ReplicaSet(), c.Replicas) && sameSet(a.InSync(), c.ISR):
+	case a.LeaderEpoch == c.ExpectedEpoch && slices.Equal(a.ReplicaSet(), c.Replicas) && sameSet(a.InSync(), c.ISR) &&
+		(c.TargetReplicas == nil || slices.Equal(a.MoveTarget(), c.TargetReplicas)):
 		return Result{Outcome: OutcomeAlreadyDone, Assignment: a}
 	case a.LeaderEpoch != c.ExpectedEpoch:
 		return staleEpoch(a, c.ExpectedEpoch)
@@ -138,6 +144,12 @@ func (x *txn) setReplicas(c *setReplicasCmd) Result {
 		return badReplicaSet(a, "new isr %v is not within the new replicas %v", c.ISR, c.Replicas)
 	case !subset(c.ISR, a.InSync()):
 		return badReplicaSet(a, "new isr %v adds to the isr %v", c.ISR, a.InSync())
+	case c.TargetReplicas != nil && !slices.Equal(c.TargetReplicas, c.Replicas) &&
+		(len(c.TargetReplicas) != t.RF() || !subset(c.TargetReplicas, c.Replicas)):
+		return badReplicaSet(a, "move target %v is neither %d of the new replicas %v nor them", c.TargetReplicas, t.RF(), c.Replicas)
+	}
+	if c.TargetReplicas != nil {
+		a.TargetReplicas = slices.Clone(c.TargetReplicas)
 	}
 	a.Replicas = slices.Clone(c.Replicas)
 	a.ISR = inReplicaOrder(a.Replicas, c.ISR)

@@ -390,6 +390,85 @@ func TestSetReplicasRules(t *testing.T) {
 	})
 }
 
+// A replica move is recorded by op 25's target_replicas and ends when the replicas reach it or
+// lose one of its nodes; a bad target is refused; records without one are stored as before.
+func TestSetReplicasRecordsAReplicaMove(t *testing.T) {
+	abc, abcd, dbc := []string{"a", "b", "c"}, []string{"a", "b", "c", "d"}, []string{"d", "b", "c"}
+	start := func(t *testing.T) *testFSM {
+		tf := newTestFSM(t)
+		tf.must(OutcomeOK, OpCreateTopic, replicated("orders", false))
+		return tf
+	}
+	target := func(tf *testFSM) []string {
+		a, _ := tf.store().Assignment("orders", 0)
+		return a.MoveTarget()
+	}
+	t.Run("recorded, kept by later steps, cleared when reached", func(t *testing.T) {
+		tf := start(t)
+		tf.must(OutcomeOK, OpSetReplicas, setReplicasCmd{Topic: "orders", Replicas: abcd, ISR: abc, TargetReplicas: dbc})
+		if got := target(tf); !slices.Equal(got, dbc) {
+			t.Fatalf("target = %v, want %v", got, dbc)
+		}
+		if raw := tf.rawAssignment("orders", 0); !strings.Contains(raw, `"target_replicas":["d","b","c"]`) {
+			t.Fatalf("stored %s", raw)
+		}
+		tf.must(OutcomeAlreadyDone, OpSetReplicas, setReplicasCmd{Topic: "orders", Replicas: abcd, ISR: abc, TargetReplicas: dbc})
+		tf.must(OutcomeOK, OpSetISR, setISRCmd{Topic: "orders", ExpectedISR: abc, NewISR: abcd})
+		tf.must(OutcomeOK, OpElectLeader, electLeaderCmd{Topic: "orders", NewLeader: "d", Reason: ElectReassign})
+		if got := target(tf); !slices.Equal(got, dbc) {
+			t.Fatalf("target after ops 23 and 24 = %v", got)
+		}
+		tf.must(OutcomeOK, OpSetReplicas, setReplicasCmd{Topic: "orders", ExpectedEpoch: 1, Replicas: dbc, ISR: dbc})
+		if got := target(tf); got != nil {
+			t.Fatalf("target after the drop = %v", got)
+		}
+		if raw := tf.rawAssignment("orders", 0); strings.Contains(raw, "target_replicas") {
+			t.Fatalf("stored %s", raw)
+		}
+		checkStoredAssignments(t, tf.f, map[string]uint64{})
+	})
+	t.Run("a target equal to the replicas clears it", func(t *testing.T) {
+		tf := start(t)
+		tf.must(OutcomeOK, OpSetReplicas, setReplicasCmd{Topic: "orders", Replicas: abcd, ISR: abc, TargetReplicas: dbc})
+		tf.must(OutcomeOK, OpSetReplicas, setReplicasCmd{Topic: "orders", Replicas: abcd, ISR: abc, TargetReplicas: abcd})
+		if got := target(tf); got != nil {
+			t.Fatalf("target = %v", got)
+		}
+	})
+	t.Run("dropping a destination ends it", func(t *testing.T) {
+		tf := start(t)
+		tf.must(OutcomeOK, OpSetReplicas, setReplicasCmd{Topic: "orders", Replicas: abcd, ISR: abc, TargetReplicas: dbc})
+		tf.must(OutcomeOK, OpSetReplicas, setReplicasCmd{Topic: "orders", Replicas: abc, ISR: abc})
+		if got := target(tf); got != nil {
+			t.Fatalf("target = %v", got)
+		}
+	})
+	for _, tc := range []struct {
+		name     string
+		replicas []string
+		target   []string
+		want     Outcome
+	}{
+		{"not RF replicas", abcd, []string{"d", "b"}, OutcomeBadReplicaSet},
+		{"outside the replicas", abcd, []string{"e", "b", "c"}, OutcomeBadReplicaSet},
+		{"duplicates", abcd, []string{"d", "d", "c"}, OutcomeInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tf := start(t)
+			tf.must(tc.want, OpSetReplicas, setReplicasCmd{Topic: "orders", Replicas: tc.replicas, ISR: abc, TargetReplicas: tc.target})
+			if got := target(tf); got != nil {
+				t.Fatalf("target = %v", got)
+			}
+		})
+	}
+	t.Run("a new assignment has none", func(t *testing.T) {
+		tf := newTestFSM(t)
+		c := replicated("orders", false)
+		c.Assignments[1].TargetReplicas = dbc
+		tf.must(OutcomeInvalid, OpCreateTopic, c)
+	})
+}
+
 // The R = 1 move flip is a leader change: it bumps the epoch and the single replica follows
 // the owner; the record stays in the single-replica form.
 func TestMoveFlipBumpsTheLeaderEpoch(t *testing.T) {

@@ -105,6 +105,8 @@ func checkNewReplicaSet(t Topic, a *Assignment) (Result, bool) {
 	switch {
 	case a.LeaderEpoch != 0:
 		return invalid("topic %q partition %d: a new assignment starts at leader epoch 0", t.Name, a.Partition), false
+	case len(a.TargetReplicas) > 0:
+		return invalid("topic %q partition %d: a new assignment has no replica move", t.Name, a.Partition), false
 	case len(reps) != t.RF():
 		return invalid("topic %q partition %d: %d replicas, replication factor %d", t.Name, a.Partition, len(reps), t.RF()), false
 	case !validNodeList(reps) || !validNodeList(a.ISR):

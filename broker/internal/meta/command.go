@@ -187,6 +187,10 @@ type setReplicasCmd struct {
 	ExpectedEpoch uint64   `json:"expected_epoch"`
 	Replicas      []string `json:"replicas"`
 	ISR           []string `json:"isr"`
+	// TargetReplicas, when given, records a replica move (Assignment.TargetReplicas), or
+	// clears it when equal to Replicas; omitted, the stored target stays unless the new
+	// replicas reach or void it.
+	TargetReplicas []string `json:"target_replicas,omitempty"`
 }
 
 // newPayload returns a pointer to the zero payload of op, nil for an unknown op.

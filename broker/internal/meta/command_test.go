@@ -55,6 +55,10 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add(seed)
 	seed, _ = encodeCommand(OpSetReplicas, setReplicasCmd{Topic: "rep", Partition: 1, Replicas: []string{"a", "c", "d"}, ISR: []string{"a", "c"}})
 	f.Add(seed)
+	seed, _ = encodeCommand(OpSetReplicas, setReplicasCmd{Topic: "rep", Partition: 2, Replicas: []string{"a", "b", "c", "d"},
+		ISR: []string{"a", "b", "c"}, TargetReplicas: []string{"d", "b", "c"}})
+	f.Add(seed)
+	f.Add([]byte(`{"o":25,"d":{"topic":"rep","p":2,"expected_epoch":0,"replicas":["a","b","c","d"],"isr":["a"],"target_replicas":["d","d",""]}}`))
 	f.Add([]byte(`{"o":24,"d":{"topic":"rep","p":0,"expected_epoch":18446744073709551615,"new_leader":"a","reason":"dead"}}`))
 	f.Add([]byte(`{"o":3,"d":{"name":"orders"}}`))
 	f.Add([]byte(`{"o":1,"d":null}`))

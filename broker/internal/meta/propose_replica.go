@@ -30,3 +30,11 @@ func (s *Store) SetReplicas(ctx context.Context, topic string, p int, expectedEp
 	return s.cas(ctx, OpSetReplicas, setReplicasCmd{Topic: topic, Partition: p, ExpectedEpoch: expectedEpoch,
 		Replicas: replicas, ISR: isr})
 }
+
+// ReassignReplicas is SetReplicas that also records a replica move (op 25 with
+// target_replicas, docs/internals/replication.md §9): target is the ordered replica list the
+// partition ends with.
+func (s *Store) ReassignReplicas(ctx context.Context, topic string, p int, expectedEpoch uint64, replicas, isr, target []string) (CASResult, Assignment, error) {
+	return s.cas(ctx, OpSetReplicas, setReplicasCmd{Topic: topic, Partition: p, ExpectedEpoch: expectedEpoch,
+		Replicas: replicas, ISR: isr, TargetReplicas: target})
+}

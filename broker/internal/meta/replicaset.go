@@ -35,17 +35,25 @@ func (a Assignment) single() []string {
 
 // canonical returns a in its stored form: ISR in replica order, and Replicas and ISR omitted
 // when both are just [Owner], so a single-replica record is stored byte for byte as it was
-// before replica sets existed.
+// before replica sets existed; a replica move target that is reached or no longer within the
+// replicas is cleared (see Assignment).
 func canonical(a Assignment) Assignment {
 	reps := a.ReplicaSet()
 	isr := inReplicaOrder(reps, a.InSync())
 	if len(reps) == 1 && reps[0] == a.Owner && len(isr) == 1 && isr[0] == a.Owner {
-		a.Replicas, a.ISR = nil, nil
+		a.Replicas, a.ISR, a.TargetReplicas = nil, nil, nil
 		return a
 	}
 	a.Replicas, a.ISR = slices.Clone(reps), isr
+	if len(a.TargetReplicas) == 0 || slices.Equal(a.TargetReplicas, reps) || !subset(a.TargetReplicas, reps) {
+		a.TargetReplicas = nil
+	}
 	return a
 }
+
+// MoveTarget returns the replica list a replica move in flight ends with, nil when none is
+// (docs/internals/replication.md §9). Callers must not modify it.
+func (a Assignment) MoveTarget() []string { return a.TargetReplicas }
 
 // inReplicaOrder returns the members of set in the order of replicas (members not in
 // replicas last, in their own order; the checks refuse such sets before they are stored).
@@ -107,6 +115,9 @@ func replicaInvariant(a Assignment) string {
 		return "single replica not in canonical form"
 	case !slices.Equal(isr, inReplicaOrder(reps, isr)):
 		return "isr not in replica order"
+	case len(a.TargetReplicas) > 0 && (!validNodeList(a.TargetReplicas) || !subset(a.TargetReplicas, reps) ||
+		slices.Equal(a.TargetReplicas, reps)):
+		return "move target not distinct ids within and unlike the replicas"
 	}
 	return ""
 }

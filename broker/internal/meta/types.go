@@ -106,6 +106,13 @@ func (t Topic) MinISR() int {
 // single-replica assignment (every R = 1 partition) is stored with Replicas and ISR omitted,
 // exactly as before they existed, so they read as [Owner]: use ReplicaSet and InSync, never
 // the fields directly.
+//
+// TargetReplicas is a replica move in flight (docs/internals/replication.md §9): the ordered
+// replica list the partition ends with, set by op 25 (the balance planner's first step, which
+// also adds the destinations). When stored it is RF distinct replicas, all in Replicas and
+// not equal to it: every write that breaks this clears it (canonical), so the move's last
+// step (op 25 with Replicas = TargetReplicas) or the dropping of a destination ends it.
+// Omitted while empty, so every other record is stored as before.
 type Assignment struct {
 	Topic       string   `json:"topic"`
 	Partition   int      `json:"partition"`
@@ -114,6 +121,8 @@ type Assignment struct {
 	Replicas    []string `json:"replicas,omitempty"`
 	LeaderEpoch uint64   `json:"leader_epoch,omitempty"`
 	ISR         []string `json:"isr,omitempty"`
+	// TargetReplicas: see above; read it through MoveTarget.
+	TargetReplicas []string `json:"target_replicas,omitempty"`
 }
 
 // Member statuses as stored. Draining is a separate flag (docs/internals/metastore.md §6).

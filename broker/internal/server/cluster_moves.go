@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -62,8 +63,9 @@ type clusterService struct {
 // errNoSuchPartition answers a topic or partition that does not exist (404).
 var errNoSuchPartition = &api.ClusterError{Kind: api.ErrNotFound, Msg: "no such topic or partition"}
 
-// Moves lists, from this node's replica, every assignment with a target, sorted by topic then
-// partition; with detail, each destination's report.
+// Moves lists, from this node's replica, every assignment with a target or a replica move
+// target, sorted by topic then partition; with detail, each single-replica move's
+// destination's report.
 func (c *clusterService) Moves(ctx context.Context, detail bool) []api.Move {
 	members := map[string]meta.Member{}
 	for _, m := range c.store.Members() {
@@ -77,6 +79,10 @@ func (c *clusterService) Moves(ctx context.Context, detail bool) []api.Move {
 	}
 	out := []api.Move{}
 	for _, a := range c.store.AllAssignments() {
+		if len(a.MoveTarget()) > 0 {
+			out = append(out, replicaMove(a, statusOf))
+			continue
+		}
 		if a.Target == "" {
 			continue
 		}
@@ -105,6 +111,30 @@ func (c *clusterService) Moves(ctx context.Context, detail bool) []api.Move {
 	return out
 }
 
+// replicaMove lists a replica move in flight (docs/internals/replication.md §9): From is the
+// replica outside the target (the one that leaves), To the last replica (op 25 appends the
+// joining one). It is blocked only by its destination: a source that is dead still leaves.
+func replicaMove(a meta.Assignment, statusOf func(string) string) api.Move {
+	target := a.MoveTarget()
+	reps := a.ReplicaSet()
+	mv := api.Move{Topic: a.Topic, Partition: a.Partition, To: reps[len(reps)-1], Blocked: []string{},
+		Replicas: slices.Clone(reps), ISR: slices.Clone(a.InSync()), TargetReplicas: slices.Clone(target)}
+	for _, id := range reps {
+		if !slices.Contains(target, id) {
+			mv.From = id
+			break
+		}
+	}
+	mv.FromStatus, mv.ToStatus = statusOf(mv.From), statusOf(mv.To)
+	switch mv.ToStatus {
+	case api.MemberDead:
+		mv.Blocked = append(mv.Blocked, api.BlockedTargetDead)
+	case api.MemberNotMember:
+		mv.Blocked = append(mv.Blocked, api.BlockedTargetNotMember)
+	}
+	return mv
+}
+
 // addDetails asks each move's destination for its report (op 30), moveDetailParallel at once
 // and all within moveDetailTimeout; a destination that cannot be asked sets detail_error.
 func (c *clusterService) addDetails(ctx context.Context, out []api.Move, members map[string]meta.Member) {
@@ -114,6 +144,10 @@ func (c *clusterService) addDetails(ctx context.Context, out []api.Move, members
 	var wg sync.WaitGroup
 	for i := range out {
 		mv := &out[i]
+		if len(mv.TargetReplicas) > 0 {
+			mv.DetailError = "a replica move has no copy report: its destination has caught up once it is in the isr"
+			continue
+		}
 		if mv.To == c.store.NodeID() {
 			c.localDetail(mv)
 			continue

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -456,6 +457,47 @@ func TestMovesRejectsABadDetailValue(t *testing.T) {
 	for _, q := range []string{"?detail=yes", "?detail=1", "?detail=", "?detail=true&detail=true"} {
 		if status, body := f.do(t, "GET", "/v1/cluster/moves"+q); status != 400 || body["error"] == nil {
 			t.Fatalf("%s: %d %v", q, status, body)
+		}
+	}
+}
+
+// A replica move of a replicated partition (op 25's target_replicas) is listed with its
+// replicas, ISR and target: from = the replica outside the target, to = the joining one; it
+// is blocked by a dead destination only, and detail=true asks nobody for it.
+func TestMovesListsReplicaMoves(t *testing.T) {
+	f := newClusterFixture(t)
+	f.store.assign(meta.Assignment{Topic: "orders", Partition: 0, Owner: "n3", Replicas: []string{"n3", "n1", "n2"},
+		ISR: []string{"n3", "n1", "n2"}}) // replicated, no move
+	f.store.assign(meta.Assignment{Topic: "orders", Partition: 1, Owner: "n3", Replicas: []string{"n3", "n1", "n2"},
+		ISR: []string{"n3", "n1"}, TargetReplicas: []string{"n2", "n1"}})
+	f.store.assign(meta.Assignment{Topic: "orders", Partition: 2, Owner: "n1", Replicas: []string{"n1", "n2", "n3"},
+		ISR: []string{"n1", "n2"}, TargetReplicas: []string{"n1", "n3"}})
+	f.peers.reportErr = map[string]error{"c2": errors.New("asked"), "c3": errors.New("asked")}
+	want := []api.Move{
+		{Topic: "orders", Partition: 1, From: "n3", To: "n2", FromStatus: "dead", ToStatus: "alive", Blocked: []string{},
+			Replicas: []string{"n3", "n1", "n2"}, ISR: []string{"n3", "n1"}, TargetReplicas: []string{"n2", "n1"}},
+		{Topic: "orders", Partition: 2, From: "n2", To: "n3", FromStatus: "alive", ToStatus: "dead", Blocked: []string{"target_dead"},
+			Replicas: []string{"n1", "n2", "n3"}, ISR: []string{"n1", "n2"}, TargetReplicas: []string{"n1", "n3"}},
+	}
+	for _, q := range []string{"", "?detail=true"} {
+		rec := httptest.NewRecorder()
+		f.routes.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/cluster/moves"+q, nil))
+		var got struct {
+			Moves []api.Move `json:"moves"`
+		}
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &got) != nil || len(got.Moves) != 2 {
+			t.Fatalf("%s: %d %s", q, rec.Code, rec.Body.String())
+		}
+		if q != "" {
+			for i := range got.Moves {
+				if !strings.Contains(got.Moves[i].DetailError, "replica move") || got.Moves[i].Detail != nil {
+					t.Fatalf("detail of a replica move: %+v", got.Moves[i])
+				}
+				got.Moves[i].DetailError = ""
+			}
+		}
+		if !bytes.Equal(mustJSON(t, got.Moves), mustJSON(t, want)) {
+			t.Fatalf("%s: moves\n got %s\nwant %s", q, mustJSON(t, got.Moves), mustJSON(t, want))
 		}
 	}
 }

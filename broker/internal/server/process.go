@@ -235,6 +235,7 @@ func (p *process) newController() error {
 		MinVoters:            cfg.MinVoters,
 		ReplicaFailoverAfter: cfg.ReplicaFailoverAfter,
 		ReReplicateAfter:     cfg.ReReplicateAfter,
+		BalanceReplicas:      true,
 		// 10 s with the default 30 s heartbeat timeout; shorter timeouts (tests) tick faster.
 		Tick: min(10*time.Second, cfg.HeartbeatTimeout/3),
 	})
