@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc/mem"
@@ -190,10 +191,9 @@ func (s *Service) DecommissionMember(ctx context.Context, req *nodepb.Decommissi
 		return &nodepb.DecommissionMemberReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
 	call := DecomCall{ID: req.Id, Cancel: req.Cancel, DryRun: req.DryRun, BlockedOnly: req.BlockedOnly, Force: req.Force}
-	if len(req.LoseJson) > 0 {
-		if err := json.Unmarshal(req.LoseJson, &call.Lose); err != nil {
-			return &nodepb.DecommissionMemberReply{Status: 400, Error: "undecodable lose list: " + err.Error()}, nil
-		}
+	var err error
+	if call.Lose, err = decodeLose(req.LoseJson); err != nil {
+		return &nodepb.DecommissionMemberReply{Status: 400, Error: err.Error()}, nil
 	}
 	rep := RunDecommission(ctx, s.mv, call)
 	out := &nodepb.DecommissionMemberReply{Status: rep.Status, Error: rep.Error}
@@ -226,6 +226,24 @@ func (s *Service) MoveReport(ctx context.Context, req *nodepb.MoveReportRequest)
 		return &nodepb.MoveReportReply{Status: 503, Error: err.Error()}, nil
 	}
 	return &nodepb.MoveReportReply{Status: 200, ReportJson: b}, nil
+}
+
+// decodeLose decodes op 25's lose_json: absent is nil; anything but a JSON array of
+// {"topic", "partition"} with a non-empty topic and a partition ≥ 0 is an error.
+func decodeLose(b []byte) ([]controller.PartitionRef, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var out []controller.PartitionRef
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("undecodable lose list: %w", err)
+	}
+	for _, r := range out {
+		if r.Topic == "" || r.Partition < 0 {
+			return nil, fmt.Errorf("bad lose entry %q/%d", r.Topic, r.Partition)
+		}
+	}
+	return out, nil
 }
 
 // DecomCall is one decommission request, local or arriving as op 25.
