@@ -138,6 +138,9 @@ func (c *clusterService) Decommission(ctx context.Context, req api.DecommissionR
 		if len(res.Verdict.Missing) > 0 {
 			fields["missing"] = res.Verdict.Missing
 		}
+		if len(res.Verdict.Lost) > 0 { // a forced decommission stopped part-way: given up so far
+			fields["lost"] = res.Verdict.Lost
+		}
 		return api.DecommissionResult{}, &api.ClusterError{Kind: api.ErrConflict, Msg: res.Error, Fields: fields}
 	}
 	return api.DecommissionResult{}, &api.ClusterError{Kind: api.ErrUnavailable, Msg: res.Error}

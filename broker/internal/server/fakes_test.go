@@ -111,3 +111,9 @@ func (f *fakeDecom) DecommissionBlocked() map[string][]string {
 func testDeps(src noderpc.MoveSource, rep noderpc.MoveReporter, d noderpc.Decommissioner) noderpc.MoveDeps {
 	return noderpc.MoveDeps{Source: src, Reporter: rep, Decom: d}
 }
+
+func (f *fakeDecom) isDraining(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.draining[id]
+}
