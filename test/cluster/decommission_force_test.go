@@ -70,7 +70,7 @@ var _ = Describe("Forced decommission", func() {
 				return nil
 			}
 			return apiErr.Reasons
-		}).WithTimeout(30*time.Second).WithPolling(time.Second).Should(ContainElement("dead_owner"))
+		}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(ContainElement("dead_owner"))
 		// Force naming all but the first: 409 listing exactly that one.
 		_, err = admin.DecommissionForce(ctx(10*time.Second), victimID, lose[1:])
 		Expect(errors.As(err, &apiErr)).To(BeTrue(), "force with a partial list: %v", err)
