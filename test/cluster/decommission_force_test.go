@@ -58,6 +58,13 @@ var _ = Describe("Forced decommission", func() {
 			Expect(produceN(into, ep, topic, fmt.Sprintf("p%d", p), perPartition, &p)).To(Equal(perPartition))
 		}
 
+		// Every record of the victim's partitions is on its disk before it dies (none is left in
+		// another node's ingress WAL, which would deliver it to the new owner later).
+		for _, r := range lose {
+			waitPartition(topic, r.Partition, c, 30*time.Second, "every record at the owner", func(st client.PartitionStat) bool {
+				return st.HighWatermark == perPartition
+			})
+		}
 		c.Kill(victim)
 		Expect(c.WaitMember(ctx(60*time.Second), victimID, client.StatusDead)).To(Succeed())
 		admin := c.Client(others[1])
