@@ -44,6 +44,26 @@ func (c *Client) Decommission(ctx context.Context, id string, dryRun bool) (*Dec
 	return &v, nil
 }
 
+// DecommissionForce decommissions the DEAD node id, giving up the single-replica partitions
+// it owns; lose must name every one of them (POST …/decommission with {"force": true,
+// "lose": […]}, §2.17). A list that leaves one out is a 409 *Error with Missing set. The
+// answer lists exactly the partitions lost.
+func (c *Client) DecommissionForce(ctx context.Context, id string, lose []PartitionRef) (*ForcedDecommission, error) {
+	if lose == nil {
+		lose = []PartitionRef{}
+	}
+	body := map[string]any{"force": true, "lose": lose}
+	var out ForcedDecommission
+	path := "/v1/cluster/members/" + seg(id) + "/decommission"
+	if _, err := c.doJSON(ctx, http.MethodPost, path, nil, body, &out); err != nil {
+		return nil, err
+	}
+	if out.Lost == nil {
+		out.Lost = []LostPartition{}
+	}
+	return &out, nil
+}
+
 // CancelDecommission clears node id's drain flag
 // (DELETE /v1/cluster/members/{id}/decommission, 204).
 func (c *Client) CancelDecommission(ctx context.Context, id string) error {

@@ -30,6 +30,9 @@ type Error struct {
 	// Children lists the children of a parent whose delete was refused (409) because
 	// DetachChildren was not set.
 	Children []string
+	// Missing: a forced decommission refused (409) because its lose list left out these
+	// single-replica partitions of the dead node (§2.17).
+	Missing []PartitionRef
 }
 
 // Error renders "http <status>: <message>".
@@ -53,16 +56,17 @@ func IsStatus(err error, status int) bool {
 // errorBody is the JSON shape of every 4xx/5xx body (§1.5). Status is read too because
 // /healthz answers 503 with {"status": "shutting down"}.
 type errorBody struct {
-	Error    *string  `json:"error"`
-	Status   string   `json:"status"`
-	Index    *int     `json:"index"`
-	Node     string   `json:"node"`
-	Reasons  []string `json:"reasons"`
-	Owner    string   `json:"owner"`
-	Target   string   `json:"target"`
-	Reason   string   `json:"reason"`
-	Field    string   `json:"field"`
-	Children []string `json:"children"`
+	Error    *string        `json:"error"`
+	Status   string         `json:"status"`
+	Index    *int           `json:"index"`
+	Node     string         `json:"node"`
+	Reasons  []string       `json:"reasons"`
+	Owner    string         `json:"owner"`
+	Target   string         `json:"target"`
+	Reason   string         `json:"reason"`
+	Field    string         `json:"field"`
+	Children []string       `json:"children"`
+	Missing  []PartitionRef `json:"missing"`
 }
 
 // decodeError builds the *Error for a non-2xx response with the given (possibly truncated)
@@ -73,7 +77,7 @@ func decodeError(status int, body []byte) *Error {
 	var b errorBody
 	if err := json.Unmarshal(body, &b); err == nil {
 		e.Index, e.Node, e.Reasons, e.Owner, e.Target, e.Reason = b.Index, b.Node, b.Reasons, b.Owner, b.Target, b.Reason
-		e.Field, e.Children = b.Field, b.Children
+		e.Field, e.Children, e.Missing = b.Field, b.Children, b.Missing
 		switch {
 		case b.Error != nil:
 			e.Message = *b.Error

@@ -264,6 +264,31 @@ type DecommissionVerdict struct {
 	Moves []PlannedMove `json:"moves"`
 }
 
+// PartitionRef names one partition of a topic.
+type PartitionRef struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+}
+
+// ForcedDecommission is the answer of a forced decommission (§2.17): exactly the
+// single-replica partitions of the dead node it gave up.
+type ForcedDecommission struct {
+	Node   string          `json:"node"`
+	Forced bool            `json:"forced"`
+	Lost   []LostPartition `json:"lost"`
+}
+
+// LostPartition is one partition a forced decommission gave up: every record Owner held is
+// lost, and NewOwner serves it from now on, its log starting empty at RestartsAt (0).
+type LostPartition struct {
+	Topic       string `json:"topic"`
+	Partition   int    `json:"partition"`
+	Owner       string `json:"owner"`
+	NewOwner    string `json:"new_owner"`
+	LeaderEpoch uint64 `json:"leader_epoch"`
+	RestartsAt  int64  `json:"restarts_at"`
+}
+
 // PlannedMove is one move of a decommission dry run's plan.
 type PlannedMove struct {
 	Topic     string `json:"topic"`

@@ -220,17 +220,28 @@ type AbortedMove struct {
 	Target    string
 }
 
-// DecommissionRequest is a parsed decommission call: start (DryRun: only evaluate) or Cancel.
+// DecommissionRequest is a parsed decommission call: start (DryRun: only evaluate), Cancel,
+// or, with Force set, start the decommission of a dead node giving up its single-replica
+// partitions (docs/internals/replication.md §9).
 type DecommissionRequest struct {
 	ID     string
 	DryRun bool
 	Cancel bool
+	Force  *ForceDecommission // nil: not forced
+}
+
+// ForceDecommission is the forced part of a decommission: Lose must name every
+// single-replica partition of the dead node.
+type ForceDecommission struct {
+	Lose []controller.PartitionRef
 }
 
 // DecommissionResult is a decommission that succeeded. Evaluated is set when the answer is a
-// dry run's verdict (200 with the verdict); otherwise the change was made (204).
+// dry run's verdict (200 with the verdict); Forced when it is a forced decommission's (200,
+// Verdict.Lost lists what was given up); otherwise the change was made (204).
 type DecommissionResult struct {
 	Evaluated bool
+	Forced    bool
 	Verdict   controller.Verdict
 }
 

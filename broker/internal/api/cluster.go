@@ -84,10 +84,12 @@ func (s *server) abortMove(w http.ResponseWriter, r *http.Request) {
 		"owner": mv.Owner, "aborted_target": mv.Target})
 }
 
-// decommission is POST (start, ?dry_run=true) and DELETE (cancel)
-// /v1/cluster/members/{id}/decommission: admin (403) → dry_run flag (400) →
-// ClusterBackend.Decommission (400/404/409/503) → 200 dry-run verdict or 204. A change made
-// and one of unknown outcome are audited.
+// decommission is POST (start, ?dry_run=true, or forced with a body {"force": true, "lose":
+// [...]}) and DELETE (cancel) /v1/cluster/members/{id}/decommission: admin (403) → dry_run
+// flag (400) → body (413/400; force with dry_run 400) → ClusterBackend.Decommission
+// (400/404/409/503) → 200 dry-run verdict, 200 forced {"node", "forced", "lost"}, or 204. A
+// change made and one of unknown outcome are audited (a forced one as
+// cluster.decommission.force, refused ones too).
 func (s *server) decommission(w http.ResponseWriter, r *http.Request) {
 	req := DecommissionRequest{ID: r.PathValue("id"), Cancel: r.Method == http.MethodDelete}
 	event := eventDecommission
@@ -99,11 +101,18 @@ func (s *server) decommission(w http.ResponseWriter, r *http.Request) {
 	}
 	if !req.Cancel {
 		dry, err := flagParam(r.URL.Query(), "dry_run")
+		if err == nil {
+			req.DryRun = dry
+			err = s.decommissionBody(r, &req)
+		}
 		if err != nil {
 			s.writeErr(w, r, opDecommission, err)
 			return
 		}
-		req.DryRun = dry
+	}
+	if req.Force != nil {
+		s.decommissionForce(w, r, req)
+		return
 	}
 	res, err := s.cluster.Decommission(r.Context(), req)
 	switch {
@@ -120,6 +129,41 @@ func (s *server) decommission(w http.ResponseWriter, r *http.Request) {
 		s.audit(r, event, req.ID, audit.OK)
 		writeEmpty(w, http.StatusNoContent)
 	}
+}
+
+// decommissionBody reads POST …/decommission's optional body into req (parseDecommissionBody);
+// force with dry_run is 400.
+func (s *server) decommissionBody(r *http.Request, req *DecommissionRequest) error {
+	b, err := readBody(r, maxJSONBody)
+	if err != nil {
+		return err
+	}
+	if req.Force, err = parseDecommissionBody(b); err != nil {
+		return err
+	}
+	if req.Force != nil && req.DryRun {
+		return invalidf("force and dry_run cannot be combined")
+	}
+	return nil
+}
+
+// decommissionForce runs a forced decommission and answers 200 with exactly the partitions
+// given up. Every outcome is audited as cluster.decommission.force: a refusal (409) as
+// denied, a 503 as unknown.
+func (s *server) decommissionForce(w http.ResponseWriter, r *http.Request, req DecommissionRequest) {
+	res, err := s.cluster.Decommission(r.Context(), req)
+	if err != nil {
+		outcome := audit.Denied
+		if statusOf(err) == http.StatusServiceUnavailable {
+			outcome = audit.Unknown
+		}
+		s.audit(r, eventDecommissionForce, req.ID, outcome, "named", len(req.Force.Lose), "err", err.Error())
+		s.writeErr(w, r, opDecommission, err)
+		return
+	}
+	lost := lostPartitions(res.Verdict.Lost)
+	s.audit(r, eventDecommissionForce, req.ID, audit.OK, "lost", len(lost))
+	writeJSON(w, http.StatusOK, map[string]any{"node": req.ID, "forced": true, "lost": lost})
 }
 
 // flagParam parses an optional boolean query parameter: absent or "false" → false, "true" →

@@ -96,14 +96,24 @@ func (a *app) clusterCmd() *cobra.Command {
 	abort.Flags().StringVar(&target, "target", "", "abort only while the move still targets this node")
 	moves.AddCommand(abort)
 
-	var dryRun, cancel bool
+	var dryRun, cancel, force bool
+	var lose []string
 	decom := &cobra.Command{
 		Use:   "decommission <node-id>",
-		Short: "Drain a node (or --dry-run to check, --cancel to stop)",
+		Short: "Drain a node (or --dry-run to check, --cancel to stop, --force --lose to give up a dead node's R = 1 partitions)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dryRun && cancel {
 				return errf("--dry-run and --cancel exclude each other")
+			}
+			if force && (dryRun || cancel) {
+				return errf("--force excludes --dry-run and --cancel")
+			}
+			if len(lose) > 0 && !force {
+				return errf("--lose needs --force")
+			}
+			if force {
+				return a.decommissionForce(cmd, args[0], lose)
 			}
 			c, err := a.newClient(cmd, 2)
 			if err != nil {
@@ -139,6 +149,8 @@ func (a *app) clusterCmd() *cobra.Command {
 	}
 	decom.Flags().BoolVar(&dryRun, "dry-run", false, "evaluate and print the verdict; change nothing")
 	decom.Flags().BoolVar(&cancel, "cancel", false, "cancel a decommission")
+	decom.Flags().BoolVar(&force, "force", false, "decommission a dead node, giving up (losing) every record of its single-replica partitions")
+	decom.Flags().StringSliceVar(&lose, "lose", nil, "with --force: every single-replica partition of the node, as topic/partition (repeatable or comma-separated)")
 
 	cmd.AddCommand(members, moves, decom, a.clusterPartitionsCmd())
 	cmd.AddCommand(a.electLeadersCmd()) // cluster_elect.go

@@ -26,6 +26,12 @@ type Verdict struct {
 	Reasons []string `json:"reasons"`
 	// Moves is filled by a dry run only: the moves the planner would make once the node drains.
 	Moves []PlannedMove `json:"moves,omitempty"`
+	// Missing is filled by a forced decommission refused because its lose list left out
+	// single-replica partitions of the dead node (409, dead_owner): exactly those.
+	Missing []PartitionRef `json:"missing,omitempty"`
+	// Lost is filled by a forced decommission: the single-replica partitions it gave up, each
+	// with its new, empty owner (docs/internals/replication.md §9).
+	Lost []LostPartition `json:"lost,omitempty"`
 }
 
 // PlannedMove is one move of a dry run's plan.

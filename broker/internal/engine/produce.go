@@ -93,20 +93,36 @@ func (e *Engine) produceReplicated(ctx context.Context, t meta.Topic, recs []ser
 }
 
 // commitAtLeader commits recs to partition p of replicated topic t at its leader and waits for
-// the HWM to pass them.
+// the HWM to pass them. A remote commit follows the leadership when it moves while the call is
+// pending (commitRemoteFollowing), at most maxLeaderFollows times.
 func (e *Engine) commitAtLeader(ctx context.Context, t meta.Topic, p int, recs []wal.Record) error {
-	d := e.Topology().Destination(t.Name, p)
-	switch d.Kind {
-	case dispatch.DestLocal:
-		_, err := e.parts.CommitReplicated(ctx, t, p, recs)
-		return leaderCommitError(err)
-	case dispatch.DestRemote:
-		if e.peers == nil {
-			return fmt.Errorf("%s/%d: %w", t.Name, p, errcode.ErrOwnerDown)
+	for follows := 0; ; follows++ {
+		var epoch uint64 // read before the destination: a change in between is seen as a move
+		if a, ok := e.view.Assignment(t.Name, p); ok {
+			epoch = a.LeaderEpoch
 		}
-		return leaderCommitError(e.peers.CommitRemote(ctx, d.Addr, t.Name, t.Incarnation, p, recs))
+		d := e.Topology().Destination(t.Name, p)
+		switch d.Kind {
+		case dispatch.DestLocal:
+			_, err := e.parts.CommitReplicated(ctx, t, p, recs)
+			return leaderCommitError(err)
+		case dispatch.DestRemote:
+			if e.peers == nil {
+				return fmt.Errorf("%s/%d: %w", t.Name, p, errcode.ErrOwnerDown)
+			}
+			moved, err := e.commitRemoteFollowing(ctx, t, p, d.Addr, epoch, recs)
+			if !moved {
+				return leaderCommitError(err)
+			}
+			if follows == maxLeaderFollows {
+				return fmt.Errorf("%s/%d: %w", t.Name, p, errLeaderMoved)
+			}
+			e.log.Debug("produce follows a partition leadership that moved", "topic", t.Name, "partition", p,
+				"from", d.Node, "epoch", epoch)
+			continue
+		}
+		return fmt.Errorf("%s/%d: leader %s: %w", t.Name, p, d.Node, errcode.ErrOwnerDown)
 	}
-	return fmt.Errorf("%s/%d: leader %s: %w", t.Name, p, d.Node, errcode.ErrOwnerDown)
 }
 
 // leaderCommitError is what a producer is told of a failed commit at a leader: a leadership

@@ -24,6 +24,7 @@ type fakePeers struct {
 	onConsume func(addr string, req service.ConsumeRequest, localOnly bool) ([]service.Message, error)
 	onAck     func(addr string, entries []service.AckEntry) ([]error, error)
 	onStats   func(addr string, p int) (service.PartitionStats, error)
+	onCommit  func(ctx context.Context, addr string, p int, recs []wal.Record) error
 }
 
 type fakeConsume struct {
@@ -85,8 +86,14 @@ func (f *fakePeers) DetachChild(context.Context, string, string, string) (uint64
 	return 0, errors.New("unused")
 }
 
-func (f *fakePeers) CommitRemote(context.Context, string, string, string, int, []wal.Record) error {
-	return errors.New("unreachable")
+func (f *fakePeers) CommitRemote(ctx context.Context, addr, _, _ string, p int, recs []wal.Record) error {
+	f.mu.Lock()
+	on := f.onCommit
+	f.mu.Unlock()
+	if on == nil {
+		return errors.New("unreachable")
+	}
+	return on(ctx, addr, p, recs)
 }
 
 func (f *fakePeers) FanoutCursors(context.Context, string, string, int) (fanout.PartitionCursors, error) {

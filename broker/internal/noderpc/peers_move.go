@@ -191,8 +191,12 @@ func (p Peers) DecommissionMember(ctx context.Context, leaderAddr string, c Deco
 	if err != nil {
 		return DecomResult{}, fmt.Errorf("%w: leader %s: %v", meta.ErrNoLeader, leaderAddr, err)
 	}
-	rep, err := cl.DecommissionMember(ctx, &nodepb.DecommissionMemberRequest{Id: c.ID, Cancel: c.Cancel, DryRun: c.DryRun,
-		BlockedOnly: c.BlockedOnly})
+	req := &nodepb.DecommissionMemberRequest{Id: c.ID, Cancel: c.Cancel, DryRun: c.DryRun,
+		BlockedOnly: c.BlockedOnly, Force: c.Force}
+	if len(c.Lose) > 0 {
+		req.LoseJson, _ = json.Marshal(c.Lose) // plain fields: cannot fail
+	}
+	rep, err := cl.DecommissionMember(ctx, req)
 	if err != nil {
 		if errcode.TransportStatus(err) == 400 {
 			return DecomResult{}, fmt.Errorf("%w: %w: leader %s: %v", meta.ErrNoLeader, ErrPeerTooOld, leaderAddr, err)

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 
+	"narad.dev/broker/internal/controller"
 	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/rpc"
@@ -211,11 +213,44 @@ func TestDecommissionMemberRoundTripAndAnOlderLeader(t *testing.T) {
 	if err != nil || res.Status != 200 || res.Blocked == nil {
 		t.Fatalf("blocked_only with nothing blocked: %+v %v (want an empty map)", res, err)
 	}
+	// Forced: the lose list travels; the answer is 200 with the lost partitions, or 409 with
+	// the missing ones.
+	lose := []controller.PartitionRef{{Topic: "orders", Partition: 0}}
+	res, err = p.DecommissionMember(ctx, addr, DecomCall{ID: "n3", Force: true, Lose: lose})
+	if err != nil || res.Status != 200 || len(res.Verdict.Lost) != 1 || res.Verdict.Lost[0].NewOwner != "n1" || !d.isDraining("n3") {
+		t.Fatalf("forced over the wire: %+v %v", res, err)
+	}
+	res, err = p.DecommissionMember(ctx, addr, DecomCall{ID: "n3", Force: true})
+	if err != nil || res.Status != 409 || !reflect.DeepEqual(res.Verdict.Missing, lose) {
+		t.Fatalf("forced without the list over the wire: %+v %v", res, err)
+	}
+	res, err = p.DecommissionMember(ctx, addr, DecomCall{ID: "n3", Force: true, DryRun: true})
+	if err != nil || res.Status != 400 {
+		t.Fatalf("forced dry run over the wire: %+v %v", res, err)
+	}
 	// A leader running a release without op 25 answers Unimplemented.
 	oldAddr, p2 := serveLoopback(t, &nodepb.UnimplementedNodeServer{})
 	if _, err := p2.DecommissionMember(ctx, oldAddr, DecomCall{BlockedOnly: true}); !errors.Is(err, ErrPeerTooOld) || !errors.Is(err, meta.ErrNoLeader) {
 		t.Fatalf("older leader: %v", err)
 	}
+}
+
+func FuzzDecodeLose(f *testing.F) {
+	for _, s := range []string{"", "null", "[]", `[{"topic":"t","partition":1}]`, `[{"topic":"","partition":1}]`,
+		`[{"topic":"t","partition":-1}]`, `{}`, `[{"topic":"t","partition":1.5}]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rs, err := decodeLose(b)
+		if err != nil {
+			return
+		}
+		for _, r := range rs {
+			if r.Topic == "" || r.Partition < 0 {
+				t.Fatalf("%q accepted %+v", b, r)
+			}
+		}
+	})
 }
 
 func FuzzDecodeListing(f *testing.F) {

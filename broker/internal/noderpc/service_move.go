@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc/mem"
@@ -33,9 +34,11 @@ type MoveReporter interface {
 // Decommissioner is the leader's decommission surface (op 25, docs/internals/moves.md §12),
 // implemented by *controller.Controller. Errors: meta.ErrNotFound (404), controller.ErrRefused
 // (409, the Verdict carries the reasons), controller.ErrRemoved (409), meta.ErrNotLeader (421
-// on the node plane), else 503.
+// on the node plane), else 503. DecommissionForce also refuses with controller.ErrBadForce
+// (409, no reasons) and controller.ErrRefused with the Verdict's Missing partitions.
 type Decommissioner interface {
 	Decommission(ctx context.Context, id string, dryRun bool) (controller.Verdict, error)
+	DecommissionForce(ctx context.Context, id string, lose []controller.PartitionRef) (controller.Verdict, error)
 	CancelDecommission(ctx context.Context, id string) error
 	DecommissionBlocked() map[string][]string
 }
@@ -187,7 +190,12 @@ func (s *Service) DecommissionMember(ctx context.Context, req *nodepb.Decommissi
 		st, reason, msg, hint := s.notLeader()
 		return &nodepb.DecommissionMemberReply{Status: st, Error: msg, Reason: reason, LeaderHint: hint}, nil
 	}
-	rep := RunDecommission(ctx, s.mv, DecomCall{ID: req.Id, Cancel: req.Cancel, DryRun: req.DryRun, BlockedOnly: req.BlockedOnly})
+	call := DecomCall{ID: req.Id, Cancel: req.Cancel, DryRun: req.DryRun, BlockedOnly: req.BlockedOnly, Force: req.Force}
+	var err error
+	if call.Lose, err = decodeLose(req.LoseJson); err != nil {
+		return &nodepb.DecommissionMemberReply{Status: 400, Error: err.Error()}, nil
+	}
+	rep := RunDecommission(ctx, s.mv, call)
 	out := &nodepb.DecommissionMemberReply{Status: rep.Status, Error: rep.Error}
 	if rep.Status == 421 {
 		_, out.LeaderHint = s.store.Leader()
@@ -220,15 +228,38 @@ func (s *Service) MoveReport(ctx context.Context, req *nodepb.MoveReportRequest)
 	return &nodepb.MoveReportReply{Status: 200, ReportJson: b}, nil
 }
 
+// decodeLose decodes op 25's lose_json: absent is nil; anything but a JSON array of
+// {"topic", "partition"} with a non-empty topic and a partition ≥ 0 is an error.
+func decodeLose(b []byte) ([]controller.PartitionRef, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var out []controller.PartitionRef
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("undecodable lose list: %w", err)
+	}
+	for _, r := range out {
+		if r.Topic == "" || r.Partition < 0 {
+			return nil, fmt.Errorf("bad lose entry %q/%d", r.Topic, r.Partition)
+		}
+	}
+	return out, nil
+}
+
 // DecomCall is one decommission request, local or arriving as op 25.
 type DecomCall struct {
 	ID          string
 	Cancel      bool
 	DryRun      bool
 	BlockedOnly bool
+	// Force: a forced decommission of a dead node giving up Lose, which must be exactly its
+	// single-replica partitions (controller.DecommissionForce).
+	Force bool
+	Lose  []controller.PartitionRef
 }
 
-// DecomResult is a decommission's answer in op 25's vocabulary: 200 (dry run, blocked-only),
+// DecomResult is a decommission's answer in op 25's vocabulary: 200 (dry run, blocked-only,
+// force: Verdict.Lost lists what was given up),
 // 204 (done), 404, 409 (Verdict carries the reasons of a refusal), 421, 503.
 type DecomResult struct {
 	Status  int32
@@ -259,7 +290,16 @@ func RunDecommission(ctx context.Context, d MoveDeps, c DecomCall) DecomResult {
 		}
 		return DecomResult{Status: 204}
 	}
-	v, err := d.Decom.Decommission(ctx, c.ID, c.DryRun)
+	var v controller.Verdict
+	var err error
+	switch {
+	case c.Force && c.DryRun:
+		return DecomResult{Status: 400, Error: "force and dry_run cannot be combined"}
+	case c.Force:
+		v, err = d.Decom.DecommissionForce(ctx, c.ID, c.Lose)
+	default:
+		v, err = d.Decom.Decommission(ctx, c.ID, c.DryRun)
+	}
 	if v.Node == "" {
 		v.Node = c.ID
 	}
@@ -269,7 +309,10 @@ func RunDecommission(ctx context.Context, d MoveDeps, c DecomCall) DecomResult {
 	if err != nil {
 		return DecomResult{Status: errcode.Decommission.Status(err), Error: err.Error(), Verdict: v}
 	}
-	if c.DryRun {
+	if c.DryRun || c.Force {
+		if c.Force && v.Lost == nil {
+			v.Lost = []controller.LostPartition{}
+		}
 		return DecomResult{Status: 200, Verdict: v}
 	}
 	return DecomResult{Status: 204, Verdict: v}

@@ -105,6 +105,9 @@ func (c *clusterService) leaderBlocked(ctx context.Context) (reachable bool, blo
 // succeed, 400/404/409 are refusals, anything else (421 leadership moved, 503) is retryable.
 func (c *clusterService) Decommission(ctx context.Context, req api.DecommissionRequest) (api.DecommissionResult, error) {
 	call := noderpc.DecomCall{ID: req.ID, Cancel: req.Cancel, DryRun: req.DryRun}
+	if req.Force != nil {
+		call.Force, call.Lose = true, req.Force.Lose
+	}
 	ctx, cancel := context.WithTimeout(ctx, clusterWriteWait)
 	defer cancel()
 	res := c.decommissionOnLeader(ctx, call)
@@ -112,6 +115,9 @@ func (c *clusterService) Decommission(ctx context.Context, req api.DecommissionR
 	case http.StatusOK:
 		if call.DryRun {
 			return api.DecommissionResult{Evaluated: true, Verdict: res.Verdict}, nil
+		}
+		if call.Force {
+			return api.DecommissionResult{Forced: true, Verdict: res.Verdict}, nil
 		}
 		return api.DecommissionResult{}, nil // a leader answering 200 to a real decommission: done
 	case http.StatusNoContent:
@@ -128,8 +134,14 @@ func (c *clusterService) Decommission(ctx context.Context, req api.DecommissionR
 		if reasons == nil {
 			reasons = []string{}
 		}
-		return api.DecommissionResult{}, &api.ClusterError{Kind: api.ErrConflict, Msg: res.Error,
-			Fields: map[string]any{"node": call.ID, "reasons": reasons}}
+		fields := map[string]any{"node": call.ID, "reasons": reasons}
+		if len(res.Verdict.Missing) > 0 {
+			fields["missing"] = res.Verdict.Missing
+		}
+		if len(res.Verdict.Lost) > 0 { // a forced decommission stopped part-way: given up so far
+			fields["lost"] = res.Verdict.Lost
+		}
+		return api.DecommissionResult{}, &api.ClusterError{Kind: api.ErrConflict, Msg: res.Error, Fields: fields}
 	}
 	return api.DecommissionResult{}, &api.ClusterError{Kind: api.ErrUnavailable, Msg: res.Error}
 }

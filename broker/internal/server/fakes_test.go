@@ -64,6 +64,29 @@ func (f *fakeDecom) Decommission(_ context.Context, id string, dryRun bool) (con
 	return v, nil
 }
 
+// DecommissionForce refuses a member with up-front reasons other than dead_owner, a lose list
+// not naming "orders/0" (409 with it missing), and otherwise answers that partition as lost
+// to "n1".
+func (f *fakeDecom) DecommissionForce(_ context.Context, id string, lose []controller.PartitionRef) (controller.Verdict, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return controller.Verdict{}, f.err
+	}
+	if !f.members[id] {
+		return controller.Verdict{}, fmt.Errorf("member %s: %w", id, meta.ErrNotFound)
+	}
+	want := controller.PartitionRef{Topic: "orders", Partition: 0}
+	v := controller.Verdict{Node: id, Reasons: []string{controller.ReasonDeadOwner}}
+	if len(lose) != 1 || lose[0] != want {
+		v.Missing = []controller.PartitionRef{want}
+		return v, fmt.Errorf("%w: missing orders/0", controller.ErrRefused)
+	}
+	f.draining[id] = true
+	return controller.Verdict{Node: id, Allowed: true, Reasons: []string{},
+		Lost: []controller.LostPartition{{Topic: "orders", Partition: 0, Owner: id, NewOwner: "n1", LeaderEpoch: 1}}}, nil
+}
+
 func (f *fakeDecom) CancelDecommission(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -87,4 +110,10 @@ func (f *fakeDecom) DecommissionBlocked() map[string][]string {
 
 func testDeps(src noderpc.MoveSource, rep noderpc.MoveReporter, d noderpc.Decommissioner) noderpc.MoveDeps {
 	return noderpc.MoveDeps{Source: src, Reporter: rep, Decom: d}
+}
+
+func (f *fakeDecom) isDraining(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.draining[id]
 }

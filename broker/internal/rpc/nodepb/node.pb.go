@@ -2859,7 +2859,13 @@ type DecommissionMemberRequest struct {
 	// Evaluate only; change nothing.
 	DryRun bool `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	// Only report the leader's current blocked reasons of every draining node.
-	BlockedOnly   bool `protobuf:"varint,4,opt,name=blocked_only,json=blockedOnly,proto3" json:"blocked_only,omitempty"`
+	BlockedOnly bool `protobuf:"varint,4,opt,name=blocked_only,json=blockedOnly,proto3" json:"blocked_only,omitempty"`
+	// Decommission a dead node, giving up the single-replica partitions it owns; lose_json
+	// must name every one of them (docs/internals/replication.md §9). The reply is 200 with
+	// verdict_json listing them in "lost".
+	Force bool `protobuf:"varint,5,opt,name=force,proto3" json:"force,omitempty"`
+	// With force: [{"topic", "partition"}, …], JSON.
+	LoseJson      []byte `protobuf:"bytes,6,opt,name=lose_json,json=loseJson,proto3" json:"lose_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2922,9 +2928,23 @@ func (x *DecommissionMemberRequest) GetBlockedOnly() bool {
 	return false
 }
 
+func (x *DecommissionMemberRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+func (x *DecommissionMemberRequest) GetLoseJson() []byte {
+	if x != nil {
+		return x.LoseJson
+	}
+	return nil
+}
+
 type DecommissionMemberReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// 200 dry run or blocked_only (see verdict_json / blocked_json), 204 done, 404 no such
+	// 200 dry run, blocked_only or force (see verdict_json / blocked_json), 204 done, 404 no such
 	// member, 409 refused (verdict_json carries the reasons) or already removed from Raft
 	// (cancel), 421 not leader (see leader_hint), 503 else.
 	Status int32  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
@@ -3970,12 +3990,14 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12!\n" +
-	"\flisting_json\x18\x04 \x01(\fR\vlistingJson\"\x7f\n" +
+	"\flisting_json\x18\x04 \x01(\fR\vlistingJson\"\xb2\x01\n" +
 	"\x19DecommissionMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06cancel\x18\x02 \x01(\bR\x06cancel\x12\x17\n" +
 	"\adry_run\x18\x03 \x01(\bR\x06dryRun\x12!\n" +
-	"\fblocked_only\x18\x04 \x01(\bR\vblockedOnly\"\xc6\x01\n" +
+	"\fblocked_only\x18\x04 \x01(\bR\vblockedOnly\x12\x14\n" +
+	"\x05force\x18\x05 \x01(\bR\x05force\x12\x1b\n" +
+	"\tlose_json\x18\x06 \x01(\fR\bloseJson\"\xc6\x01\n" +
 	"\x17DecommissionMemberReply\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12!\n" +
