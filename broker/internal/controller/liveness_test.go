@@ -35,6 +35,8 @@ func TestSilentMemberMarkedDeadAndHeartbeatRevives(t *testing.T) {
 
 	observed := c.advance(2*time.Second, "c")
 	testwait.For(t, 15*time.Second, "b marked dead", func() bool { return status(t, c.leader(), "b") == meta.MemberDead })
+	// The pass records dead_since just after its proposal applies: wait for that too.
+	testwait.For(t, 5*time.Second, "dead_since of b recorded", func() bool { _, ok := ctl.DeadSince("b"); return ok })
 	if since, ok := ctl.DeadSince("b"); !ok || !since.Equal(observed) {
 		t.Fatalf("DeadSince(b) = %v %v, want %v (the leader's clock when it marked b)", since, ok, observed)
 	}
