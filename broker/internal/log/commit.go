@@ -156,17 +156,23 @@ func (l *Log) writeFrames(seg *segment, first int64) (end int64, err error) {
 	return end, nil
 }
 
-// persistHWM writes h to the hwm file (seed: persist before advance). A failure puts the log
-// in failed state. first is the first offset of the write being published (for the log line).
-// Caller holds wmu.
-func (l *Log) persistHWM(h, first int64) error {
+// persistHWM writes h to the hwm file and makes it durable (seed: persist before advance). A
+// failure puts the log in failed state. first is the first offset of the write being
+// published (for the log line). Caller holds wmu.
+func (l *Log) persistHWM(h, first int64) error { return l.storeHWM(h, first, true) }
+
+// storeHWM is persistHWM, or with sync false the hwm file's write without its fdatasync
+// (hwmFile.write). Caller holds wmu.
+func (l *Log) storeHWM(h, first int64, sync bool) error {
 	t0 := l.opts.Now()
 	err := faults.Check(FaultBeforeHWMPersist)
 	if err == nil {
 		err = faults.Check(FaultHWMPersist)
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = l.hwmf.persist(h, false)
+	} else if err == nil {
+		err = l.hwmf.write(h)
 	}
 	l.opts.Observer.ObserveHWMPersist(l.opts.Now().Sub(t0), err)
 	if err != nil {

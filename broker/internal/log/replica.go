@@ -15,7 +15,8 @@ import (
 // (AppendFrames), learns the HWM from the leader (AdvanceHWM), and cuts a suffix the new
 // leader does not have (TruncateTail). ReadFrames serves the leader's side of the stream. The
 // invariants of the package hold throughout: the HWM only moves forward, always falls on a
-// frame boundary and is persisted before it moves; nothing below it is ever truncated.
+// frame boundary and is written to the hwm file before it moves (fsynced lazily, see
+// AdvanceHWM); nothing below it is ever truncated.
 
 // FaultTruncateTail fires in TruncateTail after the later segments are removed, before the
 // segment holding the cut is truncated (crash tests arm it with NARAD_FAULTS).
@@ -95,9 +96,12 @@ func (l *Log) AppendFrames(frames []byte) (leo int64, err error) {
 	return next, nil
 }
 
-// AdvanceHWM makes the records below h visible: h is persisted, then the HWM moves. An h at
-// or below the current HWM is a no-op; h past the end offset is ErrBeyondEnd, h inside a
-// frame ErrNotFrameBoundary.
+// AdvanceHWM makes the records below h visible: h is written to the hwm file, then the HWM
+// moves. The write is not fsynced: a replicated log's records are durable by their own fsync
+// on every ISR member, and an HWM that a power loss sets back only hides records until the
+// leader's HWM passes them again (docs/internals/storage-format.md §20); a process crash
+// keeps the written value. An h at or below the current HWM is a no-op; h past the end offset
+// is ErrBeyondEnd, h inside a frame ErrNotFrameBoundary.
 func (l *Log) AdvanceHWM(h int64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
@@ -114,7 +118,7 @@ func (l *Log) AdvanceHWM(h int64) error {
 	if err != nil {
 		return err
 	}
-	if err := l.persistHWM(h, h); err != nil {
+	if err := l.storeHWM(h, h, false); err != nil {
 		return err
 	}
 	l.advance(h)

@@ -367,3 +367,31 @@ func TestCrashInsideTruncateTailLeavesAContiguousLog(t *testing.T) {
 		t.Fatalf("after the second truncate: end %d, %d segments", l.NextOffset(), segmentCount(t, dir))
 	}
 }
+
+// AdvanceHWM writes the new HWM to the hwm file before it moves, without an fdatasync: what a
+// process crash leaves on disk is the value, at no fsync's cost.
+func TestAdvanceHWMWritesTheFileWithoutAnFsync(t *testing.T) {
+	dir := t.TempDir()
+	l := openReplicaLog(t, dir, 1<<20)
+	if _, _, err := l.Append(testEntries("A", 3, 16), 1000); err != nil {
+		t.Fatal(err)
+	}
+	syncs := l.hwmf.syncs
+	if err := l.AdvanceHWM(3); err != nil {
+		t.Fatal(err)
+	}
+	if l.hwmf.syncs != syncs {
+		t.Fatalf("AdvanceHWM made %d hwm fsyncs, want none", l.hwmf.syncs-syncs)
+	}
+	st, err := readHWMFile(dir)
+	if err != nil || !st.present || st.hwm != 3 || st.clean {
+		t.Fatalf("hwm file after AdvanceHWM: %+v, %v", st, err)
+	}
+	// A commit (R = 1's path) still persists durably.
+	if _, err := l.Commit(testEntries("B", 1, 16), 1001); err != nil {
+		t.Fatal(err)
+	}
+	if l.hwmf.syncs != syncs+1 {
+		t.Fatalf("Commit made %d hwm fsyncs, want 1", l.hwmf.syncs-syncs)
+	}
+}
