@@ -52,7 +52,7 @@ func startCommits(t *testing.T, f *fixture, n int) <-chan commitResult {
 }
 
 // fsyncs is the number of segment fsyncs partition t/0's log made.
-func fsyncs(t *testing.T, f *fixture) uint64 {
+func fsyncs(t testing.TB, f *fixture) uint64 {
 	t.Helper()
 	var m dto.Metric
 	h := f.r.d.Metrics.StorageFsyncDuration.WithLabelValues("t", "0").(prometheus.Histogram)
