@@ -333,15 +333,18 @@ func (l *Leader) ShrinkCandidates(lagMax time.Duration) []string {
 	return out
 }
 
-// ExpandCandidates are the followers outside the ISR whose LEO has reached the HWM: the
-// leader proposes an ISR with them.
-func (l *Leader) ExpandCandidates() []string {
+// ExpandCandidates are the followers outside the ISR whose LEO has reached the HWM and that
+// were caught up within lagMax: the leader proposes an ISR with them. A follower that stopped
+// fetching (a dead node) while at the HWM is not one: ShrinkCandidates would drop it again at
+// once, and the two would alternate for as long as no record arrives.
+func (l *Leader) ExpandCandidates(lagMax time.Duration) []string {
 	hwm := l.log.HighWatermark()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	t := l.now()
 	var out []string
 	for r, f := range l.followers {
-		if !slices.Contains(l.isr, r) && f.leo >= hwm && f.leo >= 0 {
+		if !slices.Contains(l.isr, r) && f.leo >= hwm && f.leo >= 0 && t.Sub(f.caughtUpAt) <= lagMax {
 			out = append(out, r)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 )
 
 // A reassignment adds a replica to a running leadership: it may fetch, starts out of the ISR
@@ -26,7 +27,7 @@ func TestReconfigureAddsAndForgetsReplicasAndChangesMinISR(t *testing.T) {
 		t.Fatal("Configured does not match the installed replicas")
 	}
 	catchUp(t, follow(c, a, ld), a)
-	if got := ld.ExpandCandidates(); !slices.Contains(got, "c") {
+	if got := ld.ExpandCandidates(10 * time.Second); !slices.Contains(got, "c") {
 		t.Fatalf("expand candidates %v lack the caught-up newcomer", got)
 	}
 	if h := a.log.HighWatermark(); h != 0 {

@@ -279,7 +279,7 @@ func TestShrinkAndExpandCandidates(t *testing.T) {
 	if err := ld.SetISR(1, []string{"a", "b"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := ld.ExpandCandidates(); len(got) != 1 || got[0] != "c" {
+	if got := ld.ExpandCandidates(10 * time.Second); len(got) != 1 || got[0] != "c" {
 		t.Fatalf("expand candidates: %v, want [c] (its LEO %d ≥ HWM %d)", got, end, a.log.HighWatermark())
 	}
 	if lag := ld.Lag(); lag["b"] != 0 || lag["c"] != 0 {
@@ -447,5 +447,45 @@ func TestEpochsCovering(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("[%d, %d): %v, want %v", c.from, c.to, got, c.want)
 		}
+	}
+}
+
+// A follower that stops fetching while at the HWM (its node died) is shrunk after the lag
+// time and is then no expand candidate: shrink and expand do not alternate while no record
+// arrives; once it fetches again it is one.
+func TestAFollowerThatStoppedFetchingIsNoExpandCandidate(t *testing.T) {
+	a := newNode(t, "a")
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	tick := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	ld := a.lead(t, 1, []string{"a", "b", "c"}, []string{"a", "b", "c"}, 2, clock)
+	_, end := produce(t, a, ld, "x", 1)
+	for _, f := range []string{"b", "c"} {
+		if err := ld.Fetched(f, 1, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.log.HighWatermark() != end {
+		t.Fatalf("hwm %d, want %d", a.log.HighWatermark(), end)
+	}
+	tick(11 * time.Second) // c is dead; b goes on fetching at the end
+	if err := ld.Fetched("b", 1, end); err != nil {
+		t.Fatal(err)
+	}
+	if got := ld.ShrinkCandidates(10 * time.Second); len(got) != 1 || got[0] != "c" {
+		t.Fatalf("shrink candidates: %v, want [c]", got)
+	}
+	if err := ld.SetISR(1, []string{"a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ld.ExpandCandidates(10 * time.Second); len(got) != 0 {
+		t.Fatalf("expand candidates with c silent for 11 s: %v, want none", got)
+	}
+	if err := ld.Fetched("c", 1, end); err != nil { // c is back, at the end
+		t.Fatal(err)
+	}
+	if got := ld.ExpandCandidates(10 * time.Second); len(got) != 1 || got[0] != "c" {
+		t.Fatalf("expand candidates after c fetched again: %v, want [c]", got)
 	}
 }

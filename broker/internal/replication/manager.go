@@ -248,7 +248,7 @@ func (m *Manager) keepISR(ctx context.Context, k key, s Slot, r *role) {
 			m.log.Warn("replication: install isr", "topic", k.topic, "partition", k.p, "err", err)
 		}
 	}
-	shrink, expand := ld.ShrinkCandidates(m.d.LagMax), ld.ExpandCandidates()
+	shrink, expand := ld.ShrinkCandidates(m.d.LagMax), ld.ExpandCandidates(m.d.LagMax)
 	if m.d.Stopping != nil {
 		expand = slices.DeleteFunc(expand, m.d.Stopping) // it left the ISR on its way out
 	}

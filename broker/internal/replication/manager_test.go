@@ -551,7 +551,7 @@ func TestALeaderDoesNotExpandTheISRToAStoppingMember(t *testing.T) {
 		}
 	}
 	testwait.For(t, 5*time.Second, "c caught up: an expand candidate", func() bool {
-		return slices.Contains(ld.ExpandCandidates(), "c")
+		return slices.Contains(ld.ExpandCandidates(10*time.Second), "c")
 	})
 	for i := range 3 {
 		if err := commit(t, a, w, fmt.Sprintf("z%d", i)); err != nil {
