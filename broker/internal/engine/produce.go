@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"sync"
 	"sync/atomic"
 
 	"narad.dev/broker/internal/dispatch"
@@ -52,8 +53,9 @@ func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []service.Produ
 // §4): the records of each partition are committed at its leader, here or over node RPC, and
 // Produce returns only once every batch is below its partition's HWM, so fsynced on at least
 // min_insync_replicas replicas. The ingress WAL is not used: it would make the answering node's
-// disk the durability point. A failure after some batches committed leaves them committed (a
-// retry duplicates them); a failed wait means the outcome of that batch is unknown.
+// disk the durability point. The partitions' batches are committed concurrently; a failure of
+// one (the first in pick order is answered) leaves the others committed (a retry duplicates
+// them); a failed wait means the outcome of that batch is unknown.
 //
 // Keyless records avoid partitions that cannot take them (replica_reroute.go): the pick skips
 // a partition whose ISR, in the local replica, is below min_insync_replicas, and a keyless
@@ -78,13 +80,24 @@ func (e *Engine) produceReplicated(ctx context.Context, t meta.Topic, recs []ser
 		groups[g] = append(groups[g], wal.Record{Topic: t.Name, Incarnation: t.Incarnation, Key: r.Key,
 			Partition: uint32(g.p), AcceptedAtMs: now, Payload: r.Payload})
 	}
-	for _, g := range order {
-		var err error
+	commit := func(g group) error {
 		if g.loose {
-			err = e.commitKeyless(ctx, t, g.p, groups[g], e.commitAtLeader)
-		} else {
-			err = e.commitAtLeader(ctx, t, g.p, groups[g])
+			return e.commitKeyless(ctx, t, g.p, groups[g], e.commitAtLeader)
 		}
+		return e.commitAtLeader(ctx, t, g.p, groups[g])
+	}
+	if len(order) == 1 {
+		return commit(order[0])
+	}
+	// The partitions' commits run at once: each waits for its own ISR, so a batch spread
+	// over n partitions costs one replication round trip, not n.
+	errs := make([]error, len(order))
+	var wg sync.WaitGroup
+	for i, g := range order {
+		wg.Go(func() { errs[i] = commit(g) })
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}

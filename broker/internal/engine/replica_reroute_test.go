@@ -123,3 +123,38 @@ func TestKeylessBatchRefusedForMinInsyncGoesElsewhere(t *testing.T) {
 		t.Fatalf("commitKeyless = %v after %v, want another error answered as is", err, tried)
 	}
 }
+
+// A produce spread over several partitions of a replicated topic commits at their leaders
+// at once: every partition's batch is appended while the first still waits for its ISR.
+func TestReplicatedProduceCommitsPartitionsConcurrently(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	tp := rerouteTopic(t, n)
+	for p := range 3 {
+		eventually(t, 5*time.Second, func() bool { _, ok := n.e.ReplicaHost().Leader("rr", p); return ok }, "n1 leads rr")
+	}
+	var recs []service.ProduceRecord
+	for i := range 3 {
+		recs = append(recs, service.ProduceRecord{Partition: -1, Payload: []byte(fmt.Sprintf("m%d", i))})
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.e.Produce(n.ctx(), tp, recs) }()
+	eventually(t, 5*time.Second, func() bool {
+		for p := range 3 {
+			if pt := n.e.parts.Peek("rr", p); pt == nil || pt.Log().NextOffset() != 1 {
+				return false
+			}
+		}
+		return true
+	}, "every partition's batch appended while none is committed")
+	select {
+	case err := <-done:
+		t.Fatalf("produce answered %v before any follower held the records", err)
+	default:
+	}
+	for p := range 3 {
+		follow(t, n, tp, p)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

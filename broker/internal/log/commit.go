@@ -49,11 +49,14 @@ func (l *Log) Commit(entries []Entry, committedAtMs int64) (first int64, err err
 	if err != nil {
 		return 0, err
 	}
+	l.hmu.Lock()
 	if err := l.persistHWM(l.next, first); err != nil {
+		l.hmu.Unlock()
 		return 0, err
 	}
 	l.advance(l.next)
 	l.bound.Store(&boundaryPos{segBase: seg.base, pos: end})
+	l.hmu.Unlock()
 	l.rollIfFull(seg, end)
 	l.releaseScratch()
 	l.Broadcast()
@@ -156,17 +159,23 @@ func (l *Log) writeFrames(seg *segment, first int64) (end int64, err error) {
 	return end, nil
 }
 
-// persistHWM writes h to the hwm file (seed: persist before advance). A failure puts the log
-// in failed state. first is the first offset of the write being published (for the log line).
-// Caller holds wmu.
-func (l *Log) persistHWM(h, first int64) error {
+// persistHWM writes h to the hwm file and makes it durable (seed: persist before advance). A
+// failure puts the log in failed state. first is the first offset of the write being
+// published (for the log line). Caller holds hmu.
+func (l *Log) persistHWM(h, first int64) error { return l.storeHWM(h, first, true) }
+
+// storeHWM is persistHWM, or with sync false the hwm file's write without its fdatasync
+// (hwmFile.write). Caller holds hmu.
+func (l *Log) storeHWM(h, first int64, sync bool) error {
 	t0 := l.opts.Now()
 	err := faults.Check(FaultBeforeHWMPersist)
 	if err == nil {
 		err = faults.Check(FaultHWMPersist)
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = l.hwmf.persist(h, false)
+	} else if err == nil {
+		err = l.hwmf.write(h)
 	}
 	l.opts.Observer.ObserveHWMPersist(l.opts.Now().Sub(t0), err)
 	if err != nil {
@@ -190,13 +199,13 @@ func (l *Log) rollIfFull(seg *segment, end int64) {
 	}
 }
 
-// advance moves the in-memory HWM forward. Caller holds wmu and has persisted h.
+// advance moves the in-memory HWM forward. Caller holds hmu and has persisted h.
 func (l *Log) advance(h int64) {
 	if old := l.hwm.Load(); h < old {
 		panic(fmt.Sprintf("log %s: hwm would move back from %d to %d", l.dir, old, h))
 	}
-	if h > l.next {
-		panic(fmt.Sprintf("log %s: hwm %d would pass next offset %d", l.dir, h, l.next))
+	if next := l.nextA.Load(); h > next {
+		panic(fmt.Sprintf("log %s: hwm %d would pass next offset %d", l.dir, h, next))
 	}
 	l.hwm.Store(h)
 }
@@ -339,8 +348,10 @@ func (l *Log) roll() error {
 	l.cmu.Lock()
 	l.markHot(old)
 	l.cmu.Unlock()
+	l.hmu.Lock()
 	if hwm := l.hwm.Load(); seg.base <= hwm {
 		l.bound.Store(&boundaryPos{segBase: seg.base, pos: 0})
 	}
+	l.hmu.Unlock()
 	return nil
 }

@@ -108,6 +108,8 @@ type hwmFile struct {
 	// needDirSync is true while the file's creation has not been made durable by an fsync of
 	// the partition directory (once per log lifetime, docs/internals/storage-format.md §7.2).
 	needDirSync bool
+	// syncs counts the fdatasyncs of the file (tests read it).
+	syncs int
 }
 
 // openHWMFile opens (creating if needed) dir's hwm file and returns its current content.
@@ -136,6 +138,7 @@ func (h *hwmFile) persist(hwm int64, clean bool) error {
 	if err := durable.Fdatasync(h.f); err != nil {
 		return fmt.Errorf("fdatasync hwm: %w", err)
 	}
+	h.syncs++
 	if h.needDirSync {
 		if err := durable.SyncDir(h.dir); err != nil {
 			return err
@@ -146,3 +149,18 @@ func (h *hwmFile) persist(hwm int64, clean bool) error {
 }
 
 func (h *hwmFile) close() error { return h.f.Close() }
+
+// write overwrites the file in place with (hwm, not clean) without an fdatasync: the value
+// survives a process crash (the page cache holds it), while a power loss may leave an older
+// one, which only a replicated log's HWM may do (docs/internals/storage-format.md §20). Until
+// the file's creation is durable it persists instead.
+func (h *hwmFile) write(hwm int64) error {
+	if h.needDirSync {
+		return h.persist(hwm, false)
+	}
+	b := encodeHWM(hwm, false)
+	if _, err := h.f.WriteAt(b[:], 0); err != nil {
+		return fmt.Errorf("write hwm: %w", err)
+	}
+	return nil
+}

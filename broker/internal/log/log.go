@@ -30,9 +30,11 @@ type Record struct {
 
 // Log is the open partition log of one directory.
 //
-// Invariants: next_offset ≥ hwm; the HWM only moves forward and is durable in the hwm file
-// before it moves (commit persists, then advances); the HWM falls on a frame boundary; only
-// the holder of wmu writes segment bytes, rolls or deletes segments (single writer).
+// Invariants: next_offset ≥ hwm; the HWM only moves forward and is in the hwm file before it
+// moves (commit persists, then advances; a replica's AdvanceHWM writes without a sync); the
+// HWM falls on a frame boundary; only the holder of wmu writes segment bytes, rolls or deletes
+// segments (single writer); the HWM, the committed boundary and the hwm file change only
+// under hmu.
 type Log struct {
 	dir    string
 	opts   Options
@@ -44,7 +46,12 @@ type Log struct {
 	splitAt int
 
 	// wmu is the write lock: Commit, roll, retention and Close hold it.
-	wmu    sync.Mutex
+	wmu sync.Mutex
+	// hmu is the HWM lock. AdvanceHWM holds it alone, so a replicated log's HWM moves while an
+	// append is on disk; every other change of the HWM, the committed boundary or the hwm file,
+	// and every change that moves the end offset back or removes or reopens segments, holds
+	// it after wmu. Lock order: wmu → hmu → mu → cmu.
+	hmu    sync.Mutex
 	next   int64 // next offset to assign; guarded by wmu, mirrored in nextA
 	hwmf   *hwmFile
 	wbuf   []byte      // commit scratch: frames to write, then their re-read
@@ -133,6 +140,8 @@ func (l *Log) closeFiles() error {
 func (l *Log) Close() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	l.hmu.Lock()
+	defer l.hmu.Unlock()
 	if l.closed.Load() {
 		return ErrClosed
 	}

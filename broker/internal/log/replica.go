@@ -15,7 +15,8 @@ import (
 // (AppendFrames), learns the HWM from the leader (AdvanceHWM), and cuts a suffix the new
 // leader does not have (TruncateTail). ReadFrames serves the leader's side of the stream. The
 // invariants of the package hold throughout: the HWM only moves forward, always falls on a
-// frame boundary and is persisted before it moves; nothing below it is ever truncated.
+// frame boundary and is written to the hwm file before it moves (fsynced lazily, see
+// AdvanceHWM); nothing below it is ever truncated.
 
 // FaultTruncateTail fires in TruncateTail after the later segments are removed, before the
 // segment holding the cut is truncated (crash tests arm it with NARAD_FAULTS).
@@ -95,26 +96,30 @@ func (l *Log) AppendFrames(frames []byte) (leo int64, err error) {
 	return next, nil
 }
 
-// AdvanceHWM makes the records below h visible: h is persisted, then the HWM moves. An h at
-// or below the current HWM is a no-op; h past the end offset is ErrBeyondEnd, h inside a
-// frame ErrNotFrameBoundary.
+// AdvanceHWM makes the records below h visible: h is written to the hwm file, then the HWM
+// moves. It holds the HWM lock only, so it runs while an append writes and fsyncs (the end
+// offset it checks h against moves only once an append is durable). The write is not fsynced: a replicated log's records are durable by their own fsync
+// on every ISR member, and an HWM that a power loss sets back only hides records until the
+// leader's HWM passes them again (docs/internals/storage-format.md §20); a process crash
+// keeps the written value. An h at or below the current HWM is a no-op; h past the end offset
+// is ErrBeyondEnd, h inside a frame ErrNotFrameBoundary.
 func (l *Log) AdvanceHWM(h int64) error {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
+	l.hmu.Lock() // not wmu: an append on disk does not hold the HWM back
+	defer l.hmu.Unlock()
 	if err := l.writable(); err != nil {
 		return err
 	}
 	if h <= l.hwm.Load() {
 		return nil
 	}
-	if h > l.next {
-		return fmt.Errorf("%w: hwm %d, end offset %d", ErrBeyondEnd, h, l.next)
+	if next := l.nextA.Load(); h > next {
+		return fmt.Errorf("%w: hwm %d, end offset %d", ErrBeyondEnd, h, next)
 	}
 	b, err := l.alignedBoundary(h)
 	if err != nil {
 		return err
 	}
-	if err := l.persistHWM(h, h); err != nil {
+	if err := l.storeHWM(h, h, false); err != nil {
 		return err
 	}
 	l.advance(h)
@@ -124,21 +129,19 @@ func (l *Log) AdvanceHWM(h int64) error {
 }
 
 // alignedBoundary is computeBoundary(off) that also proves off is a frame boundary: the
-// start of a frame, or the end of the log. Caller holds wmu.
+// start of a frame, or the end of the log (off at most the end offset). Caller holds hmu,
+// not mu; an append may be writing meanwhile, past the durable size it walks to.
 func (l *Log) alignedBoundary(off int64) (boundaryPos, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
 	seg := l.segmentFor(off)
 	if seg == nil {
 		return boundaryPos{segBase: l.segs[0].base}, nil
 	}
 	size := seg.size.Load()
-	start := int64(0)
-	if seg.idx != nil {
-		if a := seg.idx.floor(off); a.base >= 0 {
-			start = a.pos
-		}
-	}
 	b := boundaryPos{segBase: seg.base, pos: size}
-	aligned := off == l.next
+	aligned := off == l.nextA.Load()
+	start := l.anchorFor(seg, off)
 	w := newWindowReader(seg.f, size)
 	err := walkHeaders(w, seg, size, start, func(pos int64, h frameHeader) bool {
 		if h.base >= off {
@@ -167,6 +170,8 @@ func (l *Log) alignedBoundary(off int64) (boundaryPos, error) {
 func (l *Log) TruncateTail(end int64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	l.hmu.Lock()
+	defer l.hmu.Unlock()
 	if err := l.writable(); err != nil {
 		return err
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func openReplicaLog(t *testing.T, dir string, segBytes int64) *Log {
@@ -365,5 +367,95 @@ func TestCrashInsideTruncateTailLeavesAContiguousLog(t *testing.T) {
 	}
 	if l.NextOffset() != 5 || segmentCount(t, dir) != 1 {
 		t.Fatalf("after the second truncate: end %d, %d segments", l.NextOffset(), segmentCount(t, dir))
+	}
+}
+
+// AdvanceHWM writes the new HWM to the hwm file before it moves, without an fdatasync: what a
+// process crash leaves on disk is the value, at no fsync's cost.
+func TestAdvanceHWMWritesTheFileWithoutAnFsync(t *testing.T) {
+	dir := t.TempDir()
+	l := openReplicaLog(t, dir, 1<<20)
+	if _, _, err := l.Append(testEntries("A", 3, 16), 1000); err != nil {
+		t.Fatal(err)
+	}
+	syncs := l.hwmf.syncs
+	if err := l.AdvanceHWM(3); err != nil {
+		t.Fatal(err)
+	}
+	if l.hwmf.syncs != syncs {
+		t.Fatalf("AdvanceHWM made %d hwm fsyncs, want none", l.hwmf.syncs-syncs)
+	}
+	st, err := readHWMFile(dir)
+	if err != nil || !st.present || st.hwm != 3 || st.clean {
+		t.Fatalf("hwm file after AdvanceHWM: %+v, %v", st, err)
+	}
+	// A commit (R = 1's path) still persists durably.
+	if _, err := l.Commit(testEntries("B", 1, 16), 1001); err != nil {
+		t.Fatal(err)
+	}
+	if l.hwmf.syncs != syncs+1 {
+		t.Fatalf("Commit made %d hwm fsyncs, want 1", l.hwmf.syncs-syncs)
+	}
+}
+
+// blockingObserver holds an append between its write and its fsync (ObserveFlush runs there,
+// under the write lock) while armed.
+type blockingObserver struct {
+	nopObserver
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (o *blockingObserver) ObserveFlush(time.Duration, int) {
+	if o.armed.Load() {
+		o.entered <- struct{}{}
+		<-o.release
+	}
+}
+
+// The HWM moves while an append is on disk: AdvanceHWM does not wait for the write lock, and
+// checks h against the end offset of what is durable.
+func TestAdvanceHWMDoesNotWaitForAnAppendOnDisk(t *testing.T) {
+	obs := &blockingObserver{entered: make(chan struct{}), release: make(chan struct{})}
+	l, err := Open(t.TempDir(), Options{SegmentBytes: 1 << 20, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if _, _, err := l.Append(testEntries("A", 3, 16), 1000); err != nil {
+		t.Fatal(err)
+	}
+	obs.armed.Store(true)
+	appended := make(chan error, 1)
+	go func() {
+		_, _, err := l.Append(testEntries("B", 3, 16), 1001)
+		appended <- err
+	}()
+	<-obs.entered // B is written, not yet fsynced; the write lock is held
+	obs.armed.Store(false)
+	advanced := make(chan error, 1)
+	go func() { advanced <- l.AdvanceHWM(3) }()
+	select {
+	case err := <-advanced:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		close(obs.release)
+		t.Fatal("AdvanceHWM waited for the append on disk")
+	}
+	if r, err := l.Read(2); err != nil || string(r.Key) != "k-A-2" || l.HighWatermark() != 3 {
+		t.Fatalf("after the advance: %+v, %v, hwm %d", r, err, l.HighWatermark())
+	}
+	if err := l.AdvanceHWM(6); !errors.Is(err, ErrBeyondEnd) {
+		t.Fatalf("advance past what is durable: %v", err)
+	}
+	close(obs.release)
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AdvanceHWM(6); err != nil || l.HighWatermark() != 6 {
+		t.Fatalf("advance after the append: %v, hwm %d", err, l.HighWatermark())
 	}
 }

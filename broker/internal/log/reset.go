@@ -33,6 +33,8 @@ var ErrResetNotAhead = errors.New("log: reset start not past the end offset")
 func (l *Log) ResetTo(start int64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	l.hmu.Lock()
+	defer l.hmu.Unlock()
 	if err := l.writable(); err != nil {
 		return err
 	}

@@ -33,6 +33,8 @@ func (l *Log) ApplyRetention(retentionMs int64, now time.Time) (RetentionResult,
 	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	l.hmu.Lock()
+	defer l.hmu.Unlock()
 	if l.closed.Load() {
 		return res, ErrClosed
 	}

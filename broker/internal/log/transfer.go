@@ -42,7 +42,9 @@ func (l *Log) CommittedListing() (hwm int64, segs []SegmentInfo, err error) {
 		sealed bool
 	}
 	l.wmu.Lock()
+	l.hmu.Lock()
 	if l.closed.Load() {
+		l.hmu.Unlock()
 		l.wmu.Unlock()
 		return 0, nil, ErrClosed
 	}
@@ -59,6 +61,7 @@ func (l *Log) CommittedListing() (hwm int64, segs []SegmentInfo, err error) {
 		}
 		picked = append(picked, entry{s: s, size: s.size.Load(), sealed: true})
 	}
+	l.hmu.Unlock()
 	l.wmu.Unlock()
 
 	// Modification times outside the write lock: the files stay open until retention or Close

@@ -10,7 +10,6 @@ import (
 	"narad.dev/broker/internal/faults"
 	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
-	"narad.dev/broker/internal/replica"
 	"narad.dev/broker/internal/wal"
 )
 
@@ -122,9 +121,10 @@ var errNoLeadership = errcode.Sub("leadership not taken up yet", errcode.ErrUnav
 // CommitReplicated is Commit for a partition of a replicated topic
 // (docs/internals/replication.md §4): the same gate, then, under the produce lock, the
 // leadership's check that the ISR has min_insync_replicas members
-// (errcode.ErrNotEnoughReplicas, nothing appended) and an append to the hidden tail; then,
-// outside the lock so appends of other producers follow at once, a wait until the HWM passes
-// the batch. A failure of the wait (ISR below the minimum, leadership lost, ctx ended) means
+// (errcode.ErrNotEnoughReplicas, nothing appended) and an append to the hidden tail, joined
+// with the batches of concurrent callers into one append and fsync (group.go); then, outside
+// the lock so appends of other producers follow at once, a wait until the HWM passes the
+// batch. A failure of the wait (ISR below the minimum, leadership lost, ctx ended) means
 // the outcome is unknown: the records may still become visible, and a retry may duplicate
 // them. It returns the first assigned offset.
 func (r *Registry) CommitReplicated(ctx context.Context, t meta.Topic, p int, recs []wal.Record) (int64, error) {
@@ -140,51 +140,14 @@ func (r *Registry) CommitReplicated(ctx context.Context, t meta.Topic, p int, re
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
-	t0 := r.d.Now().UnixMilli()
-	first, end, err := r.appendReplicated(pt, ld, recs, t0)
-	if err != nil {
-		return 0, err
+	b := newGroupBatch(ld, recs, r.d.Now().UnixMilli())
+	r.appendGrouped(pt, b)
+	if b.err != nil {
+		return 0, b.err
 	}
-	if err := ld.WaitCommitted(ctx, end); err != nil {
+	if err := ld.WaitCommitted(ctx, b.end); err != nil {
 		return 0, fmt.Errorf("commit %s/%d: outcome unknown: %w", topic, p, err)
 	}
 	r.d.Notify(topic, p, false)
-	return first, nil
-}
-
-// appendReplicated is CommitReplicated's locked part: re-checks, then the append.
-func (r *Registry) appendReplicated(pt *Partition, ld *replica.Leader, recs []wal.Record, t0 int64) (first, end int64, err error) {
-	topic, p := pt.key.topic, pt.key.p
-	pt.commitMu.Lock()
-	defer pt.commitMu.Unlock()
-	if !r.d.Owns(topic, p) {
-		return 0, 0, fmt.Errorf("%s/%d: %w", topic, p, errcode.ErrNotOwner)
-	}
-	if r.Peek(topic, p) != pt {
-		return 0, 0, fmt.Errorf("%s/%d closed during commit: %w", topic, p, errcode.ErrUnavailable)
-	}
-	if err := ld.CanAppend(); err != nil {
-		return 0, 0, fmt.Errorf("%s/%d: %w", topic, p, err)
-	}
-	ts := r.d.RaiseFloor(topic, p, t0)
-	entries := make([]plog.Entry, len(recs))
-	var bytes int
-	for i := range recs {
-		entries[i] = plog.Entry{Key: []byte(recs[i].Key), Payload: recs[i].Payload}
-		bytes += len(recs[i].Payload)
-	}
-	first, end, err = pt.log.Append(entries, ts)
-	if err != nil {
-		r.d.Metrics.Errors.WithLabelValues("messaging", "append").Inc()
-		if errors.Is(err, plog.ErrFailed) || errors.Is(err, plog.ErrClosed) {
-			go r.ClosePartition(pt)
-		}
-		return 0, 0, fmt.Errorf("commit %s/%d: %w: %v", topic, p, errcode.ErrUnavailable, err)
-	}
-	if err := ld.Appended(); err != nil {
-		r.d.Logger.Warn("advance hwm after append", "topic", topic, "partition", p, "err", err)
-	}
-	r.d.Metrics.MessagesProduced.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(len(recs)))
-	r.d.Metrics.BytesProduced.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(bytes))
-	return first, end, nil
+	return b.first, nil
 }

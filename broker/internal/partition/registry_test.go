@@ -32,7 +32,7 @@ type fixture struct {
 }
 
 // newFixture builds the fixture; opts adjust the registry's Deps before New.
-func newFixture(t *testing.T, opts ...func(*Deps)) *fixture {
+func newFixture(t testing.TB, opts ...func(*Deps)) *fixture {
 	t.Helper()
 	f := &fixture{dir: t.TempDir(), now: time.UnixMilli(1_700_000_000_000),
 		topic: meta.Topic{Name: "t", Incarnation: "0123456789abcdef", Partitions: 2}}

@@ -43,7 +43,7 @@ func TestAFollowersLogOpensAndStaysWhileItIsAReplica(t *testing.T) {
 }
 
 // leaderFixture is a fixture owning a replicated partition 0 led by "a" with the given ISR.
-func leaderFixture(t *testing.T, isr []string, minISR int) (*fixture, *replica.Leader) {
+func leaderFixture(t testing.TB, isr []string, minISR int) (*fixture, *replica.Leader) {
 	t.Helper()
 	var ld atomic.Pointer[replica.Leader]
 	f := newFixture(t, func(d *Deps) {
