@@ -62,6 +62,7 @@ var _ = Describe("A wiped follower and a dead leader", func() {
 			elected.LeaderEpoch, elected.ISR, time.Since(killedAt).Round(time.Millisecond), c.ID(f), c.ID(k))
 		Expect(c.Restart(ctx(60*time.Second), l)).To(Succeed())
 		allInSync(c, topic, 90*time.Second)
+		preferredLeads(c, topic, p)
 		Expect(produceN(h, c.Endpoint(k), topic, "r7-after", 20, &p)).To(Equal(20), "produce works once every replica is back")
 		drain(h, topic, c.Endpoints())
 		r := expectClean("R=3 wiped follower, leader killed", h)
@@ -101,9 +102,19 @@ var _ = Describe("A wiped leader back before the failover", func() {
 			return len(now.ISR) == 3
 		})
 		logf("p%d: isr %v under %s at epoch %d, %s after the kill", p, back.ISR, back.Leader, back.LeaderEpoch, time.Since(killedAt).Round(time.Millisecond))
+		preferredLeads(c, topic, p)
 		Expect(produceN(h, c.Endpoint(other), topic, "r8-after", 20, &p)).To(Equal(20), "produce works once every replica is back")
 		drain(h, topic, c.Endpoints())
 		r := expectClean("R=3 wiped leader back at once", h)
 		logf("duplicates: %d", r.Duplicates)
 	})
 })
+
+// preferredLeads waits until partition p of topic is led by its preferred replica with every
+// replica in sync: once the replicas are back, the preferred-leader rebalance moves the
+// leadership home, and a produce sent during that handover may get a brief 503 to retry.
+func preferredLeads(c *harness.Cluster, topic string, p int) {
+	waitPartition(topic, p, c, 60*time.Second, "the preferred leader back", func(now client.PartitionStat) bool {
+		return len(now.Replicas) > 0 && now.Leader == now.Replicas[0] && len(now.ISR) == len(now.Replicas)
+	})
+}
