@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -239,40 +240,75 @@ type stored struct {
 // the start.
 func readAll(c *client.Client, topic string) [][]stored {
 	GinkgoHelper()
+	out, err := tryReadAll(c, topic)
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+// errPartitionUnavailable is tryReadAll's answer for a partition its topic describes as not
+// available (no live owner yet): as retryable as a 503.
+var errPartitionUnavailable = errors.New("partition not available")
+
+// tryReadAll is readAll answering the first failed request as an error instead of failing
+// the spec, so that a caller may retry what the API documents as retryable.
+func tryReadAll(c *client.Client, topic string) ([][]stored, error) {
 	d, err := c.GetTopic(ctx(10*time.Second), topic, nil)
-	Expect(err).NotTo(HaveOccurred(), "describe %s", topic)
+	if err != nil {
+		return nil, fmt.Errorf("describe %s: %w", topic, err)
+	}
 	out := make([][]stored, d.Partitions)
 	for _, s := range d.PartitionStats {
-		Expect(s.Available).To(BeTrue(), "%s/%d available", topic, s.Index)
+		if !s.Available {
+			return nil, fmt.Errorf("%s/%d: %w", topic, s.Index, errPartitionUnavailable)
+		}
 		p := s.Index
 		next := int64(0)
 		for next < s.HighWatermark {
 			off := next
 			msgs, err := c.Consume(ctx(15*time.Second), topic, client.ConsumeOptions{Partition: &p, Offset: &off,
 				Max: client.MaxConsumeMessages})
-			Expect(err).NotTo(HaveOccurred(), "replay %s/%d@%d", topic, p, off)
-			Expect(msgs).NotTo(BeEmpty(), "replay %s/%d@%d below its high watermark %d answered nothing", topic, p, off, s.HighWatermark)
+			if err != nil {
+				return nil, fmt.Errorf("replay %s/%d@%d: %w", topic, p, off, err)
+			}
+			if len(msgs) == 0 {
+				return nil, fmt.Errorf("replay %s/%d@%d below its high watermark %d answered nothing", topic, p, off, s.HighWatermark)
+			}
 			for _, m := range msgs {
 				b, err := m.Bytes()
-				Expect(err).NotTo(HaveOccurred())
-				Expect(m.Offset).To(BeNumerically(">=", next), "replay %s/%d goes forward", topic, p)
+				if err != nil {
+					return nil, fmt.Errorf("replay %s/%d@%d: payload: %w", topic, p, m.Offset, err)
+				}
+				if m.Offset < next {
+					return nil, fmt.Errorf("replay %s/%d went back from %d to %d", topic, p, next, m.Offset)
+				}
 				out[p] = append(out[p], stored{payload: string(b), key: m.Key, partition: p, offset: m.Offset})
 				next = m.Offset + 1
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
-// readUntil reads topic in full (readAll) until it holds every payload of want, at most within
+// readUntil reads topic in full (tryReadAll) until it holds every payload of want, at most within
 // (a 202 means durably accepted by the receiving node; the record becomes readable once that
 // node's dispatcher committed it at the partition owner, which a partition move can delay).
+// A read the API answers as retryable (a 503 while a cluster settles after a freeze, say) is
+// read again within the same bound; any other failure fails the spec.
 // It returns the last read, complete or not: the history check names what is missing.
 func readUntil(c *client.Client, topic string, want map[string]bool, within time.Duration) []stored {
 	GinkgoHelper()
 	began := time.Now()
 	for {
-		recs := flatten(readAll(c, topic))
+		all, err := tryReadAll(c, topic)
+		if err != nil {
+			var ce *client.Error
+			retry := errors.As(err, &ce) && ce.Retryable() || errors.Is(err, errPartitionUnavailable)
+			Expect(retry && time.Since(began) <= within).To(BeTrue(), "reading %s: %v", topic, err)
+			logf("read %s: %v; reading again", topic, err)
+			<-time.After(200 * time.Millisecond) // polling interval of a bounded wait
+			continue
+		}
+		recs := flatten(all)
 		have := make(map[string]bool, len(recs))
 		for _, r := range recs {
 			have[r.payload] = true
