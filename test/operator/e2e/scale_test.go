@@ -349,7 +349,7 @@ var _ = Describe("A NaradCluster scaled by the operator, with real brokers under
 
 		By("the order: highest ordinal first, the Raft leader last")
 		var order []string
-		leaderBefore := map[string]string{} // pod → leader the operator reported just before it went
+		leaderBefore := map[string]string{} // pod → leader the operator last reported before it went
 		for i, s := range samples {
 			for pod := range before {
 				if slices.Contains(order, pod) {
@@ -357,8 +357,13 @@ var _ = Describe("A NaradCluster scaled by the operator, with real brokers under
 				}
 				if u, ok := s.uids[pod]; !ok || u != before[pod] {
 					order = append(order, pod)
-					if i > 0 {
-						leaderBefore[pod] = samples[i-1].leader
+					// The leader last reported before it went: status.leader is empty while
+					// the operator cannot read it (a sample taken then says nothing).
+					for j := i - 1; j >= 0; j-- {
+						if samples[j].leader != "" {
+							leaderBefore[pod] = samples[j].leader
+							break
+						}
 					}
 				}
 			}
