@@ -3,6 +3,7 @@ package controller
 import (
 	"log/slog"
 	"reflect"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -131,7 +132,9 @@ func TestVoterWithoutMemberRecordIsLeftAlone(t *testing.T) {
 	if got := sorted(c.voters()); !reflect.DeepEqual(got, []string{"a", "b", "d"}) {
 		t.Fatalf("voters = %v, want c demoted and record-less d left alone", got)
 	}
-	if r := log.find("voter has no member record; left alone"); len(r) != 1 || r[0].attrs["member"] != "d" {
-		t.Fatalf("record-less voter logs = %+v, want one for d per leadership", r)
+	// Once per leadership: a loaded machine may cost node a its leadership and give it back.
+	r, leads := log.find("voter has no member record; left alone"), len(log.find("controller leading"))
+	if len(r) == 0 || len(r) > leads || slices.ContainsFunc(r, func(e record) bool { return e.attrs["member"] != "d" }) {
+		t.Fatalf("record-less voter logs = %+v over %d leaderships, want one for d per leadership", r, leads)
 	}
 }
