@@ -27,6 +27,10 @@ import (
 // up on it.
 const loadRetries = 30
 
+// loadTimeout bounds one produce call of the load: an answer slower than that is a failure
+// (a produce freeze), not a retry.
+const loadTimeout = 10 * time.Second
+
 // retryLoad is produce and consume load on several topics. Each producer worker sends keyless
 // messages through its endpoints in turn and retries a message answered 503 with the same
 // payload, at the next endpoint: docs/replication.md documents 503 as the retryable answer of a
@@ -87,7 +91,7 @@ func (l *retryLoad) produceLoop(ctx context.Context, topic string, w int, eps []
 		id := fmt.Sprintf("%s-w%d-%06d", topic, w, seq)
 		for attempt := 0; ; attempt++ {
 			ep := eps[(w+seq+attempt)%len(eps)]
-			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			rctx, cancel := context.WithTimeout(context.Background(), loadTimeout)
 			err := ep.Client.Produce(rctx, topic, []byte(id), client.ProduceOptions{})
 			cancel()
 			l.h.Produce(topic, ep.Node, id, err)
