@@ -108,14 +108,26 @@ func (v *leaderView) planBalance(nodes []placement.Node, maxInFlight, maxRotatio
 
 // steady reports whether the membership lets C13 plan: every member alive by its record,
 // none draining and none stopping. A dead node, a decommission or a controlled shutdown is
-// C10's and C12's to handle; balancing meanwhile would only add copies to undo.
+// C10's and C12's to handle; balancing meanwhile would only add copies to undo. A draining
+// member that is no replica of a replicated partition is left out: C12 is done with it, and
+// its record (draining, soon dead once removed from Raft) stays until C9 collects it, an hour
+// after it died, so counting it would stop the balance for that long after every
+// decommission.
 func (v *leaderView) steady() bool {
 	for _, m := range v.members {
+		if m.Draining && !v.holdsReplica(m.ID) {
+			continue
+		}
 		if m.Status != meta.MemberAlive || m.Draining || m.Stopping {
 			return false
 		}
 	}
 	return true
+}
+
+// holdsReplica reports whether node id is in the replica list of a replicated partition.
+func (v *leaderView) holdsReplica(id string) bool {
+	return slices.ContainsFunc(v.parts, func(a meta.Assignment) bool { return slices.Contains(a.ReplicaSet(), id) })
 }
 
 // movable reports whether a may be planned: no move of either kind in flight or planned, its

@@ -406,6 +406,28 @@ func TestBalanceRespectsMovesInFlightAndUnsteadyState(t *testing.T) {
 	}
 }
 
+// A decommissioned member (draining, dead once out of Raft, a replica of nothing) keeps its
+// record until C9 collects it an hour later; it must not stop the balance meanwhile: a node
+// that joins after a decommission still gets its share (the black-box (r16) found it). A
+// draining member that still holds a replica keeps C13 waiting, as before.
+func TestBalanceIgnoresADecommissionedMember(t *testing.T) {
+	tp, as := placed(t, "orders", 6, 3, "a", "b", "c")
+	ms := membersOf([]string{"a", "b", "c", "d", "e"})
+	ms[3].Status, ms[3].Draining = meta.MemberDead, true
+	s := newSim(t, []meta.Topic{tp}, ms, as)
+	s.settle(30)
+	replicas, _ := s.counts()
+	if replicas["d"] != 0 || replicas["e"] < 4 || replicas["e"] > 5 {
+		t.Fatalf("replicas per node %v: want e to receive 4 or 5, d none", replicas)
+	}
+	held := slices.Clone(as)
+	held[0].Replicas = append(slices.Clone(held[0].Replicas), "d")
+	v := newLeaderView("a", planNow, planNow.Add(-time.Hour), DefaultReplicaFailoverAfter, []meta.Topic{tp}, ms, held)
+	if v.steady() {
+		t.Fatal("steady while a draining member still holds a replica")
+	}
+}
+
 // The move's last steps are C12's and follow the recorded target, not a recomputation: the
 // surplus replica dropped is the source, never the catching-up destination; a preferred
 // source hands both the preference and the leadership to the destination; a destination
