@@ -63,6 +63,8 @@ func TestNaradClusterCELRules(t *testing.T) {
 		{name: "zero replicas", old: `{"replicas":3}`, new: `{"replicas":0}`, reject: "should be greater than or equal to 1"},
 		{name: "unknown pull policy", new: `{"imagePullPolicy":"Sometimes"}`, reject: "Unsupported value"},
 		{name: "unknown PVC policy", new: `{"storage":{"pvcRetentionOnScaleDown":"Archive"}}`, reject: "Unsupported value"},
+		{name: "unknown volume-loss policy", new: `{"storage":{"onVolumeLoss":"Delete"}}`, reject: "Unsupported value"},
+		{name: "volume loss recreates", new: `{"storage":{"onVolumeLoss":"Recreate"}}`},
 	})
 }
 
@@ -173,6 +175,7 @@ func TestDefaultsFillAnEmptyCluster(t *testing.T) {
 		{"initialClusterSize", spec["initialClusterSize"], int64(3)},
 		{"storage.size", storage["size"], "10Gi"},
 		{"storage.pvcRetentionOnScaleDown", storage["pvcRetentionOnScaleDown"], "Retain"},
+		{"storage.onVolumeLoss", storage["onVolumeLoss"], "Wait"},
 	} {
 		if !equalNumberOrString(tc.got, tc.want) {
 			t.Errorf("%s defaulted to %v (%T), want %v", tc.field, tc.got, tc.got, tc.want)

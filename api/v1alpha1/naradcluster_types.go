@@ -101,6 +101,15 @@ type StorageSpec struct {
 	// +kubebuilder:default=Retain
 	// +optional
 	PVCRetentionOnScaleDown PVCRetentionPolicy `json:"pvcRetentionOnScaleDown,omitempty"`
+
+	// OnVolumeLoss is what the operator does when a broker's volume is lost (its claim deleted,
+	// its PersistentVolume gone or released, or the node of its local volume deleted): Wait
+	// reports it in the VolumeLost condition and an event and changes nothing; Recreate gives the
+	// broker a fresh claim and pod, and the brokers copy its replicated partitions back into it.
+	// See docs/kubernetes.md "Volume loss".
+	// +kubebuilder:default=Wait
+	// +optional
+	OnVolumeLoss VolumeLossPolicy `json:"onVolumeLoss,omitempty"`
 }
 
 // SchedulingSpec is copied into the broker pod template.
@@ -280,6 +289,11 @@ type NaradClusterStatus struct {
 	// Draining has one entry per decommissioning node.
 	// +optional
 	Draining []DrainingNodeStatus `json:"draining,omitempty"`
+
+	// VolumeLoss lists the brokers whose data volume the operator found lost, one entry per
+	// pod, until the pod runs again (see spec.storage.onVolumeLoss).
+	// +optional
+	VolumeLoss []LostVolume `json:"volumeLoss,omitempty"`
 
 	// ScalePreview answers the latest narad.dev/scale-preview annotation: what the brokers would
 	// do to scale to a replica count, computed with decommission dry runs, changing nothing.

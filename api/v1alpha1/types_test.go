@@ -31,6 +31,7 @@ func fullCluster() *NaradCluster {
 				StorageClassName:        ptr("local"),
 				Size:                    &size,
 				PVCRetentionOnScaleDown: PVCRetentionDelete,
+				OnVolumeLoss:            VolumeLossRecreate,
 			},
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
@@ -85,6 +86,8 @@ func fullCluster() *NaradCluster {
 				Blocked:  []BlockedMove{{Topic: "orders", Partition: 1, From: "narad-4", To: "narad-2", Reasons: []string{"target_dead"}}},
 			},
 			Draining: []DrainingNodeStatus{{NodeID: "narad-4", PartitionsLeft: 2, BytesLeft: 1 << 30, ETA: &eta, BlockedReasons: []string{"leader_transfer"}}},
+			VolumeLoss: []LostVolume{{Pod: "narad-2", Claim: "data-narad-2", Reason: VolumeLossNodeGone,
+				Message: "volume pv-1 of claim data-narad-2 is on node w3, which no longer exists", DetectedAt: eta, RecreatedAt: new(metav1.NewTime(eta.Add(time.Minute)))}},
 		},
 	}
 }
@@ -223,7 +226,7 @@ func TestJSONFieldNames(t *testing.T) {
 		{fullCluster(), [][]string{
 			{"spec", "replicas"}, {"spec", "initialClusterSize"}, {"spec", "imagePullPolicy"},
 			{"spec", "storage", "storageClassName"}, {"spec", "storage", "size"},
-			{"spec", "storage", "pvcRetentionOnScaleDown"},
+			{"spec", "storage", "pvcRetentionOnScaleDown"}, {"spec", "storage", "onVolumeLoss"},
 			{"spec", "scheduling", "topologySpreadConstraints"}, {"spec", "scheduling", "nodeSelector"},
 			{"spec", "broker", "retentionMs"}, {"spec", "broker", "maxConsumeWait"},
 			{"spec", "broker", "defaultPartitions"}, {"spec", "broker", "maxPartitions"},
@@ -234,6 +237,7 @@ func TestJSONFieldNames(t *testing.T) {
 			{"spec", "monitoring", "serviceMonitor"},
 			{"status", "observedGeneration"}, {"status", "readyReplicas"}, {"status", "leader"},
 			{"status", "moves", "inFlight"}, {"status", "moves", "blocked"},
+			{"status", "volumeLoss"},
 		}},
 		{fullTopic(), [][]string{
 			{"spec", "clusterRef", "name"}, {"spec", "name"}, {"spec", "partitions"},
@@ -320,6 +324,7 @@ func TestDeepCopyIsIndependent(t *testing.T) {
 		cp.Status.Moves.Blocked[0].Reasons[0] = "x"
 		cp.Status.Draining[0].ETA.Time = time.Time{}
 		cp.Status.Draining[0].BlockedReasons[0] = "x"
+		cp.Status.VolumeLoss[0].RecreatedAt.Time = time.Time{}
 		if got := normalize(t, orig); !reflect.DeepEqual(got, want) {
 			t.Fatalf("mutating the copy changed the original:\nwant %v\n got %v", want, got)
 		}

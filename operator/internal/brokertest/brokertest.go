@@ -29,6 +29,10 @@ type Cluster struct {
 	PlannedMoves map[string][]client.PlannedMove
 	// NotReady makes /readyz answer 503.
 	NotReady bool
+	// Partitions, when non-nil, are served by GET /v1/cluster/partitions (one page, the
+	// under_replicated filter applied); nil answers 404 like a broker without replication.
+	// POST /v1/cluster/elect-leaders answers 200 with no election.
+	Partitions []client.PartitionReplicas
 }
 
 // Call is one request the fake received.
@@ -124,6 +128,8 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"moves": nonNilMoves(f.state.Moves)})
 	case len(parts) == 5 && parts[1] == "cluster" && parts[2] == "members" && parts[4] == "decommission":
 		f.decommission(w, r, parts[3])
+	case r.URL.Path == "/v1/cluster/partitions" || r.URL.Path == "/v1/cluster/elect-leaders":
+		f.replication(w, r)
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/topics":
 		ts := make([]client.Topic, 0, len(f.state.Topics))
 		for _, t := range f.state.Topics {

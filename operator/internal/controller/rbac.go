@@ -33,3 +33,7 @@ package controller
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+
+// Volume loss (spec.storage.onVolumeLoss): a broker's PersistentVolume and the node a local
+// volume is pinned to are read to tell a lost volume from a pod that is merely starting.
+// +kubebuilder:rbac:groups="",resources=persistentvolumes;nodes,verbs=get;list;watch

@@ -428,6 +428,51 @@ func TestRunnerPlaysStatefulSetAndKubelet(t *testing.T) {
 	}
 	eventually(t, r, 10*time.Second, "sts status back to 3", readyPods(3))
 
+	// A lost volume: the claim is deleted (held by its finalizer while the pod exists), the
+	// process killed and the data removed; the pod cannot start until it is deleted, and then
+	// comes back on a fresh claim and an empty data directory.
+	pvc2 := naming.PVC(nc, 2)
+	dir2 := r.ClaimDir(ns.Name, pvc2)
+	var before corev1.PersistentVolumeClaim
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: pvc2}, &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.LoseVolume(ctx, ns.Name, naming.PodName(nc, 2), pvc2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir2); !os.IsNotExist(err) {
+		t.Fatalf("data dir %s still there after the loss (%v)", dir2, err)
+	}
+	eventually(t, r, 10*time.Second, "pod 2 not ready without its volume", podReadyIs(false))
+	var lost corev1.Pod
+	if err := cl.Get(ctx, podKey(2), &lost); err != nil {
+		t.Fatal(err)
+	}
+	// Consistently (several restart attempts): no start succeeds without the claim.
+	for end := time.Now().Add(3 * r.opts.RestartBackoff); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		var p corev1.Pod
+		if err := cl.Get(ctx, podKey(2), &p); err != nil || p.UID != lost.UID || podReady(&p) {
+			t.Fatalf("pod 2 after its volume was lost: uid %s ready %v (%v)", p.UID, podReady(&p), err)
+		}
+	}
+	if err := cl.Delete(ctx, &lost); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, r, 90*time.Second, "pod 2 back on a fresh claim", func() error {
+		var p corev1.Pod
+		if err := cl.Get(ctx, podKey(2), &p); err != nil {
+			return err
+		}
+		var c corev1.PersistentVolumeClaim
+		if err := cl.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: pvc2}, &c); err != nil {
+			return err
+		}
+		if p.UID == lost.UID || c.UID == before.UID || !podReady(&p) || r.ClaimDir(ns.Name, pvc2) == "" {
+			return fmt.Errorf("pod 2 uid %s ready %v, claim uid %s", p.UID, podReady(&p), c.UID)
+		}
+		return nil
+	})
+
 	// Deleting the StatefulSet deletes its pods (the garbage collector's part) and stops their
 	// processes; the claims stay, as with the real controller's default retention.
 	if err := cl.Delete(ctx, &s0); err != nil {

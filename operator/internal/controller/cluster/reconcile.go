@@ -81,7 +81,7 @@ func (r *Reconciler) sync(ctx context.Context, nc *naradv1.NaradCluster, st *nar
 		}
 	}
 	cm := desiredConfigMap(nc)
-	for _, obj := range []ctrlclient.Object{cm, desiredHeadlessService(nc), desiredClientService(nc), desiredPDB(nc)} {
+	for _, obj := range []ctrlclient.Object{cm, desiredHeadlessService(nc), desiredClientService(nc)} {
 		if err := r.apply(ctx, nc, obj); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -105,6 +105,10 @@ func (r *Reconciler) sync(ctx context.Context, nc *naradv1.NaradCluster, st *nar
 		return ctrl.Result{}, err
 	}
 	v.obs = r.observe(ctx, nc, v.pods)
+	v.health = r.readReplicaHealth(ctx, nc, v.obs)
+	if v.disruption, err = r.reconcileDisruptions(ctx, nc, st, v.health); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	sts := &appsv1.StatefulSet{}
 	found, err := r.exists(ctx, ctrlclient.ObjectKey{Namespace: nc.Namespace, Name: naming.StatefulSet(nc)}, sts)
@@ -123,6 +127,10 @@ func (r *Reconciler) sync(ctx context.Context, nc *naradv1.NaradCluster, st *nar
 		return ctrl.Result{RequeueAfter: min(r.statusInterval(), blockedRequeue)}, nil
 	}
 
+	if v.volumeLoss, err = r.reconcileVolumeLoss(ctx, nc, st, v.pods, v.replicas); err != nil {
+		r.fillStatus(nc, st, v)
+		return ctrl.Result{}, err
+	}
 	replicas, scaleRequeue, err := r.scale(ctx, nc, sts, v.obs, st)
 	if err != nil {
 		r.fillStatus(nc, st, v)
@@ -139,7 +147,7 @@ func (r *Reconciler) sync(ctx context.Context, nc *naradv1.NaradCluster, st *nar
 	}
 	v.created, v.replicas = sts == nil, replicas
 	if sts != nil && !r.scalingDown(nc, st) {
-		if v.roll, err = r.roll(ctx, nc, sts, v.pods, v.obs.leader()); err != nil {
+		if v.roll, err = r.roll(ctx, nc, sts, v.pods, v.obs.leader(), v.health); err != nil {
 			r.fillStatus(nc, st, v)
 			return ctrl.Result{}, err
 		}
@@ -153,6 +161,12 @@ func (r *Reconciler) sync(ctx context.Context, nc *naradv1.NaradCluster, st *nar
 	}
 	if scaleRequeue > 0 {
 		requeue = min(requeue, scaleRequeue)
+	}
+	if v.volumeLoss {
+		requeue = min(requeue, progressRequeue)
+	}
+	if v.disruption.Blocked {
+		requeue = min(requeue, disruptionRequeue)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }

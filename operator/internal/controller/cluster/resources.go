@@ -116,14 +116,18 @@ func servicePort(name string, port int32) corev1.ServicePort {
 }
 
 // desiredPDB lets voluntary disruptions take one broker at a time, which keeps a Raft
-// majority of any cluster of three or more voters.
-func desiredPDB(nc *naradv1.NaradCluster) *policyv1.PodDisruptionBudget {
-	one := intstr.FromInt32(1)
+// majority of any cluster of three or more voters, or none at all while blocked (a replicated
+// partition has no in-sync replica to spare: see disruption.go).
+func desiredPDB(nc *naradv1.NaradCluster, blocked bool) *policyv1.PodDisruptionBudget {
+	maxUnavailable := intstr.FromInt32(1)
+	if blocked {
+		maxUnavailable = intstr.FromInt32(0)
+	}
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
 		ObjectMeta: objectMeta(nc, naming.PodDisruptionBudget(nc)),
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: &one,
+			MaxUnavailable: &maxUnavailable,
 			Selector:       &metav1.LabelSelector{MatchLabels: naming.Selector(nc)},
 		},
 	}

@@ -95,13 +95,14 @@ func planRoll(nc *naradv1.NaradCluster, sts *appsv1.StatefulSet, pods []corev1.P
 
 // roll carries out planRoll: it deletes at most one pod (the StatefulSet controller recreates
 // it on the update revision) and remembers it until the cache shows it going.
-func (r *Reconciler) roll(ctx context.Context, nc *naradv1.NaradCluster, sts *appsv1.StatefulSet, pods []corev1.Pod, leader string) (rollPlan, error) {
+func (r *Reconciler) roll(ctx context.Context, nc *naradv1.NaradCluster, sts *appsv1.StatefulSet, pods []corev1.Pod, leader string, h replicaHealth) (rollPlan, error) {
 	inflight := r.inflightRestart(nc, pods)
-	plan := planRoll(nc, sts, pods, leader, inflight)
+	plan := waitForReplicas(planRoll(nc, sts, pods, leader, inflight), h)
 	if plan.Victim == nil {
 		return plan, nil
 	}
 	p := plan.Victim
+	r.restorePreferredLeaders(ctx, nc, h)
 	if plan.First {
 		r.event(nc, corev1.EventTypeNormal, "RollingRestart", "RollingRestart",
 			"Restarting %d pods one at a time onto revision %s, the Raft leader's pod last", plan.Outdated, sts.Status.UpdateRevision)

@@ -40,8 +40,11 @@ const (
 	preStopSeconds = 5
 	// brokerUID is the non-root user of the broker image (broker/Dockerfile).
 	brokerUID = 65532
-	// terminationGraceSeconds covers the preStop sleep plus the brokers' shutdown grace.
-	terminationGraceSeconds = 30
+	// terminationGraceSeconds covers the preStop sleep (5 s), the controlled shutdown's hand-off
+	// of the replicated partitions the broker leads (at most 10 s, docs/replication.md
+	// "Controlled shutdown and preferred leaders"), the Raft leadership transfer, and the
+	// brokers' shutdown grace for in-flight requests (10 s), with room to spare.
+	terminationGraceSeconds = 45
 
 	// defaultStorageSize is the claim size when spec.storage.size is absent.
 	defaultStorageSize = "10Gi"

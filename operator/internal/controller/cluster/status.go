@@ -88,6 +88,11 @@ type view struct {
 	pods     []corev1.Pod
 	obs      *observation
 	roll     rollPlan
+
+	// Replication safety (disruption.go, rolling_replicas.go, volumeloss.go).
+	health     replicaHealth
+	disruption disruptionPlan
+	volumeLoss bool // a lost volume is open
 }
 
 // readyPods counts the pods that are Ready and not being deleted.
