@@ -124,3 +124,18 @@ func TestFlagsAreChecked(t *testing.T) {
 		t.Errorf("catchup: %v, start %v", err, c.start)
 	}
 }
+
+// metricValue reads a node's /metrics answer: whatever the text, it never panics, and a value
+// it reports is the one written after the series name.
+func FuzzMetricValue(f *testing.F) {
+	const series = `narad_replication_bytes_total{direction="in"}`
+	f.Add([]byte(series + " 12\n"))
+	f.Add([]byte(series + " \n" + series + " 1e3"))
+	f.Add([]byte("# HELP x\n" + series + "x 5\n"))
+	f.Fuzz(func(t *testing.T, exposition []byte) {
+		v, ok := metricValue(exposition, series)
+		if !ok && v != 0 {
+			t.Fatalf("not found, but value %v", v)
+		}
+	})
+}
