@@ -52,6 +52,10 @@ fuzz-long:
 bench: build ## Benchmarks against a fresh single node; writes docs/benchmarks.md
 	./hack/bench.sh $(NARAD)
 
+.PHONY: bench-replication
+bench-replication: build ## Failover time and empty-follower catch-up on three fresh nodes (prints a docs/benchmarks.md section)
+	./hack/bench-replication.sh $(NARAD)
+
 chaos: build ## Long crash/soak loops (not part of make test)
 	cd test && NARAD_BIN=$(NARAD) NARAD_CHAOS=1 $(GO) test -count=1 -timeout 60m ./...
 

@@ -47,6 +47,9 @@ const (
 	// leader's clock loses its partitions to a live in-sync replica (C10,
 	// docs/internals/replication.md §7). Shorter than DeadAfter, which stays the member verdict.
 	DefaultReplicaFailoverAfter = 10 * time.Second
+	// DefaultFailoverCheck: how often, between passes, the leader looks for a failed leader
+	// of a replicated partition and runs C10 at once (checkFailover).
+	DefaultFailoverCheck = time.Second
 )
 
 // Status is what a node reports about itself (NodeStatus, node RPC op 29, docs/internals/node-rpc.md §6) as far as the controller's duties need it.
@@ -114,6 +117,8 @@ type Config struct {
 	// has not heartbeated for this long, and C10/C11 elect only members that have (10 s).
 	// It must exceed the heartbeat interval, or live leaders would be deposed between beats.
 	ReplicaFailoverAfter time.Duration
+	// FailoverCheck: between passes, C10 runs this often when an election is due (1 s).
+	FailoverCheck time.Duration
 	// ReReplicateAfter: C12 replaces the replicas of a member dead this long on this leader's
 	// clock (docs/internals/replication.md §9); 0 = never (the exception to the defaults rule:
 	// it is not defaulted here; the server passes --re-replicate-after).
@@ -161,6 +166,7 @@ type Controller struct {
 	exported map[string]map[string]bool
 
 	passes atomic.Uint64 // completed passes (tests, diagnostics)
+	checks atomic.Uint64 // failover checks between passes (tests, diagnostics)
 }
 
 // New returns a Controller; Run starts it.
@@ -174,7 +180,7 @@ func New(cfg Config) *Controller {
 	}{{&cfg.Tick, DefaultTick}, {&cfg.Resync, DefaultResync}, {&cfg.DeadAfter, DefaultDeadAfter},
 		{&cfg.RemoveDeadAfter, DefaultRemoveDeadAfter}, {&cfg.ProbeTimeout, DefaultProbeTimeout},
 		{&cfg.CatchUpWait, DefaultCatchUpWait}, {&cfg.DeadTargetAbortAfter, DeadTargetAbortAfter},
-		{&cfg.ReplicaFailoverAfter, DefaultReplicaFailoverAfter}}
+		{&cfg.ReplicaFailoverAfter, DefaultReplicaFailoverAfter}, {&cfg.FailoverCheck, DefaultFailoverCheck}}
 	for _, x := range defaults {
 		if *x.d <= 0 {
 			*x.d = x.def
@@ -222,7 +228,8 @@ func (c *Controller) DeadSince(id string) (time.Time, bool) {
 
 // Run runs the loop until ctx ends (then it returns nil): it follows the store's leadership
 // (LeadershipChanges plus an IsLeader re-check every Resync), runs a pass at once on gaining
-// leadership and then every Tick, and forgets its observations on losing it.
+// leadership and then every Tick, and forgets its observations on losing it. Between passes
+// it runs C10 alone every FailoverCheck when a failover is due (checkFailover).
 func (c *Controller) Run(ctx context.Context) error {
 	if c.store == nil {
 		return errors.New("controller: no metastore")
@@ -233,6 +240,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer resync.Stop()
 	tick := time.NewTicker(c.cfg.Tick)
 	defer tick.Stop()
+	check := time.NewTicker(c.cfg.FailoverCheck)
+	defer check.Stop()
 	defer c.setLeading(false)
 	for {
 		select {
@@ -253,6 +262,8 @@ func (c *Controller) Run(ctx context.Context) error {
 			if c.isLeading() {
 				c.runPass(ctx)
 			}
+		case <-check.C:
+			c.checkFailover(ctx)
 		}
 	}
 }

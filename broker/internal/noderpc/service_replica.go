@@ -17,8 +17,9 @@ import (
 const maxReplicaFetchWait = 30 * time.Second
 
 // maxReplicaFetchBytes bounds the frames of one fetch answer (at least one whole frame is
-// always sent, whatever its size).
-const maxReplicaFetchBytes = 1 << 20
+// always sent, whatever its size): a follower in the ISR asks for 1 MiB, one catching up for
+// replica.DefaultCatchUpMaxBytes.
+const maxReplicaFetchBytes = replica.DefaultCatchUpMaxBytes
 
 // errNoPeerID refuses a fetch from a connection without a claimed node ID.
 var errNoPeerID = errcode.Sub("caller has no node id", errcode.ErrInvalid)

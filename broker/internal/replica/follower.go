@@ -71,12 +71,19 @@ type Follower struct {
 	Epochs   *log.Epochs
 	Source   Source
 	MaxBytes int // per fetch; 0 → 1 MiB
+	// CatchUpMaxBytes is the fetch size while the follower is behind the leader's HWM, which
+	// also sends each fetch before the previous answer is appended (follower_catchup.go);
+	// 0 → neither: MaxBytes, one fetch at a time.
+	CatchUpMaxBytes int
 	// OnConsumerState stores the leader's consumer state a fetch brought
 	// (docs/internals/replication.md §8). nil: it is dropped.
 	OnConsumerState func(state []byte) error
 	// OnFanoutCursors stores the leader's fan-out cursor positions a fetch brought
 	// (docs/internals/replication.md §8). nil: they are dropped.
 	OnFanoutCursors func(cursors []byte) error
+
+	behind bool   // the last answer ended below the leader's HWM
+	ahead  *ahead // the fetch sent while behind, before the last answer was appended
 }
 
 // Run truncates a divergent suffix, then fetches and appends until ctx ends or the leader
@@ -137,13 +144,8 @@ func (f *Follower) Reconcile(ctx context.Context) error {
 
 // FetchOnce does one fetch: epochs first, then frames, then the HWM.
 func (f *Follower) FetchOnce(ctx context.Context) error {
-	maxBytes := f.MaxBytes
-	if maxBytes <= 0 {
-		maxBytes = 1 << 20
-	}
 	from := f.Log.NextOffset()
-	rep, err := f.Source.Fetch(ctx, FetchRequest{Follower: f.Self, Epoch: f.Epoch, Offset: from, MaxBytes: maxBytes,
-		HWM: f.Log.HighWatermark()})
+	rep, err := f.fetch(ctx, from)
 	var below *BelowLogStartError
 	if errors.As(err, &below) {
 		return f.startAt(from, below.LogStart)
@@ -151,6 +153,7 @@ func (f *Follower) FetchOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	f.noteReply(ctx, rep)
 	if len(rep.Frames) > 0 {
 		for _, e := range rep.Epochs {
 			if err := f.Epochs.Assign(e.Epoch, max(e.Start, from)); err != nil {

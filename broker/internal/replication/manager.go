@@ -354,7 +354,7 @@ func (m *Manager) followOnce(ctx context.Context, k key, s Slot, src replica.Sou
 		return err
 	}
 	fw := &replica.Follower{Self: m.d.Self, Epoch: s.A.LeaderEpoch, Log: pt.Log(), Epochs: pt.Epochs(),
-		Source: src, MaxBytes: maxFetchBytes,
+		Source: src, MaxBytes: maxFetchBytes, CatchUpMaxBytes: replica.DefaultCatchUpMaxBytes,
 		OnConsumerState: func(b []byte) error { return consume.StoreReplicatedCheckpoint(pt.Dir(), b) },
 		OnFanoutCursors: func(b []byte) error { return cursorsync.Apply(ctx, pt.Dir(), b) }}
 	if err := fw.Reconcile(ctx); err != nil {
