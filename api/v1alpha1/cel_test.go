@@ -65,6 +65,13 @@ func TestNaradClusterCELRules(t *testing.T) {
 		{name: "unknown PVC policy", new: `{"storage":{"pvcRetentionOnScaleDown":"Archive"}}`, reject: "Unsupported value"},
 		{name: "unknown volume-loss policy", new: `{"storage":{"onVolumeLoss":"Delete"}}`, reject: "Unsupported value"},
 		{name: "volume loss recreates", new: `{"storage":{"onVolumeLoss":"Recreate"}}`},
+		{name: "topic defaults R3 M2", new: `{"topicDefaults":{"replicationFactor":3,"minInSyncReplicas":2}}`},
+		{name: "topic defaults M equal to R", new: `{"topicDefaults":{"replicationFactor":2,"minInSyncReplicas":2}}`},
+		{name: "topic defaults M alone", new: `{"topicDefaults":{"minInSyncReplicas":2}}`},
+		{name: "topic defaults M above R", new: `{"topicDefaults":{"replicationFactor":2,"minInSyncReplicas":3}}`, reject: "minInSyncReplicas must not exceed replicationFactor"},
+		{name: "topic defaults R0", new: `{"topicDefaults":{"replicationFactor":0}}`, reject: "should be greater than or equal to 1"},
+		{name: "topic defaults R6", new: `{"topicDefaults":{"replicationFactor":6}}`, reject: "should be less than or equal to 5"},
+		{name: "topic defaults M0", new: `{"topicDefaults":{"minInSyncReplicas":0}}`, reject: "should be greater than or equal to 1"},
 	})
 }
 
@@ -89,6 +96,14 @@ func TestTopicCELRules(t *testing.T) {
 		{name: "schema is any JSON document", new: `{` + base + `,"schema":{"type":"object","properties":{"id":{"type":"string"}}}}`},
 		{name: "unknown deletion policy", new: `{` + base + `,"deletionPolicy":"Orphan"}`, reject: "Unsupported value"},
 		{name: "no cluster", new: `{}`, reject: "clusterRef"},
+		{name: "replicated R3 M2", new: `{` + base + `,"replicationFactor":3,"minInSyncReplicas":2}`},
+		{name: "replication factor raised", old: `{` + base + `,"replicationFactor":2}`, new: `{` + base + `,"replicationFactor":3}`},
+		{name: "replication factor lowered", old: `{` + base + `,"replicationFactor":3}`, new: `{` + base + `,"replicationFactor":2}`},
+		{name: "M above R", new: `{` + base + `,"replicationFactor":2,"minInSyncReplicas":3}`, reject: "minInSyncReplicas must not exceed replicationFactor"},
+		{name: "M alone", new: `{` + base + `,"minInSyncReplicas":2}`},
+		{name: "R above 5", new: `{` + base + `,"replicationFactor":6}`, reject: "should be less than or equal to 5"},
+		{name: "R zero", new: `{` + base + `,"replicationFactor":0}`, reject: "should be greater than or equal to 1"},
+		{name: "M zero", new: `{` + base + `,"minInSyncReplicas":0}`, reject: "should be greater than or equal to 1"},
 	})
 }
 

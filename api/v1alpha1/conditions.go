@@ -16,6 +16,10 @@ const (
 	ConditionDraining = "Draining"
 	// ConditionRebalancing is True on a NaradCluster while partition moves are in flight.
 	ConditionRebalancing = "Rebalancing"
+	// ConditionUnderReplicated is True on a NaradCluster or Topic while some of its partitions
+	// have fewer in-sync replicas than their replication factor (or no leader); the message
+	// and the status give how many, and how many are below min_insync_replicas.
+	ConditionUnderReplicated = "UnderReplicated"
 )
 
 // Finalizers the operator puts on the objects it must clean up after on the brokers. Removing

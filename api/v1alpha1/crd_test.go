@@ -51,6 +51,7 @@ var crdExpectations = []struct {
 		columns: []column{
 			{"Replicas", ".spec.replicas"}, {"Ready", ".status.readyReplicas"},
 			{"Leader", ".status.leader"}, {"Moves", ".status.moves.inFlight"},
+			{"UnderReplicated", ".status.replication.underReplicatedPartitions"},
 			{"Age", ".metadata.creationTimestamp"},
 		},
 		rules: map[string][]string{
@@ -59,6 +60,7 @@ var crdExpectations = []struct {
 			"spec.tls":                {"!(has(self.secretName) && has(self.certManager))"},
 			"spec.broker":             {"!has(self.defaultPartitions) || !has(self.maxPartitions) || self.defaultPartitions <= self.maxPartitions"},
 			"spec.broker.retentionMs": {"self == 0 || self >= 3600000"},
+			"spec.topicDefaults":      {"!has(self.replicationFactor) || !has(self.minInSyncReplicas) || self.minInSyncReplicas <= self.replicationFactor"},
 		},
 	},
 	{
@@ -66,10 +68,12 @@ var crdExpectations = []struct {
 		columns: []column{
 			{"Cluster", ".spec.clusterRef.name"}, {"Partitions", ".status.partitions"},
 			{"Ready", `.status.conditions[?(@.type=="Ready")].status`}, {"Backlog", ".status.backlog"},
+			{"R", ".status.replicationFactor"}, {"UnderReplicated", ".status.underReplicatedPartitions"},
 			{"Age", ".metadata.creationTimestamp"},
 		},
 		rules: map[string][]string{
-			"spec":             {"!has(oldSelf.name) || (has(self.name) && self.name == oldSelf.name)"},
+			"spec": {"!has(oldSelf.name) || (has(self.name) && self.name == oldSelf.name)",
+				"!has(self.replicationFactor) || !has(self.minInSyncReplicas) || self.minInSyncReplicas <= self.replicationFactor"},
 			"spec.partitions":  {"self >= oldSelf"},
 			"spec.name":        {"self != '.' && self != '..'"},
 			"spec.clusterRef":  {"self == oldSelf"},

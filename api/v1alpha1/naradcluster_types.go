@@ -83,12 +83,41 @@ type NaradClusterSpec struct {
 	// Monitoring of the broker pods.
 	// +optional
 	Monitoring MonitoringSpec `json:"monitoring,omitempty"`
+
+	// TopicDefaults are the replication settings of topics created without their own
+	// (docs/replication.md), passed to every broker as flags.
+	// +optional
+	TopicDefaults TopicDefaults `json:"topicDefaults,omitempty"`
+}
+
+// TopicDefaults are the cluster's replication defaults: a topic that names no replication
+// factor or min_insync_replicas of its own gets these when it is created.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.replicationFactor) || !has(self.minInSyncReplicas) || self.minInSyncReplicas <= self.replicationFactor",message="minInSyncReplicas must not exceed replicationFactor"
+type TopicDefaults struct {
+	// ReplicationFactor is the copies of each partition of a new topic (1 … 5), passed as
+	// --default-replication-factor. Absent: 3 when spec.replicas is at least 3, else 1, which
+	// status.replication.defaultReplicationFactor shows. Changing it (or, while it is absent,
+	// crossing spec.replicas 3) restarts the brokers one at a time; existing topics keep theirs.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	// +optional
+	ReplicationFactor *int32 `json:"replicationFactor,omitempty"`
+
+	// MinInSyncReplicas is the in-sync copies a 202 needs on a new replicated topic (1 … 5),
+	// passed as --default-min-insync-replicas; a topic with fewer copies gets its replication
+	// factor. Absent: min(2, R) per topic.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	// +optional
+	MinInSyncReplicas *int32 `json:"minInSyncReplicas,omitempty"`
 }
 
 // StorageSpec is each pod's PersistentVolumeClaim template and its fate on scale-down.
 type StorageSpec struct {
-	// StorageClassName of the claims; absent means the cluster's default class.
-	// Narad replicates nothing below the partition log: local PersistentVolumes suit it.
+	// StorageClassName of the claims; absent means the cluster's default class. Topics with a
+	// replication factor of 2 or more keep copies on other brokers, so local PersistentVolumes
+	// suit them; a topic with replication factor 1 lives on one volume only and is lost with it.
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
@@ -253,7 +282,7 @@ type NaradClusterStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Progressing, Degraded, Draining, Rebalancing.
+	// Conditions: Ready, Progressing, Degraded, Draining, Rebalancing, UnderReplicated.
 	// +listType=map
 	// +listMapKey=type
 	// +patchStrategy=merge
@@ -299,6 +328,30 @@ type NaradClusterStatus struct {
 	// do to scale to a replica count, computed with decommission dry runs, changing nothing.
 	// +optional
 	ScalePreview *ScalePreview `json:"scalePreview,omitempty"`
+
+	// Replication is the replication defaults in use and the partitions the brokers report
+	// under-replicated (GET /v1/cluster/partitions?under_replicated=true).
+	// +optional
+	Replication *ReplicationStatus `json:"replication,omitempty"`
+}
+
+// ReplicationStatus is the cluster's replication as the operator last saw it.
+type ReplicationStatus struct {
+	// DefaultReplicationFactor is the --default-replication-factor the brokers were given
+	// (spec.topicDefaults.replicationFactor, or the default that follows spec.replicas).
+	DefaultReplicationFactor int32 `json:"defaultReplicationFactor"`
+	// DefaultMinInSyncReplicas is the --default-min-insync-replicas the brokers were given; 0
+	// means min(2, R) per topic.
+	// +optional
+	DefaultMinInSyncReplicas int32 `json:"defaultMinInSyncReplicas,omitempty"`
+	// UnderReplicatedPartitions counts partitions with fewer in-sync replicas than their
+	// replication factor, or no leader.
+	// +optional
+	UnderReplicatedPartitions int32 `json:"underReplicatedPartitions"`
+	// UnderMinInSyncPartitions counts partitions with fewer in-sync replicas than their
+	// min_insync_replicas: they refuse produce with 503 not_enough_replicas.
+	// +optional
+	UnderMinInSyncPartitions int32 `json:"underMinInSyncPartitions"`
 }
 
 // ScalePreview is the dry run of scaling a cluster to Replicas.
@@ -427,6 +480,7 @@ type DrainingNodeStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
 // +kubebuilder:printcolumn:name="Moves",type=integer,JSONPath=`.status.moves.inFlight`
+// +kubebuilder:printcolumn:name="UnderReplicated",type=integer,JSONPath=`.status.replication.underReplicatedPartitions`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NaradCluster struct {
 	metav1.TypeMeta   `json:",inline"`

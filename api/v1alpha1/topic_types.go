@@ -24,6 +24,7 @@ const TopicNamePattern = `^[A-Za-z0-9._-]{1,255}$`
 // docs/internals/http-api.md §1.7, §2.2. Absent optional fields take the broker's defaults.
 //
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.name) || (has(self.name) && self.name == oldSelf.name)",message="name is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicationFactor) || !has(self.minInSyncReplicas) || self.minInSyncReplicas <= self.replicationFactor",message="minInSyncReplicas must not exceed replicationFactor"
 type TopicSpec struct {
 	// ClusterRef is the NaradCluster holding the topic. Immutable.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterRef is immutable"
@@ -79,6 +80,21 @@ type TopicSpec struct {
 	// +optional
 	Schema *runtime.RawExtension `json:"schema,omitempty"`
 
+	// ReplicationFactor is the copies of each partition (1 … 5; docs/replication.md). Absent:
+	// the cluster's spec.topicDefaults. On a live topic it changes only within 2 … 5: the
+	// brokers refuse a change from or to 1 (the Degraded condition shows their answer).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	// +optional
+	ReplicationFactor *int32 `json:"replicationFactor,omitempty"`
+
+	// MinInSyncReplicas is the in-sync copies a 202 needs (1 … replicationFactor). Absent: the
+	// cluster default, min(2, R) unless spec.topicDefaults.minInSyncReplicas says otherwise.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	// +optional
+	MinInSyncReplicas *int32 `json:"minInSyncReplicas,omitempty"`
+
 	// DeletionPolicy: Delete removes the broker topic with this object, Retain keeps it.
 	// +kubebuilder:default=Delete
 	// +optional
@@ -91,7 +107,7 @@ type TopicStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Progressing, Degraded.
+	// Conditions: Ready, Progressing, Degraded, UnderReplicated.
 	// +listType=map
 	// +listMapKey=type
 	// +patchStrategy=merge
@@ -115,6 +131,24 @@ type TopicStatus struct {
 	// deleted and created again.
 	// +optional
 	Incarnation string `json:"incarnation,omitempty"`
+
+	// ReplicationFactor is the broker topic's replication factor (1 when unreplicated).
+	// +optional
+	ReplicationFactor int32 `json:"replicationFactor,omitempty"`
+
+	// MinInSyncReplicas is the broker topic's min_insync_replicas in effect.
+	// +optional
+	MinInSyncReplicas int32 `json:"minInSyncReplicas,omitempty"`
+
+	// UnderReplicatedPartitions counts the topic's partitions with fewer in-sync replicas than
+	// the replication factor, or no leader.
+	// +optional
+	UnderReplicatedPartitions int32 `json:"underReplicatedPartitions"`
+
+	// UnderMinInSyncPartitions counts the topic's partitions with fewer in-sync replicas than
+	// min_insync_replicas; they refuse produce.
+	// +optional
+	UnderMinInSyncPartitions int32 `json:"underMinInSyncPartitions"`
 }
 
 // Topic is a Narad broker topic, kept in line with its spec through the admin API.
@@ -126,6 +160,8 @@ type TopicStatus struct {
 // +kubebuilder:printcolumn:name="Partitions",type=integer,JSONPath=`.status.partitions`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Backlog",type=integer,JSONPath=`.status.backlog`
+// +kubebuilder:printcolumn:name="R",type=integer,JSONPath=`.status.replicationFactor`
+// +kubebuilder:printcolumn:name="UnderReplicated",type=integer,JSONPath=`.status.underReplicatedPartitions`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Topic struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -64,7 +64,8 @@ func fullCluster() *NaradCluster {
 				Type:        corev1.ServiceTypeLoadBalancer,
 				Annotations: map[string]string{"lb": "internal"},
 			},
-			Monitoring: MonitoringSpec{ServiceMonitor: true},
+			Monitoring:    MonitoringSpec{ServiceMonitor: true},
+			TopicDefaults: TopicDefaults{ReplicationFactor: ptr(int32(3)), MinInSyncReplicas: ptr(int32(2))},
 		},
 		Status: NaradClusterStatus{
 			ObservedGeneration: 4,
@@ -88,6 +89,8 @@ func fullCluster() *NaradCluster {
 			Draining: []DrainingNodeStatus{{NodeID: "narad-4", PartitionsLeft: 2, BytesLeft: 1 << 30, ETA: &eta, BlockedReasons: []string{"leader_transfer"}}},
 			VolumeLoss: []LostVolume{{Pod: "narad-2", Claim: "data-narad-2", Reason: VolumeLossNodeGone,
 				Message: "volume pv-1 of claim data-narad-2 is on node w3, which no longer exists", DetectedAt: eta, RecreatedAt: new(metav1.NewTime(eta.Add(time.Minute)))}},
+			Replication: &ReplicationStatus{DefaultReplicationFactor: 3, DefaultMinInSyncReplicas: 2,
+				UnderReplicatedPartitions: 4, UnderMinInSyncPartitions: 1},
 		},
 	}
 }
@@ -106,14 +109,20 @@ func fullTopic() *Topic {
 			MaxAckedAheadPerPartition: ptr(int64(512)),
 			Schema:                    &runtime.RawExtension{Raw: []byte(`{"type":"object","required":["id"]}`)},
 			DeletionPolicy:            DeletionPolicyRetain,
+			ReplicationFactor:         ptr(int32(3)),
+			MinInSyncReplicas:         ptr(int32(2)),
 		},
 		Status: TopicStatus{
-			ObservedGeneration: 2,
-			Conditions:         []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Reconciled", LastTransitionTime: metav1.NewTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))}},
-			Partitions:         12,
-			Owners:             map[string]int32{"narad-0": 6, "narad-1": 6},
-			Backlog:            42,
-			Incarnation:        "0123456789abcdef",
+			ObservedGeneration:        2,
+			Conditions:                []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Reconciled", LastTransitionTime: metav1.NewTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))}},
+			Partitions:                12,
+			Owners:                    map[string]int32{"narad-0": 6, "narad-1": 6},
+			Backlog:                   42,
+			Incarnation:               "0123456789abcdef",
+			ReplicationFactor:         3,
+			MinInSyncReplicas:         2,
+			UnderReplicatedPartitions: 2,
+			UnderMinInSyncPartitions:  1,
 		},
 	}
 }
@@ -238,6 +247,9 @@ func TestJSONFieldNames(t *testing.T) {
 			{"status", "observedGeneration"}, {"status", "readyReplicas"}, {"status", "leader"},
 			{"status", "moves", "inFlight"}, {"status", "moves", "blocked"},
 			{"status", "volumeLoss"},
+			{"spec", "topicDefaults", "replicationFactor"}, {"spec", "topicDefaults", "minInSyncReplicas"},
+			{"status", "replication", "defaultReplicationFactor"}, {"status", "replication", "defaultMinInSyncReplicas"},
+			{"status", "replication", "underReplicatedPartitions"}, {"status", "replication", "underMinInSyncPartitions"},
 		}},
 		{fullTopic(), [][]string{
 			{"spec", "clusterRef", "name"}, {"spec", "name"}, {"spec", "partitions"},
@@ -245,6 +257,9 @@ func TestJSONFieldNames(t *testing.T) {
 			{"spec", "maxInFlightPerPartition"}, {"spec", "maxAckedAheadPerPartition"},
 			{"spec", "schema", "required"}, {"spec", "deletionPolicy"},
 			{"status", "owners", "narad-0"}, {"status", "backlog"}, {"status", "incarnation"},
+			{"spec", "replicationFactor"}, {"spec", "minInSyncReplicas"},
+			{"status", "replicationFactor"}, {"status", "minInSyncReplicas"},
+			{"status", "underReplicatedPartitions"}, {"status", "underMinInSyncPartitions"},
 		}},
 		{fullLink(), [][]string{
 			{"spec", "clusterRef", "name"}, {"spec", "parent"}, {"spec", "child"}, {"spec", "delayMs"},

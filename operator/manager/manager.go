@@ -24,6 +24,9 @@ type Options struct {
 	Resolver brokers.Resolver
 	// Image is the default broker image (naming.DefaultImage when empty).
 	Image string
+	// RackImage is the image of the broker pods' rack init container, the operator's own
+	// (the manager's `rack` subcommand).
+	RackImage string
 	// StatusInterval is the NaradCluster status refresh period (30 s when zero).
 	StatusInterval time.Duration
 	// ResyncPeriod is the Topic and FanoutLink drift-correction period (1 min when zero).
@@ -58,7 +61,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := (&cluster.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Brokers: conn,
 		Recorder: mgr.GetEventRecorder("naradcluster-controller"), Image: o.Image,
-		StatusInterval: o.StatusInterval,
+		RackImage: o.RackImage, StatusInterval: o.StatusInterval,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -89,7 +89,12 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.ReplicaFailoverAfter = b.duration(optReplicaFailover)
 	s.ReReplicateAfter = b.duration(optReReplicate)
 	s.DefaultReplicationFactor = int(b.integer(optDefaultReplication, 32))
+	s.DefaultMinInsyncReplicas = int(b.integer(optDefaultMinInsync, 32))
 	s.Rack = b.str(optRack)
+	s.RackFile = b.str(optRackFile)
+	if s.RackFile != "" {
+		s.Rack = b.rackFromFile(s.Rack, s.RackFile)
+	}
 	s.RemoteAllowedHosts = b.list(optRemoteAllowedHosts)
 	s.FanoutMaxBatchRecords = int(b.integer(optFanoutMaxRecords, 32))
 	s.FanoutMaxBatchBytes = int(b.integer(optFanoutMaxBytes, 32))
@@ -291,6 +296,22 @@ func (b *builder) secret(name, fileName string) string {
 		b.fail(fieldErr(fileName, "file %s is empty", file.raw))
 	}
 	return v
+}
+
+// rackFromFile reads --rack from path (--rack-file): white space around it is trimmed, an
+// empty file means no rack, a missing or unreadable one is an error, and so is --rack given
+// as well. The content is checked by validate like --rack.
+func (b *builder) rackFromFile(rack, path string) string {
+	if rack != "" {
+		b.fail(fieldErr(optRackFile, "set rack or rack-file, not both"))
+		return ""
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.fail(fieldErr(optRackFile, "%v%s", err, b.origin(optRackFile)))
+		return ""
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // clip bounds text echoed into an error message.

@@ -354,6 +354,10 @@ func TestEachValidationErrorNamesItsField(t *testing.T) {
 		{nil, map[string]string{"NARAD_DEFAULT_REPLICATION_FACTOR": "6"}, "default-replication-factor", "outside 1…5"},
 		{[]string{"--rack=eu west"}, nil, "rack", "must be 1-64 characters"},
 		{nil, map[string]string{"NARAD_RACK": strings.Repeat("r", 65)}, "rack", "(from env NARAD_RACK)"},
+		{[]string{"--default-min-insync-replicas=-1"}, nil, "default-min-insync-replicas", "outside 0…5"},
+		{nil, map[string]string{"NARAD_DEFAULT_MIN_INSYNC_REPLICAS": "6"}, "default-min-insync-replicas", "outside 0…5 (from env NARAD_DEFAULT_MIN_INSYNC_REPLICAS)"},
+		{[]string{"--rack-file=/nonexistent/narad-rack"}, nil, "rack-file", "no such file"},
+		{[]string{"--rack=r1", "--rack-file=/nonexistent/narad-rack"}, nil, "rack-file", "not both"},
 		{[]string{"--max-inflight-request-bytes=8388607"}, nil, "max-inflight-request-bytes", "below 8388608"},
 		{[]string{"--topic-default-retention-ms=315360000001"}, nil, "topic-default-retention-ms", "at most 315360000000"},
 		{nil, map[string]string{"NARAD_MAX_INFLIGHT_REQUEST_BYTES": "lots"}, "max-inflight-request-bytes", ""},
@@ -417,6 +421,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"move-force-promote-after": "2m0s", "move-dead-target-abort-after": "2m0s", "replica-failover-after": "10s",
 		"re-replicate-after":         "10m0s",
 		"default-replication-factor": "1", "rack": "",
+		"rack-file": "", "default-min-insync-replicas": "0",
 		"remote-allowed-hosts": "[]",
 		"max-connections":      "8192", "max-connections-per-ip": "1024",
 		"cluster-max-connections": "1024", "cluster-max-connections-per-ip": "256",
@@ -430,7 +435,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"http-write-timeout", "http-idle-timeout", "tls-cert", "tls-key", "cluster-tls-ca",
 		"initial-members", "heartbeat-interval", "heartbeat-timeout", "move-force-promote-after",
 		"move-dead-target-abort-after", "replica-failover-after", "re-replicate-after", "default-replication-factor", "rack",
-		"remote-allowed-hosts",
+		"rack-file", "default-min-insync-replicas", "remote-allowed-hosts",
 		"fanout-max-batch-records", "fanout-max-batch-bytes", "max-moves-in-flight", "min-voters",
 		"max-connections", "max-connections-per-ip", "cluster-max-connections", "cluster-max-connections-per-ip",
 		"trusted-proxies", "max-inflight-request-bytes"}
@@ -574,5 +579,39 @@ func TestReReplicateAfterZeroAndLogged(t *testing.T) {
 	s = mustLoad(t, []string{"--re-replicate-after=90s"}, nil)
 	if text := s.LogValue().String(); !strings.Contains(text, "re_replicate_after=1m30s") {
 		t.Fatalf("startup log lacks re_replicate_after: %s", text)
+	}
+}
+
+// --rack-file: the rack is the file's trimmed content; an empty file means no rack; content
+// that is no rack name is refused naming the file.
+func TestRackFromFile(t *testing.T) {
+	s := mustLoad(t, []string{"--rack-file", writeFile(t, "rack", "  europe-west1-b\n")}, nil)
+	if s.Rack != "europe-west1-b" {
+		t.Fatalf("Rack = %q from the file, want europe-west1-b", s.Rack)
+	}
+	if text := s.LogValue().String(); !strings.Contains(text, "rack=europe-west1-b") || !strings.Contains(text, "rack_file=") {
+		t.Fatalf("startup log lacks rack or rack_file: %s", text)
+	}
+	if s := mustLoad(t, nil, map[string]string{"NARAD_RACK_FILE": writeFile(t, "empty", "\n")}); s.Rack != "" {
+		t.Fatalf("Rack = %q from an empty file, want none", s.Rack)
+	}
+	_, err := load(t, []string{"--rack-file", writeFile(t, "bad", "eu west")}, nil)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "rack-file" || !strings.Contains(err.Error(), "must be 1-64 characters") {
+		t.Fatalf("bad rack in the file: %v", err)
+	}
+}
+
+// --default-min-insync-replicas defaults to 0 (min(2, R)) and is read from the config file.
+func TestDefaultMinInsyncFromFile(t *testing.T) {
+	if s := mustLoad(t, nil, nil); s.DefaultMinInsyncReplicas != 0 {
+		t.Fatalf("DefaultMinInsyncReplicas = %d by default, want 0", s.DefaultMinInsyncReplicas)
+	}
+	s := mustLoad(t, []string{"--config", writeFile(t, "c.yaml", "default-min-insync-replicas: 3\n")}, nil)
+	if s.DefaultMinInsyncReplicas != 3 {
+		t.Fatalf("DefaultMinInsyncReplicas = %d from the file, want 3", s.DefaultMinInsyncReplicas)
+	}
+	if text := s.LogValue().String(); !strings.Contains(text, "default_min_insync_replicas=3") {
+		t.Fatalf("startup log lacks default_min_insync_replicas: %s", text)
 	}
 }

@@ -78,6 +78,8 @@ const (
 	optReReplicate        = "re-replicate-after"
 	optDefaultReplication = "default-replication-factor"
 	optRack               = "rack"
+	optRackFile           = "rack-file"
+	optDefaultMinInsync   = "default-min-insync-replicas"
 
 	optMaxConnections             = "max-connections"
 	optMaxConnectionsPerIP        = "max-connections-per-ip"
@@ -196,6 +198,8 @@ var options = []option{
 	{name: optMinVoters, kind: kInt, def: strconv.Itoa(DefaultMinVoters), help: "Raft voters the leader keeps and a decommission must leave (odd, 1-9); set the same on every node"},
 	{name: optDefaultReplication, kind: kInt, def: "1", help: "replication factor of a topic created without one (1-5; a replicated topic keeps each partition on that many nodes, docs/replication.md)"},
 	{name: optRack, kind: kString, help: "this node's failure domain (rack or zone; 1-64 characters of A-Z a-z 0-9 . _ -): replicas of a partition go to distinct racks when there are enough (default: none, a rack of its own)"},
+	{name: optRackFile, kind: kString, help: "read --rack from this file at start (surrounding white space trimmed; an empty file means no rack, a missing one is an error); not together with --rack"},
+	{name: optDefaultMinInsync, kind: kInt, def: "0", help: "min_insync_replicas of a replicated topic created without one (1-5, capped at the topic's replication factor; 0 = min(2, R)); set the same on every node"},
 	{name: optReReplicate, kind: kDuration, def: DefaultReReplicateAfter.String(), help: "time a member stays dead (after heartbeat-timeout) before the controller rebuilds its copies of replicated partitions on other nodes (0 = never, else at most 168h); set the same on every node"},
 	{name: optReplicaFailover, kind: kDuration, def: DefaultReplicaFailoverAfter.String(), help: "heartbeat silence after which the leader of a replicated partition (replication_factor >= 2) is replaced by an in-sync replica (1s-5m, above heartbeat-interval); set the same on every node"},
 	{name: optMaxConnections, kind: kInt, def: strconv.Itoa(DefaultMaxConnections), help: "connections the HTTP port keeps open at once; more are closed at accept"},

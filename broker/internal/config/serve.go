@@ -83,6 +83,12 @@ type Serve struct {
 	// DefaultReplicationFactor is the replication factor of a topic whose create does not
 	// name one (1 … 5, default 1: unreplicated).
 	DefaultReplicationFactor int
+	// DefaultMinInsyncReplicas is the min_insync_replicas of a replicated topic whose create
+	// does not name one, capped at its replication factor (0 … 5, default 0: min(2, R)). The
+	// Raft leader's value applies.
+	DefaultMinInsyncReplicas int
+	// RackFile is the file Rack was read from (--rack-file), "" when none.
+	RackFile string
 	// Rack is this node's failure domain, stored in its member record ("" = none: a rack of
 	// its own); placement puts a partition's replicas on distinct racks (docs/replication.md,
 	// Racks). At most MaxRackLen characters of A-Z a-z 0-9 . _ -.
@@ -162,7 +168,9 @@ func (s Serve) LogValue() slog.Value {
 		slog.Duration("replica_failover_after", s.ReplicaFailoverAfter),
 		slog.Duration("re_replicate_after", s.ReReplicateAfter),
 		slog.Int("default_replication_factor", s.DefaultReplicationFactor),
+		slog.Int("default_min_insync_replicas", s.DefaultMinInsyncReplicas),
 		slog.String("rack", s.Rack),
+		slog.String("rack_file", s.RackFile),
 		slog.Int("fanout_max_batch_records", s.FanoutMaxBatchRecords),
 		slog.Int("fanout_max_batch_bytes", s.FanoutMaxBatchBytes),
 		slog.Int("max_moves_in_flight", s.MaxMovesInFlight),

@@ -195,8 +195,12 @@ func validate(s *Serve, origin func(string) string) error {
 		},
 		func() error { return intRange(optMaxMovesInFlight, s.MaxMovesInFlight, 1, MaxMovesInFlight, origin) },
 		func() error { return intRange(optDefaultReplication, s.DefaultReplicationFactor, 1, 5, origin) },
+		func() error { return intRange(optDefaultMinInsync, s.DefaultMinInsyncReplicas, 0, 5, origin) },
 		func() error {
 			if s.Rack != "" && !nameChars(s.Rack, MaxRackLen) {
+				if s.RackFile != "" {
+					return fieldErr(optRackFile, "%s holds %q; a rack must be 1-%d characters of A-Z a-z 0-9 . _ -", s.RackFile, clip(s.Rack), MaxRackLen)
+				}
 				return fieldErr(optRack, "%q must be 1-%d characters of A-Z a-z 0-9 . _ -%s", clip(s.Rack), MaxRackLen, origin(optRack))
 			}
 			return nil

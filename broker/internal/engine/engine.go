@@ -58,6 +58,10 @@ type Config struct {
 	// DefaultReplicationFactor is a new topic's replication factor when its create does not
 	// say (--default-replication-factor); 0 or 1: unreplicated.
 	DefaultReplicationFactor int
+	// DefaultMinInsyncReplicas is a new replicated topic's min_insync_replicas when its create
+	// does not say (--default-min-insync-replicas), capped at its replication factor; 0: the
+	// stored default, min(2, R).
+	DefaultMinInsyncReplicas int
 	MaxPartitions            int
 	DefaultRetentionMs       int64
 	IdleLogEviction          time.Duration // 0 disables

@@ -37,3 +37,30 @@ func TestReplicasOfAPartitionGoToDistinctRacks(t *testing.T) {
 		}
 	}
 }
+
+// --default-min-insync-replicas fills the M of a replicated topic created without one, capped
+// at its replication factor; an explicit M and an unreplicated topic keep theirs.
+func TestCreateWithoutMTakesTheClusterDefaultCappedAtR(t *testing.T) {
+	n := startNode(t, t.TempDir(), func(c *Config) { c.DefaultMinInsyncReplicas = 3 })
+	for i := 1; i <= 3; i++ {
+		id := fmt.Sprintf("m%d", i)
+		if err := n.store.MemberJoin(n.ctx(), meta.Member{ID: id, Addr: fmt.Sprintf("127.0.0.1:%d", 30+i),
+			ClusterAddr: fmt.Sprintf("127.0.0.1:%d", 40+i), Status: meta.MemberAlive,
+			LastHeartbeat: time.Now().Unix()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		req   service.CreateTopicRequest
+		wantM int // stored
+	}{
+		{service.CreateTopicRequest{Name: "r3", Partitions: 3, ReplicationFactor: 3}, 3},
+		{service.CreateTopicRequest{Name: "r2", Partitions: 3, ReplicationFactor: 2}, 2},
+		{service.CreateTopicRequest{Name: "r3m1", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 1}, 1},
+		{service.CreateTopicRequest{Name: "r1", Partitions: 3, ReplicationFactor: 1}, 0},
+	} {
+		if got := n.createTopic(c.req); got.MinInsyncReplicas != c.wantM {
+			t.Fatalf("%s: stored min_insync_replicas %d, want %d", c.req.Name, got.MinInsyncReplicas, c.wantM)
+		}
+	}
+}

@@ -91,6 +91,9 @@ func (e *Engine) CreateTopicAsLeader(ctx context.Context, req service.CreateTopi
 	if t.ReplicationFactor == 1 {
 		t.ReplicationFactor = 0 // stored as before replication existed
 	}
+	if t.MinInsyncReplicas == 0 && t.RF() >= 2 && e.cfg.DefaultMinInsyncReplicas > 0 {
+		t.MinInsyncReplicas = min(e.cfg.DefaultMinInsyncReplicas, t.RF())
+	}
 	if t.MinInsyncReplicas > t.RF() {
 		return meta.Topic{}, fmt.Errorf("min_insync_replicas %d is above the replication factor %d: %w",
 			t.MinInsyncReplicas, t.RF(), errcode.ErrInvalid)

@@ -261,6 +261,7 @@ func (p *process) newEngine() error {
 		CompressionLevel:         cfg.StorageCompressionLevel,
 		DefaultPartitions:        cfg.TopicDefaultPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		DefaultMinInsyncReplicas: cfg.DefaultMinInsyncReplicas,
 		MaxPartitions:            cfg.TopicMaxPartitions,
 		DefaultRetentionMs:       cfg.TopicDefaultRetentionMs,
 		IdleLogEviction:          cfg.IdleLogEviction,

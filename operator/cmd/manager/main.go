@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 
 	"narad.dev/operator/manager"
 	"narad.dev/operator/naming"
+	"narad.dev/operator/rack"
 )
 
 // LeaderElectionID names the Lease the manager replicas compete for in their own namespace.
@@ -62,6 +64,8 @@ func parseFlags(args []string, out io.Writer) (settings, error) {
 		"Address of the /healthz and /readyz endpoints.")
 	fs.StringVar(&s.Controllers.Image, "broker-image", naming.DefaultImage,
 		"Broker image for NaradClusters that leave spec.image empty.")
+	fs.StringVar(&s.Controllers.RackImage, "rack-image", "",
+		"Image of the broker pods' rack init container (this binary's `rack` subcommand); empty uses the operator's own image.")
 	fs.DurationVar(&s.Controllers.StatusInterval, "status-interval", 30*time.Second,
 		"How often a NaradCluster's status is refreshed from its brokers.")
 	fs.DurationVar(&s.Controllers.ResyncPeriod, "resync-period", time.Minute,
@@ -141,11 +145,17 @@ func run(args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("readyz check: %w", err)
 	}
+	if s.Controllers.RackImage == "" {
+		s.Controllers.RackImage = ownImage(context.Background(), mgr.GetAPIReader())
+	}
+	if s.Controllers.RackImage == "" {
+		s.Controllers.RackImage = DefaultRackImage
+	}
 	if err := manager.Setup(mgr, s.Controllers); err != nil {
 		return fmt.Errorf("set up controllers: %w", err)
 	}
 	log.Info("starting manager", "leaderElect", s.LeaderElect, "watchNamespace", s.WatchNamespace,
-		"brokerImage", s.Controllers.Image)
+		"brokerImage", s.Controllers.Image, "rackImage", s.Controllers.RackImage)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("manager stopped: %w", err)
 	}
@@ -153,7 +163,12 @@ func run(args []string) error {
 }
 
 func main() {
-	err := run(os.Args[1:])
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == rack.Subcommand {
+		err = runRack(os.Args[2:])
+	} else {
+		err = run(os.Args[1:])
+	}
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return

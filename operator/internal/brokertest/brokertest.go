@@ -29,10 +29,12 @@ type Cluster struct {
 	PlannedMoves map[string][]client.PlannedMove
 	// NotReady makes /readyz answer 503.
 	NotReady bool
-	// Partitions, when non-nil, are served by GET /v1/cluster/partitions (one page, the
-	// under_replicated filter applied); nil answers 404 like a broker without replication.
+	// Partitions is the cluster's partition list, served by GET /v1/cluster/partitions in one
+	// page (with ?under_replicated=true only those marked under-replicated);
 	// POST /v1/cluster/elect-leaders answers 200 with no election.
 	Partitions []client.PartitionReplicas
+	// NoReplicationAPI makes both endpoints answer 404, like a broker without replication.
+	NoReplicationAPI bool
 }
 
 // Call is one request the fake received.
@@ -124,6 +126,8 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		ms := append([]client.Member(nil), f.state.Members...)
 		sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
 		writeJSON(w, http.StatusOK, client.MemberList{Members: ms, LeaderReachable: f.state.Leader != "", Leader: f.state.Leader})
+	case r.Method == http.MethodPatch && len(parts) == 3 && parts[1] == "topics":
+		f.alterTopic(w, r, parts[2])
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/cluster/moves":
 		writeJSON(w, http.StatusOK, map[string]any{"moves": nonNilMoves(f.state.Moves)})
 	case len(parts) == 5 && parts[1] == "cluster" && parts[2] == "members" && parts[4] == "decommission":
@@ -146,6 +150,47 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "topic not found"})
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not served by the fake: " + r.Method + " " + r.URL.Path})
+	}
+}
+
+// alterTopic serves the replication fields of PATCH /v1/topics/{topic} (docs/replication.md,
+// Settings): R changes only within 2 … 5 (409 otherwise), M at most the resulting R (400).
+// Other fields are refused with 400: the fake does not model them.
+func (f *Fake) alterTopic(w http.ResponseWriter, r *http.Request, name string) {
+	var req client.AlterTopicRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad JSON"})
+		return
+	}
+	idx := -1
+	for i := range f.state.Topics {
+		if f.state.Topics[i].Name == name {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "topic not found"})
+		return
+	}
+	t := &f.state.Topics[idx].Topic
+	rf, m := max(1, t.ReplicationFactor), t.MinInsyncReplicas
+	if req.ReplicationFactor != nil {
+		rf = *req.ReplicationFactor
+	}
+	if req.MinInsyncReplicas != nil {
+		m = *req.MinInsyncReplicas
+	}
+	switch {
+	case req.Partitions != nil || req.RetentionMs != nil || req.VisibilityTimeoutMs != nil ||
+		req.MaxInFlightPerPartition != nil || req.MaxAckedAheadPerPartition != nil || len(req.Schema) > 0:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the fake alters replication settings only"})
+	case (max(1, t.ReplicationFactor) == 1) != (rf == 1):
+		writeJSON(w, http.StatusConflict, map[string]string{"error": "replication_factor cannot change between 1 and 2 on a live topic: recreate the topic"})
+	case m > rf:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "min_insync_replicas would exceed replication_factor", "field": "min_insync_replicas"})
+	default:
+		t.ReplicationFactor, t.MinInsyncReplicas = rf, m
+		writeJSON(w, http.StatusOK, *t)
 	}
 }
 

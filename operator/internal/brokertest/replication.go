@@ -7,9 +7,9 @@ import (
 )
 
 // replication serves GET /v1/cluster/partitions and POST /v1/cluster/elect-leaders
-// (docs/internals/http-api.md §2.21, §2.22) from Cluster.Partitions; f.mu is held.
+// (docs/internals/http-api.md §2.21, §2.22) from Cluster.Partitions, or 404 with Cluster.NoReplicationAPI; f.mu is held.
 func (f *Fake) replication(w http.ResponseWriter, r *http.Request) {
-	if f.state.Partitions == nil {
+	if f.state.NoReplicationAPI {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
 		return
 	}

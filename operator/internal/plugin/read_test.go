@@ -301,3 +301,44 @@ func decode(t *testing.T, format, doc string, into any) {
 
 // timeEqual compares metav1.Times at the second, the precision they are serialised with.
 var timeEqual = cmp.Comparer(func(a, b metav1.Time) bool { return a.Equal(&b) })
+
+// status shows the replication defaults, the under-replicated count and the Topics of the
+// cluster that report under-replicated partitions.
+func TestStatusShowsUnderReplicatedPartitions(t *testing.T) {
+	ns := newNamespace(t)
+	st := knownStatus()
+	st.Replication = &naradv1.ReplicationStatus{DefaultReplicationFactor: 3, UnderReplicatedPartitions: 2, UnderMinInSyncPartitions: 1}
+	createCluster(t, ns, "demo", 4, st)
+	for _, tc := range []struct {
+		name, cluster string
+		under         int32
+	}{{"orders", "demo", 2}, {"healthy", "demo", 0}, {"elsewhere", "other", 5}} {
+		tp := &naradv1.Topic{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name},
+			Spec: naradv1.TopicSpec{ClusterRef: naradv1.ClusterReference{Name: tc.cluster}, Name: tc.name + "-t", Partitions: 3}}
+		if err := k8s.Create(t.Context(), tp); err != nil {
+			t.Fatal(err)
+		}
+		tp.Status = naradv1.TopicStatus{ReplicationFactor: 3, MinInSyncReplicas: 2, UnderReplicatedPartitions: tc.under, UnderMinInSyncPartitions: min(tc.under, 1)}
+		if err := k8s.Status().Update(t.Context(), tp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := run(t, "", "status", "demo", "-n", ns)
+	if r.code != ExitOK {
+		t.Fatalf("exit %d, stderr %s", r.code, r.err)
+	}
+	wantLines(t, r.out,
+		`^REPLICATION: new topics R 3, M min\(2, R\); 2 partitions under-replicated, 1 below min_insync_replicas$`,
+		`^NAME\s+TOPIC\s+R\s+M\s+UNDER-REPLICATED\s+BELOW-M$`,
+		`^orders\s+orders-t\s+3\s+2\s+2\s+1$`)
+	if strings.Contains(r.out, "healthy") || strings.Contains(r.out, "elsewhere") {
+		t.Fatalf("status lists topics that are fully replicated or of another cluster:\n%s", r.out)
+	}
+	r = run(t, "", "status", "demo", "-n", ns, "-o", "json")
+	var got clusterView
+	decode(t, "json", r.out, &got)
+	if len(got.UnderReplicatedTopics) != 1 || got.UnderReplicatedTopics[0].Topic != "orders-t" || got.Replication == nil ||
+		got.Replication.UnderReplicatedPartitions != 2 {
+		t.Fatalf("status -o json replication: %+v %+v", got.Replication, got.UnderReplicatedTopics)
+	}
+}

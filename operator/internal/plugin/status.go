@@ -1,12 +1,16 @@
 package plugin
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	naradv1 "narad.dev/api/v1alpha1"
 )
@@ -28,6 +32,20 @@ type clusterView struct {
 	Members            []naradv1.MemberStatus `json:"members,omitempty"`
 	Moves              naradv1.MovesStatus    `json:"moves"`
 	Draining           []drainView            `json:"draining,omitempty"`
+	// Replication is the cluster's replication defaults and under-replicated counts;
+	// UnderReplicatedTopics are its Topics that report under-replicated partitions.
+	Replication           *naradv1.ReplicationStatus `json:"replication,omitempty"`
+	UnderReplicatedTopics []topicReplicationView     `json:"underReplicatedTopics,omitempty"`
+}
+
+// topicReplicationView is one Topic with under-replicated partitions.
+type topicReplicationView struct {
+	Name              string `json:"name"`
+	Topic             string `json:"topic"`
+	ReplicationFactor int32  `json:"replicationFactor"`
+	MinInSyncReplicas int32  `json:"minInSyncReplicas"`
+	UnderReplicated   int32  `json:"underReplicatedPartitions"`
+	UnderMinInSync    int32  `json:"underMinInSyncPartitions"`
 }
 
 // drainView is one draining node with its progress: done = at start − left, clamped at 0.
@@ -44,7 +62,7 @@ func newClusterView(nc *naradv1.NaradCluster) clusterView {
 		Replicas: nc.Spec.Replicas, InitialClusterSize: nc.Spec.InitialClusterSize,
 		CurrentReplicas: nc.Status.Replicas, ReadyReplicas: nc.Status.ReadyReplicas,
 		Leader: nc.Status.Leader, Conditions: nc.Status.Conditions, Members: nc.Status.Members,
-		Moves: nc.Status.Moves,
+		Moves: nc.Status.Moves, Replication: nc.Status.Replication,
 	}
 	for _, d := range nc.Status.Draining {
 		v.Draining = append(v.Draining, drainView{
@@ -59,7 +77,7 @@ func newClusterView(nc *naradv1.NaradCluster) clusterView {
 func newStatusCommand(s *session) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status <cluster>",
-		Short: "Show a NaradCluster: replicas, leader, conditions, members, moves and drains",
+		Short: "Show a NaradCluster: replicas, leader, conditions, members, moves, drains and under-replicated partitions",
 		Args:  exactArgs(1, "the NaradCluster name"),
 		RunE: func(c *cobra.Command, args []string) error {
 			nc, err := s.getCluster(c.Context(), args[0])
@@ -67,6 +85,9 @@ func newStatusCommand(s *session) *cobra.Command {
 				return err
 			}
 			v := newClusterView(nc)
+			if v.UnderReplicatedTopics, err = s.underReplicatedTopics(c.Context(), nc); err != nil {
+				return err
+			}
 			if s.structured() {
 				return s.writeDoc(c.OutOrStdout(), v)
 			}
@@ -118,6 +139,10 @@ func (s *session) printCluster(w io.Writer, v clusterView) error {
 	if err := printMoves(w, v.Moves); err != nil {
 		return err
 	}
+	fmt.Fprintln(w)
+	if err := printReplication(w, v); err != nil {
+		return err
+	}
 
 	if len(v.Draining) > 0 {
 		fmt.Fprintln(w, "\nDRAINING")
@@ -145,6 +170,50 @@ func (s *session) printCluster(w io.Writer, v clusterView) error {
 		}
 	}
 	return nil
+}
+
+// underReplicatedTopics lists nc's Topics (in its namespace) that report under-replicated
+// partitions, by object name.
+func (s *session) underReplicatedTopics(ctx context.Context, nc *naradv1.NaradCluster) ([]topicReplicationView, error) {
+	list := &naradv1.TopicList{}
+	if err := s.client.List(ctx, list, client.InNamespace(nc.Namespace)); err != nil {
+		return nil, fmt.Errorf("list Topics: %w", err)
+	}
+	var out []topicReplicationView
+	for _, t := range list.Items {
+		if t.Spec.ClusterRef.Name != nc.Name || t.Status.UnderReplicatedPartitions == 0 {
+			continue
+		}
+		out = append(out, topicReplicationView{Name: t.Name, Topic: cmp.Or(t.Spec.Name, t.Name),
+			ReplicationFactor: t.Status.ReplicationFactor, MinInSyncReplicas: t.Status.MinInSyncReplicas,
+			UnderReplicated: t.Status.UnderReplicatedPartitions, UnderMinInSync: t.Status.UnderMinInSyncPartitions})
+	}
+	slices.SortFunc(out, func(a, b topicReplicationView) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// printReplication prints the replication defaults, the under-replicated count and the Topics
+// that have some.
+func printReplication(w io.Writer, v clusterView) error {
+	r := v.Replication
+	if r == nil {
+		fmt.Fprintln(w, "REPLICATION: (not reported yet)")
+		return nil
+	}
+	m := "min(2, R)"
+	if r.DefaultMinInSyncReplicas > 0 {
+		m = itoa(r.DefaultMinInSyncReplicas)
+	}
+	fmt.Fprintf(w, "REPLICATION: new topics R %d, M %s; %d partitions under-replicated, %d below min_insync_replicas\n",
+		r.DefaultReplicationFactor, m, r.UnderReplicatedPartitions, r.UnderMinInSyncPartitions)
+	if len(v.UnderReplicatedTopics) == 0 {
+		return nil
+	}
+	t := newTable(w, "NAME", "TOPIC", "R", "M", "UNDER-REPLICATED", "BELOW-M")
+	for _, u := range v.UnderReplicatedTopics {
+		t.row(u.Name, u.Topic, itoa(u.ReplicationFactor), itoa(u.MinInSyncReplicas), itoa(u.UnderReplicated), itoa(u.UnderMinInSync))
+	}
+	return t.flush()
 }
 
 // printMoves prints the moves summary and the blocked moves with the brokers' reasons.

@@ -63,6 +63,9 @@ var _ = Describe("A NaradCluster scaled by the operator, with real brokers under
 				Replicas: 4, InitialClusterSize: 3,
 				Storage: naradv1.StorageSpec{Size: &size, PVCRetentionOnScaleDown: naradv1.PVCRetentionDelete},
 				Broker:  naradv1.BrokerConfig{ExtraArgs: brokerArgs},
+				// This suite proves scaling with single-copy partitions (moves); a cluster of
+				// four would otherwise replicate new topics three times.
+				TopicDefaults: naradv1.TopicDefaults{ReplicationFactor: new(int32(1))},
 			},
 		}
 		ncKey = types.NamespacedName{Namespace: ns.Name, Name: nc.Name}
@@ -268,6 +271,8 @@ var _ = Describe("A NaradCluster scaled by the operator, with real brokers under
 			for _, m := range ml.Members {
 				g.Expect(m.Status).To(Equal(client.StatusAlive), "member %s", m.ID)
 				g.Expect(m.OwnedPartitions).To(BeNumerically(">", 0), "member %s owns nothing yet", m.ID)
+				// The rack init container wrote the pod runner node's zone; the broker read it.
+				g.Expect(m.Rack).To(Equal(e2eZone), "member %s rack", m.ID)
 			}
 			g.Expect(cur.Status.Moves.InFlight).To(BeZero())
 			g.Expect(meta.IsStatusConditionFalse(cur.Status.Conditions, naradv1.ConditionRebalancing)).To(BeTrue(), "Rebalancing False")

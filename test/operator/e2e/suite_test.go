@@ -36,6 +36,8 @@ import (
 const (
 	statusInterval = 2 * time.Second
 	resyncPeriod   = 5 * time.Second
+	// e2eZone is the zone label of the pod runner's node: every broker's rack.
+	e2eZone = "e2e-zone-a"
 )
 
 var (
@@ -69,7 +71,7 @@ var _ = BeforeSuite(func() {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	stopSuite = cancel
-	runner, err = podrunner.New(cfg, podrunner.Options{Logf: func(f string, a ...any) {
+	runner, err = podrunner.New(cfg, podrunner.Options{Zone: e2eZone, Logf: func(f string, a ...any) {
 		GinkgoWriter.Printf(time.Now().Format("15:04:05.000")+" "+f+"\n", a...)
 	}})
 	Expect(err).NotTo(HaveOccurred())
@@ -85,6 +87,8 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(manager.Setup(mgr, manager.Options{
 		Resolver: resolver, StatusInterval: statusInterval, ResyncPeriod: resyncPeriod, Image: "narad:test",
+		// The pods get the rack init container, which the pod runner runs in-process.
+		RackImage: "narad-operator:test",
 	})).To(Succeed())
 	go func() { mgrDone <- mgr.Start(ctx) }()
 })

@@ -57,8 +57,20 @@ type container struct {
 // loop runs the process until stopCh closes, restarting it after each exit.
 func (c *container) loop(ctx context.Context) {
 	defer close(c.done)
+	initDone := false
 	for {
-		exited, err := c.start(ctx)
+		var exited <-chan struct{}
+		var err error
+		if !initDone {
+			// Init containers run once per pod, before the first start (a kubelet reruns them
+			// only for a new pod sandbox).
+			if err = c.r.runInit(ctx, c); err == nil {
+				initDone = true
+			}
+		}
+		if initDone {
+			exited, err = c.start(ctx)
+		}
 		if errors.Is(err, errStopping) {
 			return
 		}

@@ -58,6 +58,9 @@ type Options struct {
 	RestartBackoff time.Duration
 	// Logf receives progress lines (nil: silent).
 	Logf func(format string, args ...any)
+	// Zone is the topology.kubernetes.io/zone label of the runner's Node (NodeName), which
+	// the rack init container reads ("": none, so the rack is the node's name).
+	Zone string
 }
 
 // Runner plays the StatefulSet controller and kubelet; see the package comment. It keeps two
@@ -139,6 +142,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
+	if err := r.ensureNode(ctx); err != nil {
+		return err
+	}
 	t := time.NewTicker(r.opts.PollInterval)
 	defer t.Stop()
 	for {

@@ -24,6 +24,7 @@ import (
 	naradv1 "narad.dev/api/v1alpha1"
 	"narad.dev/broker/client"
 	"narad.dev/operator/naming"
+	"narad.dev/operator/rack"
 	"narad.dev/operator/testsupport"
 )
 
@@ -82,6 +83,13 @@ func contractStatefulSet(nc *naradv1.NaradCluster, replicas int32, extraArgs []s
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: &grace,
+					// The rack writer, as the operator adds it (the runner runs it in-process).
+					InitContainers: []corev1.Container{{
+						Name: rack.ContainerName, Image: "narad-operator:test",
+						Command:      []string{"/manager", rack.Subcommand, "--file=" + rack.Path()},
+						Env:          []corev1.EnvVar{fieldEnv(rack.NodeNameEnv, "spec.nodeName")},
+						VolumeMounts: []corev1.VolumeMount{{Name: rack.VolumeName, MountPath: rack.MountPath}},
+					}},
 					Containers: []corev1.Container{{
 						Name: naming.ContainerName, Image: "narad:test", Command: []string{"narad", "serve"}, Args: extraArgs,
 						Ports: []corev1.ContainerPort{{Name: naming.HTTPPortName, ContainerPort: naming.HTTPPort},
@@ -97,12 +105,14 @@ func contractStatefulSet(nc *naradv1.NaradCluster, replicas int32, extraArgs []s
 							{Name: "NARAD_CONFIG", Value: naming.ConfigMountPath + "/" + naming.ConfigFileName},
 							{Name: "NARAD_CLUSTER_SECRET_FILE", Value: "/etc/narad/cluster-secret/cluster-secret"},
 							{Name: "NARAD_ADMIN_PASSWORD_FILE", Value: "/etc/narad/admin-secret/admin-password"},
+							{Name: "NARAD_RACK_FILE", Value: rack.Path()},
 						},
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: naming.DataVolume, MountPath: naming.DataMountPath},
 							{Name: "config", MountPath: naming.ConfigMountPath, ReadOnly: true},
 							{Name: "cluster-secret", MountPath: "/etc/narad/cluster-secret", ReadOnly: true},
 							{Name: "admin-secret", MountPath: "/etc/narad/admin-secret", ReadOnly: true},
+							{Name: rack.VolumeName, MountPath: rack.MountPath, ReadOnly: true},
 						},
 						StartupProbe:   probe("/healthz"),
 						LivenessProbe:  probe("/healthz"),
@@ -111,6 +121,7 @@ func contractStatefulSet(nc *naradv1.NaradCluster, replicas int32, extraArgs []s
 							Exec: &corev1.ExecAction{Command: []string{"sleep", "5"}}}},
 					}},
 					Volumes: []corev1.Volume{
+						{Name: rack.VolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 							LocalObjectReference: corev1.LocalObjectReference{Name: naming.ConfigMap(nc)}}}},
 						{Name: "cluster-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
@@ -157,7 +168,7 @@ func TestRunnerPlaysStatefulSetAndKubelet(t *testing.T) {
 	cfg := startEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	r, err := New(cfg, Options{Logf: t.Logf})
+	r, err := New(cfg, Options{Logf: t.Logf, Zone: "runner-zone"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,6 +249,16 @@ func TestRunnerPlaysStatefulSetAndKubelet(t *testing.T) {
 	// Three real brokers become Ready through the readiness probe and form one cluster.
 	eventually(t, r, 90*time.Second, "3 ready pods", readyPods(3))
 	eventually(t, r, 30*time.Second, "3 alive members", aliveMembers(3))
+	// The init container wrote the runner Node's zone, which each broker read (--rack-file).
+	ml, err := adminClient(0).ClusterMembers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ml.Members {
+		if m.Rack != "runner-zone" {
+			t.Fatalf("member %s rack %q, want runner-zone (from the rack init container)", m.ID, m.Rack)
+		}
+	}
 	var s0 appsv1.StatefulSet
 	if err := cl.Get(ctx, key, &s0); err != nil {
 		t.Fatal(err)

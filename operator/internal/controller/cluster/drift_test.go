@@ -86,7 +86,7 @@ var _ = Describe("NaradCluster drift", func() {
 			var cm corev1.ConfigMap
 			mustGet(naming.ConfigMap(nc), &cm)
 			return cm.Data[naming.ConfigFileName]
-		}).Should(Equal("topic-default-retention-ms: 0\n"))
+		}).Should(Equal("default-replication-factor: 3\ntopic-default-retention-ms: 0\n")) // 3 brokers replicate by default
 		Eventually(func() string {
 			mustGet(naming.StatefulSet(nc), &sts)
 			return sts.Spec.Template.Annotations[ConfigHashAnnotation]

@@ -54,6 +54,9 @@ func (r *Reconciler) finalize(ctx context.Context, nc *naradv1.NaradCluster) (ct
 		return ctrl.Result{RequeueAfter: dependentsRecheck}, nil
 	}
 	r.restarts.Delete(nc.UID)
+	if err := r.deleteRackBinding(ctx, nc); err != nil {
+		return ctrl.Result{}, err
+	}
 	patch := ctrlclient.MergeFromWithOptions(nc.DeepCopy(), ctrlclient.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(nc, naradv1.NaradClusterFinalizer)
 	if err := r.Client.Patch(ctx, nc, patch); err != nil {

@@ -7,6 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -125,7 +127,7 @@ var _ = Describe("NaradCluster owned objects", func() {
 		By("the environment, in the contract's order")
 		Expect(envNames(c.Env)).To(Equal([]string{"POD_NAME", "POD_NAMESPACE", "NARAD_NODE_ID", "NARAD_HTTP_ADDR",
 			"NARAD_CLUSTER_ADDR", "NARAD_ADVERTISE_ADDR", "NARAD_INITIAL_MEMBERS", "NARAD_JOIN", "NARAD_DATA_DIR",
-			"NARAD_CONFIG", "NARAD_CLUSTER_SECRET_FILE", "NARAD_ADMIN_PASSWORD_FILE"}))
+			"NARAD_CONFIG", "NARAD_CLUSTER_SECRET_FILE", "NARAD_ADMIN_PASSWORD_FILE", "NARAD_RACK_FILE"}))
 		Expect(c.Env[0].ValueFrom.FieldRef.FieldPath).To(Equal("metadata.name"))
 		Expect(c.Env[1].ValueFrom.FieldRef.FieldPath).To(Equal("metadata.namespace"))
 		ns := nc.Namespace
@@ -142,6 +144,7 @@ var _ = Describe("NaradCluster owned objects", func() {
 			"NARAD_CONFIG":              "/etc/narad/config/narad.yaml",
 			"NARAD_CLUSTER_SECRET_FILE": "/etc/narad/cluster-secret/cluster-secret",
 			"NARAD_ADMIN_PASSWORD_FILE": "/etc/narad/admin-secret/admin-password",
+			"NARAD_RACK_FILE":           "/var/run/narad-rack/rack",
 		}))
 
 		By("the volumes")
@@ -149,18 +152,47 @@ var _ = Describe("NaradCluster owned objects", func() {
 			corev1.VolumeMount{Name: "data", MountPath: "/var/lib/narad"},
 			corev1.VolumeMount{Name: "config", MountPath: "/etc/narad/config", ReadOnly: true},
 			corev1.VolumeMount{Name: "cluster-secret", MountPath: "/etc/narad/cluster-secret", ReadOnly: true},
-			corev1.VolumeMount{Name: "admin-secret", MountPath: "/etc/narad/admin-secret", ReadOnly: true}))
+			corev1.VolumeMount{Name: "admin-secret", MountPath: "/etc/narad/admin-secret", ReadOnly: true},
+			corev1.VolumeMount{Name: "rack", MountPath: "/var/run/narad-rack", ReadOnly: true}))
 		vols := map[string]corev1.Volume{}
 		for _, v := range ps.Volumes {
 			vols[v.Name] = v
 		}
-		Expect(vols).To(HaveLen(3))
+		Expect(vols).To(HaveLen(4))
+		Expect(vols["rack"].EmptyDir).NotTo(BeNil())
 		Expect(vols["config"].ConfigMap.Name).To(Equal(naming.ConfigMap(nc)))
 		Expect(vols["config"].ConfigMap.Items).To(Equal([]corev1.KeyToPath{{Key: "narad.yaml", Path: "narad.yaml"}}))
 		Expect(vols["cluster-secret"].Secret.SecretName).To(Equal(naming.GeneratedSecret(nc)))
 		Expect(vols["cluster-secret"].Secret.Items).To(Equal([]corev1.KeyToPath{{Key: "cluster-secret", Path: "cluster-secret"}}))
 		Expect(vols["admin-secret"].Secret.SecretName).To(Equal(naming.GeneratedSecret(nc)))
 		Expect(vols["admin-secret"].Secret.Items).To(Equal([]corev1.KeyToPath{{Key: "admin-password", Path: "admin-password"}}))
+
+		By("the rack init container and the ServiceAccount that may read Nodes")
+		Expect(ps.ServiceAccountName).To(Equal("shape-broker"))
+		Expect(ps.InitContainers).To(HaveLen(1))
+		ic := ps.InitContainers[0]
+		Expect(ic.Name).To(Equal("rack"))
+		Expect(ic.Image).To(Equal(rackImage))
+		Expect(ic.Command).To(Equal([]string{"/manager", "rack", "--file=/var/run/narad-rack/rack"}))
+		Expect(ic.Env).To(HaveLen(1))
+		Expect(ic.Env[0].Name).To(Equal("NODE_NAME"))
+		Expect(ic.Env[0].ValueFrom.FieldRef.FieldPath).To(Equal("spec.nodeName"))
+		Expect(ic.VolumeMounts).To(Equal([]corev1.VolumeMount{{Name: "rack", MountPath: "/var/run/narad-rack"}}))
+		Expect(ic.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))
+		Expect(ic.SecurityContext.ReadOnlyRootFilesystem).To(HaveValue(BeTrue()))
+		Expect(ic.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+		var sa corev1.ServiceAccount
+		awaitObject("shape-broker", &sa)
+		expectOwned(nc, &sa)
+		var binding rbacv1.ClusterRoleBinding
+		Eventually(func() error {
+			return k8sClient.Get(ctx, ctrlclient.ObjectKey{Name: "narad-rack." + nc.Namespace + ".shape"}, &binding)
+		}).Should(Succeed())
+		Expect(binding.RoleRef.Name).To(Equal("narad-broker-rack"))
+		Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "shape-broker", Namespace: nc.Namespace}}))
+		var role rbacv1.ClusterRole
+		Expect(k8sClient.Get(ctx, ctrlclient.ObjectKey{Name: "narad-broker-rack"}, &role)).To(Succeed())
+		Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}}}))
 
 		By("the probes and the preStop hook")
 		Expect(c.StartupProbe.HTTPGet.Path).To(Equal("/healthz"))
@@ -190,6 +222,35 @@ var _ = Describe("NaradCluster owned objects", func() {
 				haveCondition(metav1.ConditionTrue, ReasonPodsStarting))
 		}).Should(Succeed())
 		Eventually(func() []string { return eventReasons(nc.Name) }).Should(ContainElement("Created"))
+	})
+
+	It("spreads the pods over nodes and zones by default, and leaves the rack to extraArgs that set it", func() {
+		nc := testCluster("spread", func(nc *naradv1.NaradCluster) {
+			nc.Spec.Broker.ExtraArgs = []string{"--rack=dc1"}
+		})
+		mustCreate(nc)
+		var sts appsv1.StatefulSet
+		awaitObject(naming.StatefulSet(nc), &sts)
+		ps := sts.Spec.Template.Spec
+		Expect(ps.Affinity).To(Equal(&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,
+				PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname",
+					LabelSelector: &metav1.LabelSelector{MatchLabels: naming.Selector(nc)}}}}}}))
+		Expect(ps.TopologySpreadConstraints).To(Equal([]corev1.TopologySpreadConstraint{{MaxSkew: 1,
+			TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: naming.Selector(nc)}}}))
+		Expect(ps.InitContainers).To(BeEmpty())
+		Expect(envNames(ps.Containers[0].Env)).NotTo(ContainElement("NARAD_RACK_FILE"))
+
+		By("deleting the cluster removes its ClusterRoleBinding")
+		nc2 := testCluster("racked", withFakeAdmin)
+		mustCreate(nc2)
+		key := ctrlclient.ObjectKey{Name: "narad-rack." + nc2.Namespace + ".racked"}
+		Eventually(func() error { return k8sClient.Get(ctx, key, &rbacv1.ClusterRoleBinding{}) }).Should(Succeed())
+		Expect(k8sClient.Delete(ctx, nc2)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, key, &rbacv1.ClusterRoleBinding{}))
+		}).Should(BeTrue())
 	})
 
 	It("creates the config, the Services and the PodDisruptionBudget", func() {
@@ -232,7 +293,7 @@ var _ = Describe("NaradCluster owned objects", func() {
 		Expect(pdb.Spec.Selector.MatchLabels).To(Equal(naming.Selector(nc)))
 
 		expectOwned(nc, &cm)
-		Expect(cm.Data).To(Equal(map[string]string{"narad.yaml": "log-level: \"warn\"\nmax-consume-wait: \"5s\"\n" +
+		Expect(cm.Data).To(Equal(map[string]string{"narad.yaml": "default-replication-factor: 3\nlog-level: \"warn\"\nmax-consume-wait: \"5s\"\n" +
 			"topic-default-partitions: 6\ntopic-max-partitions: 60\n"}))
 	})
 

@@ -27,6 +27,10 @@ type observation struct {
 	MovesErr error
 	// Via is the ordinal of the broker that answered.
 	Via int32
+	// UnderReplicated are the partitions the brokers report under-replicated (GET
+	// /v1/cluster/partitions?under_replicated=true); PartitionsErr says why they are unknown.
+	UnderReplicated []client.PartitionReplicas
+	PartitionsErr   error
 }
 
 // leader is the Raft leader the brokers agree on, or "" when none is known for sure.
@@ -59,6 +63,9 @@ func (r *Reconciler) observe(ctx context.Context, nc *naradv1.NaradCluster, pods
 		return obs
 	}
 	obs.Members, obs.Leader, obs.LeaderReachable = ml.Members, ml.Leader, ml.LeaderReachable
+	if obs.UnderReplicated, err = cl.AllClusterPartitions(ctx, true); err != nil {
+		obs.PartitionsErr = fmt.Errorf("list under-replicated partitions through %s: %w", naming.PodName(nc, via), err)
+	}
 	moves, err := cl.Moves(ctx, false)
 	if err != nil {
 		obs.MovesErr = fmt.Errorf("list moves through %s: %w", naming.PodName(nc, via), err)

@@ -91,6 +91,9 @@ func (r *Reconciler) sync(ctx context.Context, nc *naradv1.NaradCluster, st *nar
 	if v.note, err = r.reconcileServiceMonitor(ctx, nc); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.reconcileRackAccess(ctx, nc); err != nil {
+		return ctrl.Result{}, err
+	}
 	if v.blocker, err = r.reconcileCertificate(ctx, nc); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -167,6 +170,9 @@ func (r *Reconciler) sync(ctx context.Context, nc *naradv1.NaradCluster, st *nar
 	}
 	if v.disruption.Blocked {
 		requeue = min(requeue, disruptionRequeue)
+	}
+	if conditionTrue(st, naradv1.ConditionUnderReplicated) {
+		requeue = min(requeue, underReplicatedRequeue)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }

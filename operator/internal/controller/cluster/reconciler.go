@@ -36,6 +36,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Image is the broker image of clusters whose spec.image is empty.
 	Image string
+	// RackImage is the image of the rack init container (the operator's own, whose manager
+	// binary has the `rack` subcommand); empty: the broker pods get no rack.
+	RackImage string
 	// StatusInterval is how often a settled cluster's status is refreshed from the brokers;
 	// while something is in progress the reconciler requeues sooner.
 	StatusInterval time.Duration
@@ -59,6 +62,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&corev1.ServiceAccount{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podCluster)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretClusters)).
 		Watches(&naradv1.Topic{}, handler.EnqueueRequestsFromMapFunc(r.deletingCluster(func(o ctrlclient.Object) string {

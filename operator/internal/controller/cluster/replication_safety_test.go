@@ -91,10 +91,12 @@ var _ = Describe("NaradCluster PodDisruptionBudget with replicated partitions", 
 
 	It("keeps one broker at a time for single-replica topics and brokers without replication", func() {
 		nc := testCluster("pdbone", withFakeAdmin)
-		runningCluster(nc, "rev1") // the fake answers 404 to the partitions list
+		runningCluster(nc, "rev1")
+		currentFake().Update(func(c *brokertest.Cluster) { c.NoReplicationAPI = true }) // the partitions list answers 404
 		Eventually(func() int { return pdbMaxUnavailable(nc) }).Should(Equal(1))
 		Eventually(func() *metav1.Condition { return clusterCondition(nc.Name, naradv1.ConditionDisruptionsBlocked) }).Should(
 			haveCondition(metav1.ConditionFalse, ReasonReplicasToSpare))
+		currentFake().Update(func(c *brokertest.Cluster) { c.NoReplicationAPI = false })
 		setPartitions(single(nc, 0, 0), single(nc, 1, 1))
 		Consistently(func() int { return pdbMaxUnavailable(nc) }, 2*statusInterval).Should(Equal(1))
 	})

@@ -49,6 +49,7 @@ func brokerConfig(nc *naradv1.NaradCluster) string {
 	if b.LogLevel != "" {
 		kv["log-level"] = strconv.Quote(b.LogLevel)
 	}
+	replicationConfig(nc, kv)
 	if len(kv) == 0 {
 		return "{}\n"
 	}

@@ -106,6 +106,33 @@ func TestBrokerConfigKeysAreServeFlags(t *testing.T) {
 	}
 }
 
+// The replication defaults: R follows spec.replicas (3 from three brokers up, else 1, which
+// is the broker's own default and left out) unless spec.topicDefaults names it; M only when set.
+func TestBrokerConfigCarriesTheReplicationDefaults(t *testing.T) {
+	three, two := int32(3), int32(2)
+	for _, c := range []struct {
+		name     string
+		replicas int32
+		defaults naradv1.TopicDefaults
+		want     string
+	}{
+		{"one broker", 1, naradv1.TopicDefaults{}, "{}\n"},
+		{"two brokers", 2, naradv1.TopicDefaults{}, "{}\n"},
+		{"three brokers", 3, naradv1.TopicDefaults{}, "default-replication-factor: 3\n"},
+		{"five brokers", 5, naradv1.TopicDefaults{}, "default-replication-factor: 3\n"},
+		{"explicit R2 M2", 5, naradv1.TopicDefaults{ReplicationFactor: &two, MinInSyncReplicas: &two},
+			"default-min-insync-replicas: 2\ndefault-replication-factor: 2\n"},
+		{"M alone on one broker", 1, naradv1.TopicDefaults{MinInSyncReplicas: &three}, "default-min-insync-replicas: 3\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			nc := &naradv1.NaradCluster{Spec: naradv1.NaradClusterSpec{Replicas: c.replicas, TopicDefaults: c.defaults}}
+			if got := brokerConfig(nc); got != c.want {
+				t.Fatalf("config %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
 func TestConfigHashFollowsConfigAndSecretVersions(t *testing.T) {
 	base := configHash("a: 1\n", []string{"s@1", "t@5"})
 	if configHash("a: 1\n", []string{"t@5", "s@1"}) != base {

@@ -148,7 +148,7 @@ func (r *Reconciler) podSpec(nc *naradv1.NaradCluster) corev1.PodSpec {
 	s := nc.Spec.Scheduling
 	spec := corev1.PodSpec{
 		TerminationGracePeriodSeconds: new(int64(terminationGraceSeconds)),
-		Affinity:                      s.Affinity.DeepCopy(),
+		Affinity:                      affinity(nc),
 		Tolerations:                   slices.Clone(s.Tolerations),
 		NodeSelector:                  maps.Clone(s.NodeSelector),
 		PriorityClassName:             s.PriorityClassName,
@@ -165,12 +165,19 @@ func (r *Reconciler) podSpec(nc *naradv1.NaradCluster) corev1.PodSpec {
 			SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 	}
+	if r.rackEnabled(nc) {
+		addRack(&spec, nc, r.RackImage)
+	}
 	return spec
 }
 
 // spreadConstraints copies spec.scheduling.topologySpreadConstraints, selecting the cluster's
-// pods where a constraint selects nothing.
+// pods where a constraint selects nothing; with none given, the pods spread over zones
+// (defaultSpread).
 func spreadConstraints(nc *naradv1.NaradCluster) []corev1.TopologySpreadConstraint {
+	if len(nc.Spec.Scheduling.TopologySpreadConstraints) == 0 {
+		return defaultSpread(nc)
+	}
 	var out []corev1.TopologySpreadConstraint
 	for _, c := range nc.Spec.Scheduling.TopologySpreadConstraints {
 		c = *c.DeepCopy()

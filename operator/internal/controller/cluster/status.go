@@ -153,6 +153,7 @@ func (r *Reconciler) fillStatus(nc *naradv1.NaradCluster, st *naradv1.NaradClust
 	default:
 		r.setCondition(nc, st, naradv1.ConditionRebalancing, false, ReasonNoMoves, "no partition move in flight")
 	}
+	r.fillReplication(nc, st, obs)
 }
 
 // readiness is the Ready condition: every wanted broker ready and a Raft leader known.

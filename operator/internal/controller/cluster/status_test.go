@@ -84,4 +84,52 @@ var _ = Describe("NaradCluster status", func() {
 		mustGet(nc.Name, &got)
 		Expect(got.Status.Members).To(HaveLen(4), "the last members seen stay in the status")
 	})
+
+	It("shows the replication defaults and the brokers' under-replicated partitions as a condition", func() {
+		nc := testCluster("ur", withFakeAdmin, func(nc *naradv1.NaradCluster) {
+			nc.Spec.TopicDefaults.MinInSyncReplicas = new(int32(2))
+		})
+		runningCluster(nc, "rev1")
+		Eventually(func(g Gomega) {
+			var got naradv1.NaradCluster
+			mustGet(nc.Name, &got)
+			g.Expect(got.Status.Replication).To(HaveValue(Equal(naradv1.ReplicationStatus{
+				DefaultReplicationFactor: 3, DefaultMinInSyncReplicas: 2})))
+			g.Expect(findCondition(got.Status.Conditions, naradv1.ConditionUnderReplicated)).To(
+				haveCondition(metav1.ConditionFalse, ReasonFullyReplicated))
+		}).Should(Succeed())
+
+		By("two partitions losing in-sync replicas, one below M")
+		currentFake().Update(func(c *brokertest.Cluster) {
+			c.Partitions = []client.PartitionReplicas{
+				{Topic: "orders", Partition: 0, Replicas: []string{"ur-0", "ur-1", "ur-2"}, Leader: "ur-0", ISR: []string{"ur-0"},
+					ReplicationFactor: 3, MinInsyncReplicas: 2, UnderReplicated: true, UnderMinISR: true},
+				{Topic: "orders", Partition: 1, Replicas: []string{"ur-1", "ur-2", "ur-0"}, Leader: "ur-1", ISR: []string{"ur-1", "ur-2"},
+					ReplicationFactor: 3, MinInsyncReplicas: 2, UnderReplicated: true},
+				{Topic: "orders", Partition: 2, Replicas: []string{"ur-2", "ur-0", "ur-1"}, Leader: "ur-2", ISR: []string{"ur-2", "ur-0", "ur-1"},
+					ReplicationFactor: 3, MinInsyncReplicas: 2},
+			}
+		})
+		Eventually(func(g Gomega) {
+			var got naradv1.NaradCluster
+			mustGet(nc.Name, &got)
+			g.Expect(got.Status.Replication).To(HaveValue(And(
+				HaveField("UnderReplicatedPartitions", int32(2)), HaveField("UnderMinInSyncPartitions", int32(1)))))
+			c := findCondition(got.Status.Conditions, naradv1.ConditionUnderReplicated)
+			g.Expect(c).To(haveCondition(metav1.ConditionTrue, ReasonPartitionsUnderReplicated))
+			g.Expect(c.Message).To(And(ContainSubstring("2 partitions"), ContainSubstring("1 of them")))
+		}).Should(Succeed())
+
+		By("the replicas catching up")
+		currentFake().Update(func(c *brokertest.Cluster) { c.Partitions = c.Partitions[2:] })
+		Eventually(func() *metav1.Condition { return clusterCondition(nc.Name, naradv1.ConditionUnderReplicated) }).Should(
+			haveCondition(metav1.ConditionFalse, ReasonFullyReplicated))
+
+		By("the brokers not answering")
+		currentFake().Update(func(c *brokertest.Cluster) { c.NotReady = true })
+		Eventually(func() metav1.ConditionStatus {
+			return clusterCondition(nc.Name, naradv1.ConditionUnderReplicated).Status
+		}).Should(
+			Equal(metav1.ConditionUnknown))
+	})
 })

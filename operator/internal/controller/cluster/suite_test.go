@@ -50,6 +50,8 @@ const (
 	fakePassword = "fake-admin-password"
 	// statusInterval is the controller's settled refresh period in this suite.
 	statusInterval = time.Second
+	// rackImage is the operator image the rack init container runs in this suite.
+	rackImage = "narad-operator:test"
 	// waitTimeout bounds every Eventually of the suite.
 	waitTimeout = 20 * time.Second
 	pollEvery   = 100 * time.Millisecond
@@ -150,6 +152,7 @@ var _ = BeforeSuite(func() {
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
 		Brokers:  &brokers.Connector{Reader: mgr.GetClient(), Resolver: resolver, Timeout: 2 * time.Second},
 		Recorder: mgr.GetEventRecorder("naradcluster-controller"), Image: "narad:test",
+		RackImage:      rackImage,
 		StatusInterval: statusInterval,
 	}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())

@@ -23,6 +23,12 @@ func createRequest(t *naradv1.Topic) client.CreateTopicRequest {
 	if doc, err := canonicalSchema(t.Spec.Schema); err == nil {
 		req.Schema = doc
 	}
+	if r := t.Spec.ReplicationFactor; r != nil {
+		req.ReplicationFactor = int(*r)
+	}
+	if m := t.Spec.MinInSyncReplicas; m != nil {
+		req.MinInsyncReplicas = int(*m)
+	}
 	return req
 }
 
@@ -40,7 +46,28 @@ func driftAlter(spec naradv1.TopicSpec, b client.Topic) (req client.AlterTopicRe
 	req.VisibilityTimeoutMs = differs(spec.VisibilityTimeoutMs, b.VisibilityTimeoutMs)
 	req.MaxInFlightPerPartition = differs(spec.MaxInFlightPerPartition, b.MaxInFlightPerPartition)
 	req.MaxAckedAheadPerPartition = differs(spec.MaxAckedAheadPerPartition, b.MaxAckedAheadPerPartition)
+	req.ReplicationFactor = differsInt(spec.ReplicationFactor, observedRF(b))
+	req.MinInsyncReplicas = differsInt(spec.MinInSyncReplicas, b.MinInsyncReplicas)
 	return req, shrink
+}
+
+// splitReplication splits an alter into its replication fields and the rest.
+func splitReplication(a client.AlterTopicRequest) (base, repl client.AlterTopicRequest) {
+	repl.ReplicationFactor, repl.MinInsyncReplicas = a.ReplicationFactor, a.MinInsyncReplicas
+	a.ReplicationFactor, a.MinInsyncReplicas = nil, nil
+	return a, repl
+}
+
+// observedRF is the broker topic's replication factor; an unreplicated topic may omit it.
+func observedRF(b client.Topic) int { return max(1, b.ReplicationFactor) }
+
+// differsInt is differs for the replication settings.
+func differsInt(want *int32, have int) *int {
+	if want == nil || int(*want) == have {
+		return nil
+	}
+	v := int(*want)
+	return &v
 }
 
 // differs returns want when it is set and differs from have, else nil (not supplied).
@@ -67,6 +94,12 @@ func describeAlter(a client.AlterTopicRequest) string {
 	add("visibility_timeout_ms", a.VisibilityTimeoutMs)
 	add("max_in_flight_per_partition", a.MaxInFlightPerPartition)
 	add("max_acked_ahead_per_partition", a.MaxAckedAheadPerPartition)
+	if a.ReplicationFactor != nil {
+		parts = append(parts, fmt.Sprintf("replication_factor=%d", *a.ReplicationFactor))
+	}
+	if a.MinInsyncReplicas != nil {
+		parts = append(parts, fmt.Sprintf("min_insync_replicas=%d", *a.MinInsyncReplicas))
+	}
 	if len(a.Schema) > 0 {
 		parts = append(parts, "schema")
 	}

@@ -98,8 +98,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return clusterref.RequeueOnConflict(ctrl.Result{}, err)
 	}
 	st.settle()
+	resync := r.ResyncPeriod
+	if st.underReplicated() {
+		resync = min(resync, underReplicatedRequeue)
+	}
 	return clusterref.Finish(ctx, r.Client, &t, !equality.Semantic.DeepEqual(before, &t.Status), st.waiting(),
-		t.Status.Conditions, r.ResyncPeriod)
+		t.Status.Conditions, resync)
 }
 
 // sync does one pass against the brokers and records what it saw in st. Only Kubernetes API
@@ -123,6 +127,7 @@ func (r *Reconciler) sync(ctx context.Context, t *naradv1.Topic, st *status) err
 		return err
 	}
 	st.observe(d, backlogOf(ctx, r.Brokers, nc, d))
+	observeReplication(ctx, cl, t.Spec.Name, st)
 	return nil
 }
 
@@ -182,9 +187,18 @@ func (r *Reconciler) correctDrift(ctx context.Context, t *naradv1.Topic, cl *cli
 			"the broker topic has %d partitions, more than spec.partitions %d; partitions never shrink",
 			d.Partitions, t.Spec.Partitions))
 	}
-	if alter.Empty() {
-		return
+	// The replication settings go in a PATCH of their own: a refusal of those (R 1 ↔ ≥ 2) does
+	// not hold back the other fields.
+	base, repl := splitReplication(alter)
+	for _, a := range []client.AlterTopicRequest{base, repl} {
+		if !a.Empty() {
+			r.alter(ctx, t, cl, d, st, a)
+		}
 	}
+}
+
+// alter sends one PATCH and records its outcome.
+func (r *Reconciler) alter(ctx context.Context, t *naradv1.Topic, cl *client.Client, d *client.TopicDetail, st *status, alter client.AlterTopicRequest) {
 	nt, err := cl.AlterTopic(ctx, t.Spec.Name, alter)
 	switch {
 	case err == nil:
@@ -196,7 +210,12 @@ func (r *Reconciler) correctDrift(ctx context.Context, t *naradv1.Topic, cl *cli
 			}
 		}
 	case isRejection(err):
-		st.degraded("AlterRejected", fmt.Sprintf("the brokers refused to alter topic %q (%s): %v",
+		reason := "AlterRejected"
+		if client.IsStatus(err, 409) && alter.ReplicationFactor != nil {
+			// R 1 ↔ ≥ 2 on a live topic (docs/replication.md, Settings): only a new topic can.
+			reason = "ReplicationChangeRefused"
+		}
+		st.degraded(reason, fmt.Sprintf("the brokers refused to alter topic %q (%s): %v",
 			t.Spec.Name, describeAlter(alter), err))
 	default:
 		st.notReady("BrokerError", fmt.Sprintf("alter topic %q: %v", t.Spec.Name, err))

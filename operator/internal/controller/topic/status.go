@@ -22,6 +22,9 @@ type status struct {
 
 	seen    *client.TopicDetail // the broker topic, when described
 	backlog int64
+
+	repl    *replication // the brokers' under-replicated count, when asked
+	replErr string       // why the count is unknown
 }
 
 func newStatus(t *naradv1.Topic) *status { return &status{t: t} }
@@ -59,6 +62,7 @@ func (s *status) settle() {
 		ts.Incarnation = d.Incarnation
 		ts.Backlog = s.backlog
 	}
+	s.settleReplication(ts, gen)
 	set := func(typ string, st metav1.ConditionStatus, reason, msg string) {
 		apimeta.SetStatusCondition(&ts.Conditions, metav1.Condition{Type: typ, Status: st,
 			ObservedGeneration: gen, Reason: reason, Message: msg})

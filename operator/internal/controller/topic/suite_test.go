@@ -33,6 +33,7 @@ var (
 	k8s    ctrlclient.Client // uncached
 	broker *client.Client    // admin client of the real broker
 	nodeID string            // the broker's node ID (ordinal 0 of the cluster)
+	env    *testenv.Cluster  // routes clusters to brokers; AddCluster adds fakes
 )
 
 func TestTopicController(t *testing.T) {
@@ -62,6 +63,7 @@ var _ = BeforeSuite(func() {
 	ctx := context.Background()
 	cl, err := testenv.CreateCluster(ctx, k8s, namespace, clusterName, password, b.URL)
 	Expect(err).NotTo(HaveOccurred())
+	env = cl
 
 	mgr, err := api.NewManager()
 	Expect(err).NotTo(HaveOccurred())
