@@ -54,6 +54,7 @@ func (r *Reconciler) finalize(ctx context.Context, nc *naradv1.NaradCluster) (ct
 		return ctrl.Result{RequeueAfter: dependentsRecheck}, nil
 	}
 	r.restarts.Delete(nc.UID)
+	r.budgets.Delete(nc.UID)
 	if err := r.deleteRackBinding(ctx, nc); err != nil {
 		return ctrl.Result{}, err
 	}

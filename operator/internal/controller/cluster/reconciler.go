@@ -48,6 +48,10 @@ type Reconciler struct {
 	// restarts maps a cluster's UID to the UID of the pod the rolling restart deleted last,
 	// until the informer cache shows that pod going (see inflightRestart).
 	restarts sync.Map
+	// budgets maps a cluster's UID to whether its PodDisruptionBudget was last closed
+	// (maxUnavailable 0). It outlives a stale informer cache, which the DisruptionsBlocked
+	// condition read back from the cluster's status does not (see reconcileDisruptions).
+	budgets sync.Map
 }
 
 // SetupWithManager registers the controller: NaradClusters, the objects they own, their

@@ -47,20 +47,19 @@ func names(ps []client.PartitionReplicas) string {
 }
 
 func TestPlanDisruptions(t *testing.T) {
-	blockedBefore := &metav1.Condition{Status: metav1.ConditionTrue}
 	atMin := replicaHealth{AtMinISR: []client.PartitionReplicas{part("o", 0, 3, 2, "a", nil, []string{"a", "b"})}}
 	for _, tc := range []struct {
 		name   string
 		h      replicaHealth
-		prev   *metav1.Condition
+		prev   bool
 		want   bool
 		reason string
 	}{
-		{"nothing replicated", replicaHealth{}, nil, false, ReasonReplicasToSpare},
-		{"a partition at min ISR", atMin, nil, true, ReasonPartitionsAtMinISR},
-		{"unreadable at first", replicaHealth{Err: errors.New("down")}, nil, false, ReasonPartitionsUnknown},
-		{"unreadable while blocked", replicaHealth{Err: errors.New("down")}, blockedBefore, true, ReasonPartitionsUnknown},
-		{"unblocked", replicaHealth{}, blockedBefore, false, ReasonReplicasToSpare},
+		{"nothing replicated", replicaHealth{}, false, false, ReasonReplicasToSpare},
+		{"a partition at min ISR", atMin, false, true, ReasonPartitionsAtMinISR},
+		{"unreadable at first", replicaHealth{Err: errors.New("down")}, false, false, ReasonPartitionsUnknown},
+		{"unreadable while blocked", replicaHealth{Err: errors.New("down")}, true, true, ReasonPartitionsUnknown},
+		{"unblocked", replicaHealth{}, true, false, ReasonReplicasToSpare},
 	} {
 		got := planDisruptions(tc.h, tc.prev)
 		if got.Blocked != tc.want || got.Reason != tc.reason {
@@ -122,5 +121,22 @@ func TestPinnedHost(t *testing.T) {
 		if got := pinnedHost(tc.pv); got != tc.want {
 			t.Errorf("pinnedHost(%+v) = %q, want %q", tc.pv.Spec.NodeAffinity, got, tc.want)
 		}
+	}
+}
+
+func TestBudgetMemoryOutlivesAStaleStatus(t *testing.T) {
+	r := &Reconciler{}
+	nc := &naradv1.NaradCluster{ObjectMeta: metav1.ObjectMeta{UID: "u1"}}
+	if r.budgetWasClosed(nc) {
+		t.Fatal("a cluster never seen, with no condition: open")
+	}
+	nc.Status.Conditions = []metav1.Condition{{Type: naradv1.ConditionDisruptionsBlocked, Status: metav1.ConditionTrue}}
+	if !r.budgetWasClosed(nc) {
+		t.Fatal("after an operator restart the condition tells: closed")
+	}
+	r.budgets.Store(nc.UID, true)
+	nc.Status.Conditions = []metav1.Condition{{Type: naradv1.ConditionDisruptionsBlocked, Status: metav1.ConditionFalse}}
+	if !r.budgetWasClosed(nc) {
+		t.Fatal("a stale status saying open must not override this process's own last decision")
 	}
 }
