@@ -135,7 +135,7 @@ build_k8s() {
 	mkdir -p "$mod"
 	log "fetching k8s.io/kubernetes ${K8S_VERSION} go.mod"
 	local gomod
-	gomod="$(cd "$mod" && GOFLAGS= go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" |
+	gomod="$(cd "$mod" && GOFLAGS='' go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" |
 		sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')"
 	[[ -f "$gomod" ]] || die "could not download k8s.io/kubernetes@${K8S_VERSION}"
 	local staging
