@@ -104,18 +104,29 @@ start_control_plane() {
 		--bind-address "$LO" --secure-port 10259 --leader-elect=false
 }
 
+# ready_since TIME: the node is Ready by a heartbeat at or after TIME (RFC 3339, UTC).
+ready_since() {
+	local out
+	out="$(ctl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}')" || return 1
+	[[ "$out" == "True "* && ! "${out#True }" < "$1" ]]
+}
+
 start_node() {
 	start containerd "$(command -v containerd)" --config "${STATE}/containerd/config.toml"
 	wait_for containerd 60 ctr --address "$CONTAINERD_SOCK" version ||
 		kdie "containerd did not start (logs/containerd.log)"
 	import_images
 	save_sysctls
+	local since
+	since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	start kubelet "${KUBE_BIN}/kubelet" \
 		--config "${STATE}/kubelet/config.yaml" --kubeconfig "${STATE}/kubelet.kubeconfig" \
 		--hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --root-dir "${STATE}/kubelet/root"
 	wait_for "node ${NODE_NAME} registered" 120 ctl get node "$NODE_NAME" ||
 		kdie "the kubelet did not register (logs/kubelet.log)"
-	ctl wait --for=condition=Ready "node/${NODE_NAME}" --timeout=180s >/dev/null ||
+	# After a restart the node object still says Ready from before: only a heartbeat from
+	# this kubelet counts.
+	wait_for "node ${NODE_NAME} Ready" 180 ready_since "$since" ||
 		kdie "node ${NODE_NAME} not Ready (logs/kubelet.log, logs/containerd.log)"
 	mark "node Ready"
 }
