@@ -36,6 +36,10 @@ down() {
 	fi
 	stop containerd
 	kill_shims
+	# The shims' sockets and fifos and runc's state live under /run/containerd whatever the
+	# config says; the directories are left empty: remove them when they are.
+	rmdir /run/containerd/runc/k8s.io /run/containerd/runc /run/containerd/fifo \
+		/run/containerd/s /run/containerd 2>/dev/null || true
 	stop kube-apiserver
 	stop etcd
 	unmount_state
