@@ -11,7 +11,7 @@ FUZZTIME ?= 10000x
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-.PHONY: all build operator run test unit blackbox fuzz fuzz-long bench lint proto proto-check doc-refs clean chaos manifests generate envtest
+.PHONY: all build operator run test unit blackbox fuzz fuzz-long bench lint proto proto-check doc-refs clean chaos manifests generate envtest kube-up kube-down kube-smoke
 
 all: build
 
@@ -70,6 +70,15 @@ lint: ## go vet, staticcheck, gofmt, the CRD and protobuf drift checks, and the 
 envtest: ## Build once (cached) and print the kube-apiserver/etcd directory for KUBEBUILDER_ASSETS
 	@./hack/setup-envtest.sh
 
+kube-up: ## A real single-node cluster (root; first run builds the node binaries, ~30 min); see docs/internals/kube-test-cluster.md
+	./hack/kube-up.sh up
+
+kube-down: ## Stop the kube-up cluster by PID and unmount everything (its data is kept)
+	./hack/kube-down.sh
+
+kube-smoke: ## On the kube-up cluster: a 2-replica narad StatefulSet on local volumes, a pod deleted and back
+	./hack/kube/smoke.sh
+
 manifests generate: ## Regenerate the CRDs (config/crd/bases) and deepcopy code with controller-gen
 	./hack/manifests.sh
 
@@ -83,4 +92,6 @@ doc-refs: ## Fail if a cited docs/ page or § section is missing, or code cites 
 	./hack/check-doc-refs.sh
 
 clean:
+	@# A kube-up cluster mounts volumes under .narad/kube: stop it before deleting anything.
+	if [ -d .narad/kube/pids ]; then ./hack/kube-down.sh; fi
 	rm -rf $(BIN) .narad

@@ -11,6 +11,9 @@
 #                   do not apply to a dependency) by its published k8s.io/x v0.<minor>.<patch>.
 #   kubectl         k8s.io/kubernetes/cmd/kubectl from the same module (envtest does not need it;
 #                   set NARAD_ENVTEST_KUBECTL=0 to skip it).
+#   node binaries   only with NARAD_ENVTEST_NODE=1 (hack/kube-up.sh sets it): kubelet,
+#                   kube-controller-manager, kube-scheduler and kube-proxy from the same module,
+#                   for a real single-node cluster (docs/internals/kube-test-cluster.md).
 #   etcd            the main package at the root of go.etcd.io/etcd/server/v3 at
 #                   $NARAD_ETCD_VERSION (it calls etcdmain.Main), from a second throwaway module
 #                   (the server module's own go.mod has `../api` replaces, so `go install pkg@v`
@@ -46,6 +49,8 @@ set -euo pipefail
 K8S_VERSION="${NARAD_K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="${NARAD_ETCD_VERSION:-v3.7.3}"
 WITH_KUBECTL="${NARAD_ENVTEST_KUBECTL:-1}"
+WITH_NODE="${NARAD_ENVTEST_NODE:-0}"
+NODE_BINARIES=(kubelet kube-controller-manager kube-scheduler kube-proxy)
 CACHE_ROOT="${NARAD_ENVTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/narad-envtest}"
 DEST="${CACHE_ROOT}/${K8S_VERSION}-${ETCD_VERSION}"
 
@@ -78,6 +83,10 @@ cached() {
 		local out
 		out="$("${DEST}/kubectl" version --client 2>&1)" || return 1
 		[[ "$out" == *"$K8S_VERSION"* ]] || return 1
+	fi
+	if [[ "$WITH_NODE" == 1 ]]; then
+		local b
+		for b in "${NODE_BINARIES[@]}"; do have "$b" "$K8S_VERSION" || return 1; done
 	fi
 	return 0
 }
@@ -119,13 +128,14 @@ k8s_ldflags() {
 	printf -- '-s -w%s' "$x"
 }
 
+# build_k8s CMD...: builds k8s.io/kubernetes/cmd/CMD for each CMD, in one go build.
 build_k8s() {
-	local mod="${WORK}/kubernetes" targets=(k8s.io/kubernetes/cmd/kube-apiserver)
-	[[ "$WITH_KUBECTL" == 1 ]] && targets+=(k8s.io/kubernetes/cmd/kubectl)
+	local mod="${WORK}/kubernetes" targets=() c
+	for c in "$@"; do targets+=("k8s.io/kubernetes/cmd/${c}"); done
 	mkdir -p "$mod"
 	log "fetching k8s.io/kubernetes ${K8S_VERSION} go.mod"
 	local gomod
-	gomod="$(cd "$mod" && GOFLAGS= go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" |
+	gomod="$(cd "$mod" && GOFLAGS='' go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" |
 		sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')"
 	[[ -f "$gomod" ]] || die "could not download k8s.io/kubernetes@${K8S_VERSION}"
 	local staging
@@ -141,10 +151,10 @@ build_k8s() {
 		printf ')\n'
 	} >"${mod}/go.mod"
 	log "k8s.io/kubernetes ${K8S_VERSION}: $(wc -w <<<"$staging") staging modules replaced by ${STAGING_VERSION}"
-	log "building ${targets[*]##*/} (the longest step: 4-9 minutes on 2 cores)"
+	log "building ${targets[*]##*/} (the longest step: 4-9 minutes on 2 cores for kube-apiserver, ~30 with the node binaries)"
 	local start=$SECONDS
 	(cd "$mod" && go build -trimpath -ldflags "$(k8s_ldflags)" -o "${STAGE}/" "${targets[@]}") ||
-		die "building kube-apiserver from k8s.io/kubernetes ${K8S_VERSION} failed"
+		die "building ${targets[*]##*/} from k8s.io/kubernetes ${K8S_VERSION} failed"
 	log "built ${targets[*]##*/} in $((SECONDS - start))s"
 }
 
@@ -161,9 +171,14 @@ build_etcd() {
 }
 
 # Build only what is missing, one heavy build at a time.
-if ! have kube-apiserver "$K8S_VERSION" ||
-	{ [[ "$WITH_KUBECTL" == 1 ]] && ! [[ -x "${DEST}/kubectl" ]]; }; then
-	build_k8s
+missing=()
+have kube-apiserver "$K8S_VERSION" || missing+=(kube-apiserver)
+[[ "$WITH_KUBECTL" == 1 && ! -x "${DEST}/kubectl" ]] && missing+=(kubectl)
+if [[ "$WITH_NODE" == 1 ]]; then
+	for b in "${NODE_BINARIES[@]}"; do have "$b" "$K8S_VERSION" || missing+=("$b"); done
+fi
+if ((${#missing[@]})); then
+	build_k8s "${missing[@]}"
 fi
 if ! have etcd "${ETCD_VERSION#v}"; then
 	build_etcd
