@@ -98,11 +98,11 @@ func (l *retryLoad) produceLoop(ctx context.Context, topic string, w int, eps []
 			if !l.note(ctx, ep.Node, err, attempt) {
 				break
 			}
-			if !sleepFor(ctx, 200*time.Millisecond) {
+			if !harness.SleepCtx(ctx, 200*time.Millisecond) {
 				return
 			}
 		}
-		if !sleepFor(ctx, interval) {
+		if !harness.SleepCtx(ctx, interval) {
 			return
 		}
 	}
@@ -131,18 +131,6 @@ func (l *retryLoad) note(ctx context.Context, node string, err error, attempt in
 	}
 	l.retried[kind]++
 	return true
-}
-
-// sleepFor pauses for d unless ctx ends first; it reports whether ctx is still live.
-func sleepFor(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 func (l *retryLoad) accepted() int {
@@ -274,7 +262,7 @@ func startReassignWatch(c *harness.Cluster, via int, mustNotComplete ...string) 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for sleepFor(wctx, 100*time.Millisecond) {
+		for harness.SleepCtx(wctx, 100*time.Millisecond) {
 			ps, err := replicaSets(c, via)
 			if err == nil {
 				w.sample(ps)

@@ -129,7 +129,7 @@ func StartClusterProducers(ctx context.Context, h *History, opts ProducerOptions
 				if err != nil {
 					pause = max(pause, opts.Backoff)
 				}
-				if pause > 0 && !sleepCtx(ctx, pause) {
+				if pause > 0 && !SleepCtx(ctx, pause) {
 					return
 				}
 			}
@@ -181,7 +181,7 @@ func StartClusterConsumers(ctx context.Context, h *History, opts ConsumerOptions
 				began := time.Now()
 				n, err := consumeOnce(ctx, h, ep, opts)
 				st.record(ep.Node, n, err, time.Since(began))
-				if err != nil && !sleepCtx(ctx, opts.Backoff) {
+				if err != nil && !SleepCtx(ctx, opts.Backoff) {
 					return
 				}
 			}
@@ -236,7 +236,7 @@ func DrainAccepted(ctx context.Context, h *History, topic string, eps []Endpoint
 		n, err := consumeOnce(ctx, h, ep, opts)
 		if err != nil {
 			lastErr = fmt.Errorf("%s: %w", ep.Node, err)
-			sleepCtx(ctx, 100*time.Millisecond)
+			SleepCtx(ctx, 100*time.Millisecond)
 		}
 		if n > 0 {
 			last = time.Now()
@@ -255,8 +255,8 @@ func first(s []string, n int) []string {
 	return s
 }
 
-// sleepCtx pauses for d unless ctx ends first; it reports whether ctx is still live.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// SleepCtx pauses for d unless ctx ends first; it reports whether ctx is still live.
+func SleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -295,7 +295,7 @@ func CreateTopicRetry(ctx context.Context, c *client.Client, req client.CreateTo
 		case !retryable(err):
 			return attempts, err
 		}
-		if !sleepCtx(ctx, 200*time.Millisecond) {
+		if !SleepCtx(ctx, 200*time.Millisecond) {
 			return attempts, fmt.Errorf("create %s: gave up after %d attempts: %w", req.Name, attempts, err)
 		}
 	}

@@ -47,6 +47,16 @@ func (c *Controller) dutyList() []duty {
 	}
 }
 
+// passBarrier marks ctx as the leader's and waits for a Raft barrier, after which this
+// node's FSM holds every committed entry (a fresh leader trusts it only then,
+// docs/internals/metastore.md §9). It returns the marked context.
+func (c *Controller) passBarrier(ctx context.Context) (context.Context, error) {
+	ctx = meta.LeaderOnly(ctx)
+	bctx, cancel := context.WithTimeout(ctx, meta.BarrierTimeout)
+	defer cancel()
+	return ctx, c.store.Barrier(bctx)
+}
+
 // runPass runs one pass: a barrier (a fresh leader trusts its FSM only after one, docs/internals/metastore.md §9),
 // then every duty. A duty's failure is logged and the next duty runs, unless the failure
 // means leadership or the metastore is gone.
@@ -54,10 +64,7 @@ func (c *Controller) runPass(ctx context.Context) {
 	if !c.store.IsLeader() {
 		return
 	}
-	ctx = meta.LeaderOnly(ctx)
-	bctx, cancel := context.WithTimeout(ctx, meta.BarrierTimeout)
-	err := c.store.Barrier(bctx)
-	cancel()
+	ctx, err := c.passBarrier(ctx)
 	if err != nil {
 		c.logger.Info("controller pass skipped: barrier failed", "err", err)
 		return

@@ -1,10 +1,6 @@
 package controller
 
-import (
-	"context"
-
-	"narad.dev/broker/internal/meta"
-)
+import "context"
 
 // checkFailover runs C10 on its own, between passes, when a replicated partition's leader has
 // failed and a live in-sync replica can take over (docs/internals/replication.md §7). The
@@ -17,10 +13,7 @@ func (c *Controller) checkFailover(ctx context.Context) {
 	if !c.isLeading() || !c.store.IsLeader() || !c.failoverDue() {
 		return
 	}
-	ctx = meta.LeaderOnly(ctx)
-	bctx, cancel := context.WithTimeout(ctx, meta.BarrierTimeout)
-	err := c.store.Barrier(bctx)
-	cancel()
+	ctx, err := c.passBarrier(ctx)
 	if err != nil {
 		c.logger.Info("failover check skipped: barrier failed", "err", err)
 		return
