@@ -8,7 +8,8 @@
 #             replicas back (R = 3, M = 2, BENCH_CATCHUP_MIB of 8 KiB records), against the
 #             disk's sequential write rate measured in the same run.
 # Three fresh nodes on loopback (127.0.0.51-53, HTTP 17942, node RPC 17943, pprof 16060), every
-# other setting at its default. Prints a markdown section on stdout, progress on stderr.
+# other setting at its default. Prints a markdown section on stdout (kept in
+# hack/bench-notes-replication.md, which `make bench` puts into the page), progress on stderr.
 # Usage: hack/bench-replication.sh path/to/narad
 #   BENCH_FAILOVER_REPS=N        failovers to measure (default 3)
 #   BENCH_CATCHUP_MIB=N          MiB written before the follower is wiped (default 1024)

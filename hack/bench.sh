@@ -215,6 +215,10 @@ for line in sys.stdin:
   echo "Reproduce: \`make bench\` (set BENCH_COUNT to change the message count, default 50000;"
   echo "the batched run uses ten times as many). Load generator and broker share the machine."
   echo
+  # Hand-written sections (measurements of other commands and their reading) live in these
+  # files, not in the page, so that a re-run keeps them: replicated topics
+  # (hack/bench-replication.sh prints its section for bench-notes-replication.md), then notes.
+  cat "$root/hack/bench-notes-replication.md"
   cat "$root/hack/bench-notes.md"
 } >"$out.tmp"
 mv "$out.tmp" "$out"
