@@ -111,7 +111,7 @@ func ParseRemoteURLs(list string) ([]string, error) {
 			return nil, fmt.Errorf("target url %q: host:port required", raw)
 		case u.User != nil || u.RawQuery != "" || u.Fragment != "" || (u.Path != "" && u.Path != "/"):
 			return nil, fmt.Errorf("target url %q: only scheme://host:port is allowed", raw)
-		case strings.ContainsAny(u.Host, "/\\\x00 ") || !printableASCII(u.Host):
+		case !hostChars(u.Host):
 			return nil, fmt.Errorf("target url %q: bad host", raw)
 		case len(u.Hostname()) > MaxRemoteHostLen:
 			return nil, fmt.Errorf("target url host is longer than %d bytes", MaxRemoteHostLen)
@@ -124,12 +124,18 @@ func ParseRemoteURLs(list string) ([]string, error) {
 	return out, nil
 }
 
-// printableASCII reports whether s holds only printable ASCII: a host name outside it must be
-// written in its IDNA (punycode) form, and the link id a host goes into is also a cursor record
-// field, which holds printable text only.
-func printableASCII(s string) bool {
+// hostChars reports whether a URL's host:port holds only the bytes of a DNS name, an IP
+// literal and a port: letters, digits, '-', '.', '_', ':', '[' and ']' (no IPv6 zone).
+// A host name outside ASCII must be written in its IDNA (punycode) form. The link id a host
+// goes into is also a fan-out cursor record field and a log attribute, so quotes,
+// backslashes, spaces and control bytes, which url.Parse lets through, are refused here.
+func hostChars(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._:[]", c) >= 0:
+		default:
 			return false
 		}
 	}

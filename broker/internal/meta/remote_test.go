@@ -119,6 +119,13 @@ func TestParseRemoteURLs(t *testing.T) {
 		{"http://a:1,,http://b:2", false, ""},
 		{"http://" + strings.Repeat("h", MaxRemoteHostLen) + ":65535", true, "http://" + strings.Repeat("h", MaxRemoteHostLen) + ":65535"},
 		{"http://" + strings.Repeat("h", MaxRemoteHostLen+1) + ":1", false, ""},
+		{"http://[fe80::1%25en0]:7942", false, ""},
+		{"http://[::1]:7942", true, "http://[::1]:7942"},
+		{"http://my_host.example-1.com:7942", true, "http://my_host.example-1.com:7942"},
+		{`http://":0`, false, ""},
+		{`http://a\b:1`, false, ""},
+		{"http://a'b:1", false, ""},
+		{"http://\x96:0", false, ""},
 	} {
 		got, err := ParseRemoteURLs(tc.in)
 		if (err == nil) != tc.ok || (tc.ok && strings.Join(got, ",") != tc.want) {
