@@ -156,9 +156,7 @@ func (b *balance) movable(a meta.Assignment) bool {
 // lead; then topic, partition, source, destination order. The destination never lowers the
 // number of racks the partition spans.
 func (b *balance) bestMove() (replicaMove, bool) {
-	var best replicaMove
-	var bestKey []int
-	found := false
+	var best lowestKey
 	for _, a := range b.v.parts {
 		if !b.movable(a) {
 			continue
@@ -171,18 +169,33 @@ func (b *balance) bestMove() (replicaMove, bool) {
 					continue
 				}
 				key := []int{-gap, b.preferenceRank(i == 0, src, dst), boolInt(src == a.Owner)}
-				if found && slices.Compare(key, bestKey) >= 0 {
-					continue
-				}
-				target := slices.Clone(reps)
-				target[i] = dst
-				best, bestKey, found = replicaMove{Topic: a.Topic, Partition: a.Partition, Epoch: a.LeaderEpoch,
-					Replicas: append(slices.Clone(reps), dst), ISR: slices.Clone(a.InSync()), Target: target,
-					From: src, To: dst}, key, true
+				best.offer(key, func() replicaMove {
+					target := slices.Clone(reps)
+					target[i] = dst
+					return replicaMove{Topic: a.Topic, Partition: a.Partition, Epoch: a.LeaderEpoch,
+						Replicas: append(slices.Clone(reps), dst), ISR: slices.Clone(a.InSync()), Target: target,
+						From: src, To: dst}
+				})
 			}
 		}
 	}
-	return best, found
+	return best.mv, best.found
+}
+
+// lowestKey keeps the candidate with the lowest key (slices.Compare order) of those offered;
+// on equal keys the first offered stays, so the planners' iteration order breaks ties.
+type lowestKey struct {
+	mv    replicaMove
+	key   []int
+	found bool
+}
+
+// offer builds the candidate only when key beats the one kept.
+func (l *lowestKey) offer(key []int, build func() replicaMove) {
+	if l.found && slices.Compare(key, l.key) >= 0 {
+		return
+	}
+	l.mv, l.key, l.found = build(), key, true
 }
 
 // preferenceRank ranks what a move does to the preferred-leader counts: 0 evens them (a
@@ -220,9 +233,7 @@ func (b *balance) keepsRacks(reps []string, i int, dst string) bool {
 // new preferred leader. Among them: the largest difference, then a partition the new
 // preferred leader already leads (no election needed), then topic/partition order.
 func (b *balance) bestRotation() (replicaMove, bool) {
-	var best replicaMove
-	var bestKey []int
-	found := false
+	var best lowestKey
 	for _, a := range b.v.parts {
 		if !b.movable(a) {
 			continue
@@ -233,17 +244,15 @@ func (b *balance) bestRotation() (replicaMove, bool) {
 			if gap < 2 {
 				continue
 			}
-			key := []int{-gap, boolInt(a.Owner != to)}
-			if found && slices.Compare(key, bestKey) >= 0 {
-				continue
-			}
-			order := slices.Clone(reps)
-			order[0], order[i+1] = to, reps[0]
-			best, bestKey, found = replicaMove{Topic: a.Topic, Partition: a.Partition, Epoch: a.LeaderEpoch,
-				Replicas: order, ISR: slices.Clone(a.InSync()), From: reps[0], To: to}, key, true
+			best.offer([]int{-gap, boolInt(a.Owner != to)}, func() replicaMove {
+				order := slices.Clone(reps)
+				order[0], order[i+1] = to, reps[0]
+				return replicaMove{Topic: a.Topic, Partition: a.Partition, Epoch: a.LeaderEpoch,
+					Replicas: order, ISR: slices.Clone(a.InSync()), From: reps[0], To: to}
+			})
 		}
 	}
-	return best, found
+	return best.mv, best.found
 }
 
 // apply counts a planned proposal into the balance.
