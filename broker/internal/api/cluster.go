@@ -26,7 +26,7 @@ const (
 )
 
 // clusterRoutes registers the /v1/cluster endpoints, served by Options.Cluster.
-func (s *server) clusterRoutes(m *http.ServeMux) {
+func (s *server) clusterRoutes(m *routeTable) {
 	m.HandleFunc("GET /v1/cluster/members", s.members)
 	m.HandleFunc("POST /v1/cluster/members/{id}/decommission", s.decommission)
 	m.HandleFunc("DELETE /v1/cluster/members/{id}/decommission", s.decommission)

@@ -90,6 +90,7 @@ type server struct {
 	auditLog   *audit.Logger
 	now        func() time.Time
 	mux        *http.ServeMux
+	patterns   []string // every registered route pattern (openapi.go)
 }
 
 // NewHandler builds the /v1 HTTP handler (plus /healthz, /readyz and, when Options.Metrics
@@ -139,7 +140,7 @@ func NewHandler(opts Options) http.Handler {
 
 // routes registers every endpoint; the pattern strings double as the metrics route label.
 func (s *server) routes(metrics http.Handler, extra map[string]http.Handler) {
-	m := s.mux
+	m := &routeTable{mux: s.mux}
 	m.HandleFunc("POST /v1/topics", s.createTopic)
 	m.HandleFunc("GET /v1/topics", s.listTopics)
 	m.HandleFunc("GET /v1/topics/{topic}", s.describeTopic)
@@ -161,6 +162,7 @@ func (s *server) routes(metrics http.Handler, extra map[string]http.Handler) {
 	m.HandleFunc("DELETE /v1/users/{username}", s.deleteUser)
 	m.HandleFunc("GET /healthz", s.healthz)
 	m.HandleFunc("GET /readyz", s.readyz)
+	m.HandleFunc("GET "+openAPIPath, s.openAPI)
 	if metrics != nil {
 		m.Handle("GET /metrics", metrics)
 	}
@@ -170,6 +172,7 @@ func (s *server) routes(metrics http.Handler, extra map[string]http.Handler) {
 	for pattern, h := range extra {
 		m.Handle(pattern, h)
 	}
+	s.patterns = m.patterns
 }
 
 // unmatchedRoute is the metrics route label of requests no pattern matched (404/405); raw
@@ -236,13 +239,14 @@ func (s *server) observe(route string, r *http.Request, sw *statusWriter, start 
 }
 
 // exemptFromAuth reports whether r is one of the probe/metrics reads that never need
-// credentials (docs/internals/http-api.md §1.2: GET /healthz, /readyz, /metrics; HEAD is a GET without body).
+// credentials (docs/internals/http-api.md §1.2: GET /healthz, /readyz, /metrics; HEAD is a GET without body),
+// or the API's own description (§2.23).
 func exemptFromAuth(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
 	switch r.URL.Path {
-	case "/healthz", "/readyz", "/metrics":
+	case "/healthz", "/readyz", "/metrics", openAPIPath:
 		return true
 	}
 	return false
