@@ -37,6 +37,9 @@ type Cluster struct {
 	NoReplicationAPI bool
 	// Users are served by the /v1/users routes (users.go); New adds the root admin.
 	Users []User
+	// NoQuorum makes every user change (create, grants, password, delete) answer 503, as
+	// brokers without a Raft quorum do; reads still answer.
+	NoQuorum bool
 }
 
 // Call is one request the fake received.

@@ -47,6 +47,10 @@ func (f *Fake) userIndex(name string) int {
 // 409 for an existing one, 403 for changing the root admin's grants or deleting it; the caller
 // is always the root admin. f.mu is held.
 func (f *Fake) users(w http.ResponseWriter, r *http.Request, parts []string) {
+	if f.state.NoQuorum && r.Method != http.MethodGet {
+		writeError(w, http.StatusServiceUnavailable, "no raft quorum")
+		return
+	}
 	switch {
 	case len(parts) == 2 && r.Method == http.MethodPost:
 		f.createUser(w, r)

@@ -155,6 +155,31 @@ var _ = Describe("NaradUser controller", func() {
 		Eventually(ready(ctx, "rotor")).Should(HaveField("Status", metav1.ConditionTrue))
 	})
 
+	It("writes no Secret while the brokers cannot take the new password", func(ctx SpecContext) {
+		Expect(k8s.Create(ctx, newUser("outage", nil))).To(Succeed())
+		Eventually(ready(ctx, "outage")).Should(HaveField("Status", metav1.ConditionTrue))
+		old := brokerUser("outage")(Default).Password
+
+		fake.Update(func(c *brokertest.Cluster) { c.NoQuorum = true })
+		DeferCleanup(fake.Update, func(c *brokertest.Cluster) { c.NoQuorum = false })
+		var s corev1.Secret
+		Expect(k8s.Get(ctx, key("outage-narad-user"), &s)).To(Succeed())
+		Expect(k8s.Delete(ctx, &s)).To(Succeed())
+		Eventually(ready(ctx, "outage")).Should(And(HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", "BrokerError")))
+		Consistently(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, key("outage-narad-user"), &corev1.Secret{}))
+		}, "2s").Should(BeTrue(), "no Secret holds a password the brokers do not have")
+		Expect(brokerUser("outage")(Default).Password).To(Equal(old))
+
+		fake.Update(func(c *brokertest.Cluster) { c.NoQuorum = false })
+		Eventually(func(g Gomega) {
+			pw := secret(ctx, "outage-narad-user")(g)["password"]
+			g.Expect(pw).NotTo(Equal(old))
+			g.Expect(brokerUser("outage")(g).Password).To(Equal(pw))
+		}).Should(Succeed())
+	})
+
 	It("puts back grants changed on the brokers and follows a grant change in the spec", func(ctx SpecContext) {
 		Expect(k8s.Create(ctx, newUser("drift", func(u *naradv1.NaradUser) { u.Spec.Grants = produceOrders }))).To(Succeed())
 		Eventually(ready(ctx, "drift")).Should(HaveField("Status", metav1.ConditionTrue))
