@@ -155,6 +155,27 @@ var _ = Describe("NaradUser controller", func() {
 		Eventually(ready(ctx, "rotor")).Should(HaveField("Status", metav1.ConditionTrue))
 	})
 
+	It("gives the brokers a password written into the generated Secret, and replaces an empty one", func(ctx SpecContext) {
+		Expect(k8s.Create(ctx, newUser("hand", nil))).To(Succeed())
+		Eventually(ready(ctx, "hand")).Should(HaveField("Status", metav1.ConditionTrue))
+		setPassword := func(pw string) {
+			var s corev1.Secret
+			Expect(k8s.Get(ctx, key("hand-narad-user"), &s)).To(Succeed())
+			s.Data["password"] = []byte(pw)
+			Expect(k8s.Update(ctx, &s)).To(Succeed())
+		}
+
+		setPassword("typed-by-hand")
+		Eventually(brokerUser("hand")).Should(HaveField("Password", "typed-by-hand"))
+
+		setPassword("")
+		Eventually(func(g Gomega) {
+			pw := secret(ctx, "hand-narad-user")(g)["password"]
+			g.Expect(pw).NotTo(BeElementOf("", "typed-by-hand"))
+			g.Expect(brokerUser("hand")(g).Password).To(Equal(pw))
+		}).Should(Succeed())
+	})
+
 	It("writes no Secret while the brokers cannot take the new password", func(ctx SpecContext) {
 		Expect(k8s.Create(ctx, newUser("outage", nil))).To(Succeed())
 		Eventually(ready(ctx, "outage")).Should(HaveField("Status", metav1.ConditionTrue))
