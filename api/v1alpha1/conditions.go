@@ -30,7 +30,10 @@ const (
 	TopicFinalizer = "narad.dev/topic-finalizer"
 	// FanoutLinkFinalizer holds a FanoutLink until the link is detached on the brokers.
 	FanoutLinkFinalizer = "narad.dev/fanoutlink-finalizer"
-	// NaradClusterFinalizer holds a NaradCluster while Topics or FanoutLinks still reference it,
+	// NaradUserFinalizer holds a NaradUser until its broker user is deleted (or its cluster is
+	// gone).
+	NaradUserFinalizer = "narad.dev/naraduser-finalizer"
+	// NaradClusterFinalizer holds a NaradCluster while Topics, FanoutLinks or NaradUsers still reference it,
 	// so their finalizers can still reach the brokers.
 	NaradClusterFinalizer = "narad.dev/cluster-finalizer"
 )

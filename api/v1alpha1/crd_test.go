@@ -102,6 +102,18 @@ var crdExpectations = []struct {
 			"spec.remote.topic": {"self != '.' && self != '..'"},
 		},
 	},
+	{
+		plural: "naradusers", kind: "NaradUser",
+		columns: []column{
+			{"Cluster", ".spec.clusterRef.name"}, {"Username", ".status.username"},
+			{"Ready", `.status.conditions[?(@.type=="Ready")].status`}, {"Secret", ".status.secretName"},
+			{"Age", ".metadata.creationTimestamp"},
+		},
+		rules: map[string][]string{
+			"spec":            {"!has(oldSelf.username) || (has(self.username) && self.username == oldSelf.username)"},
+			"spec.clusterRef": {"self == oldSelf"},
+		},
+	},
 }
 
 // TestCRDsDeclareTheContract reads the generated CRDs as apiextensions/v1 objects and checks the

@@ -28,6 +28,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NaradCluster{}, &NaradClusterList{},
 		&Topic{}, &TopicList{},
 		&FanoutLink{}, &FanoutLinkList{},
+		&NaradUser{}, &NaradUserList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

@@ -22,6 +22,8 @@ func TestSamplesAreValid(t *testing.T) {
 		{"narad_v1alpha1_topic.yaml", "topics", &Topic{}},
 		{"narad_v1alpha1_fanoutlink.yaml", "fanoutlinks", &FanoutLink{}},
 		{"narad_v1alpha1_fanoutlink_remote.yaml", "fanoutlinks", &FanoutLink{}},
+		{"narad_v1alpha1_naraduser.yaml", "naradusers", &NaradUser{}},
+		{"narad_v1alpha1_naraduser_password.yaml", "naradusers", &NaradUser{}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("../../config/samples", tc.file))

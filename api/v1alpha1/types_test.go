@@ -410,7 +410,7 @@ func TestSchemeKnowsEveryKind(t *testing.T) {
 	if err := AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"NaradCluster", "NaradClusterList", "Topic", "TopicList", "FanoutLink", "FanoutLinkList"} {
+	for _, kind := range []string{"NaradCluster", "NaradClusterList", "Topic", "TopicList", "FanoutLink", "FanoutLinkList", "NaradUser", "NaradUserList"} {
 		if !scheme.Recognizes(GroupVersion.WithKind(kind)) {
 			t.Errorf("scheme does not recognise %s", kind)
 		}

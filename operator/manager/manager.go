@@ -15,6 +15,7 @@ import (
 	"narad.dev/operator/internal/controller/cluster"
 	"narad.dev/operator/internal/controller/fanoutlink"
 	"narad.dev/operator/internal/controller/topic"
+	"narad.dev/operator/internal/controller/user"
 	"narad.dev/operator/naming"
 )
 
@@ -29,7 +30,7 @@ type Options struct {
 	RackImage string
 	// StatusInterval is the NaradCluster status refresh period (30 s when zero).
 	StatusInterval time.Duration
-	// ResyncPeriod is the Topic and FanoutLink drift-correction period (1 min when zero).
+	// ResyncPeriod is the Topic, FanoutLink and NaradUser drift-correction period (1 min when zero).
 	ResyncPeriod time.Duration
 	// BrokerTimeout bounds each admin call (brokers.DefaultTimeout when zero).
 	BrokerTimeout time.Duration
@@ -43,7 +44,7 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
-// Setup registers the NaradCluster, Topic and FanoutLink controllers with mgr.
+// Setup registers the NaradCluster, Topic, FanoutLink and NaradUser controllers with mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
 	if o.Resolver == nil {
 		o.Resolver = brokers.DNSResolver{}
@@ -71,8 +72,14 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&fanoutlink.Reconciler{
+	if err := (&fanoutlink.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Brokers: conn,
 		Recorder: mgr.GetEventRecorder("fanoutlink-controller"), ResyncPeriod: o.ResyncPeriod,
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&user.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Brokers: conn,
+		Recorder: mgr.GetEventRecorder("naraduser-controller"), ResyncPeriod: o.ResyncPeriod,
 	}).SetupWithManager(mgr)
 }

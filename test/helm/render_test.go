@@ -382,7 +382,7 @@ func TestChartCRDsAreTheGeneratedOnes(t *testing.T) {
 		names = append(names, o.GetName())
 	}
 	slices.Sort(names)
-	if want := []string{"fanoutlinks.narad.dev", "naradclusters.narad.dev", "topics.narad.dev"}; !slices.Equal(names, want) {
+	if want := []string{"fanoutlinks.narad.dev", "naradclusters.narad.dev", "naradusers.narad.dev", "topics.narad.dev"}; !slices.Equal(names, want) {
 		t.Errorf("Helm sees CRDs %v, want %v", names, want)
 	}
 }

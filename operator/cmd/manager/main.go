@@ -69,7 +69,7 @@ func parseFlags(args []string, out io.Writer) (settings, error) {
 	fs.DurationVar(&s.Controllers.StatusInterval, "status-interval", 30*time.Second,
 		"How often a NaradCluster's status is refreshed from its brokers.")
 	fs.DurationVar(&s.Controllers.ResyncPeriod, "resync-period", time.Minute,
-		"How often Topics and FanoutLinks are compared with the brokers to correct drift.")
+		"How often Topics, FanoutLinks and NaradUsers are compared with the brokers to correct drift.")
 	fs.DurationVar(&s.Controllers.BrokerTimeout, "broker-timeout", 10*time.Second,
 		"Deadline of each call to a broker's admin API.")
 	fs.StringVar(&s.WatchNamespace, "watch-namespace", "",

@@ -35,6 +35,11 @@ type Cluster struct {
 	Partitions []client.PartitionReplicas
 	// NoReplicationAPI makes both endpoints answer 404, like a broker without replication.
 	NoReplicationAPI bool
+	// Users are served by the /v1/users routes (users.go); New adds the root admin.
+	Users []User
+	// NoQuorum makes every user change (create, grants, password, delete) answer 503, as
+	// brokers without a Raft quorum do; reads still answer.
+	NoQuorum bool
 }
 
 // Call is one request the fake received.
@@ -57,6 +62,10 @@ type Fake struct {
 // New starts a fake serving state, checking Basic auth user/pass.
 func New(state Cluster, user, pass string) *Fake {
 	f := &Fake{user: user, pass: pass, state: state}
+	if f.userIndex(user) < 0 {
+		f.state.Users = append(f.state.Users, User{User: client.User{Username: user, Root: true,
+			Grants: []client.Grant{{Action: "admin"}}}, Password: pass})
+	}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
 }
@@ -134,6 +143,8 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.decommission(w, r, parts[3])
 	case r.URL.Path == "/v1/cluster/partitions" || r.URL.Path == "/v1/cluster/elect-leaders":
 		f.replication(w, r)
+	case len(parts) >= 2 && len(parts) <= 4 && parts[1] == "users":
+		f.users(w, r, parts)
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/topics":
 		ts := make([]client.Topic, 0, len(f.state.Topics))
 		for _, t := range f.state.Topics {

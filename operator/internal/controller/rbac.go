@@ -1,5 +1,5 @@
 // Package controller holds the operator's controllers, one subpackage per kind (cluster, topic,
-// fanoutlink). This file owns the permissions they need, as kubebuilder RBAC markers:
+// fanoutlink, user). This file owns the permissions they need, as kubebuilder RBAC markers:
 // hack/manifests.sh runs controller-gen on this package alone (it imports nothing, so it loads
 // without the operator's dependencies) to write the ClusterRole manager-role in
 // config/rbac/role.yaml, which the Helm chart's ClusterRole must equal (test/helm checks it).
@@ -11,6 +11,12 @@ package controller
 // +kubebuilder:rbac:groups=narad.dev,resources=naradclusters;topics;fanoutlinks,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=narad.dev,resources=naradclusters/status;topics/status;fanoutlinks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=narad.dev,resources=naradclusters/finalizers;topics/finalizers;fanoutlinks/finalizers,verbs=update
+
+// NaradUsers (docs/kubernetes.md#users): the object, its status and its finalizer, which
+// deletes the broker user. Their generated Secrets fall under the secrets rule below.
+// +kubebuilder:rbac:groups=narad.dev,resources=naradusers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=narad.dev,resources=naradusers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=narad.dev,resources=naradusers/finalizers,verbs=update
 
 // What a NaradCluster owns: the StatefulSet, the headless and client Services, the broker
 // ConfigMap, the generated Secret (and the referenced ones it reads) and the PodDisruptionBudget.

@@ -263,6 +263,53 @@ func TestLinksListsStateEpochAndLag(t *testing.T) {
 	}
 }
 
+func TestUsersListsGrantsSecretAndReadiness(t *testing.T) {
+	ns := newNamespace(t)
+	mk := func(name, cluster string, grants []naradv1.UserGrant, st naradv1.NaradUserStatus) {
+		u := &naradv1.NaradUser{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       naradv1.NaradUserSpec{ClusterRef: naradv1.ClusterReference{Name: cluster}, Grants: grants},
+		}
+		if err := k8s.Create(t.Context(), u); err != nil {
+			t.Fatal(err)
+		}
+		u.Status = st
+		if err := k8s.Status().Update(t.Context(), u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("writer", "demo", []naradv1.UserGrant{
+		{Action: naradv1.GrantProduce, Patterns: []string{"orders", "audit"}},
+		{Action: naradv1.GrantConsume, Patterns: []string{"orders-*"}},
+	}, naradv1.NaradUserStatus{Username: "writer", SecretName: "writer-narad-user",
+		Conditions: []metav1.Condition{{Type: naradv1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: "Reconciled", LastTransitionTime: metav1.NewTime(testNow)}}})
+	mk("ops", "demo", []naradv1.UserGrant{{Action: naradv1.GrantAdmin}}, naradv1.NaradUserStatus{
+		Conditions: []metav1.Condition{{Type: naradv1.ConditionReady, Status: metav1.ConditionFalse,
+			Reason: "PasswordSecretNotFound", LastTransitionTime: metav1.NewTime(testNow)}}})
+	mk("far", "elsewhere", nil, naradv1.NaradUserStatus{})
+
+	r := run(t, "", "users", "--cluster", "demo", "-n", ns)
+	if r.code != ExitOK {
+		t.Fatalf("exit %d, stderr %s", r.code, r.err)
+	}
+	wantLines(t, r.out,
+		`^NAME\s+USERNAME\s+CLUSTER\s+GRANTS\s+SECRET\s+READY$`,
+		`^ops\s+ops\s+demo\s+admin\s+-\s+False \(PasswordSecretNotFound\)$`,
+		`^writer\s+writer\s+demo\s+produce:orders,audit consume:orders-\*\s+writer-narad-user\s+True$`)
+	if strings.Contains(r.out, "elsewhere") {
+		t.Fatalf("--cluster demo listed another cluster's user:\n%s", r.out)
+	}
+
+	j := run(t, "", "users", "-n", ns, "--cluster", "elsewhere", "-o", "json")
+	var rows []userRow
+	decode(t, "json", j.out, &rows)
+	want := []userRow{{Name: "far", Namespace: ns, Username: "far", Cluster: "elsewhere", Ready: "Unknown"}}
+	if d := cmp.Diff(want, rows); j.code != ExitOK || d != "" {
+		t.Fatalf("users -o json: exit %d (-want +got):\n%s", j.code, d)
+	}
+}
+
 func TestUsageErrorsExitTwo(t *testing.T) {
 	for _, args := range [][]string{
 		{"status"},

@@ -79,7 +79,7 @@ func NewCommand(o Options) *cobra.Command {
 		o.PollInterval = 250 * time.Millisecond
 	}
 	kube := genericclioptions.NewConfigFlags(true)
-	// --cluster names a NaradCluster in this plugin (topics, links); the kubeconfig cluster is
+	// --cluster names a NaradCluster in this plugin (topics, links, users); the kubeconfig cluster is
 	// chosen with --context instead.
 	kube.ClusterName = nil
 	s := &session{opts: &o, kube: kube}
@@ -87,7 +87,7 @@ func NewCommand(o Options) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-narad",
 		Short: "Show and operate Narad clusters through the Kubernetes API",
-		Long: "kubectl narad shows NaradClusters, Topics and FanoutLinks and scales, decommissions and\n" +
+		Long: "kubectl narad shows NaradClusters, Topics, FanoutLinks and NaradUsers and scales, decommissions and\n" +
 			"restarts clusters. It talks only to the Kubernetes API; the narad operator does the rest.",
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: displayName},
 		SilenceErrors: true,
@@ -115,6 +115,7 @@ func NewCommand(o Options) *cobra.Command {
 		newStatusCommand(s),
 		newTopicsCommand(s),
 		newLinksCommand(s),
+		newUsersCommand(s),
 		newMovesCommand(s),
 		newScaleCommand(s),
 		newDecommissionCommand(s),

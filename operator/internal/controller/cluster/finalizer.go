@@ -31,7 +31,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, nc *naradv1.NaradClust
 	return nil
 }
 
-// finalize holds a deleted cluster while Topics or FanoutLinks of its namespace reference it
+// finalize holds a deleted cluster while Topics, FanoutLinks or NaradUsers of its namespace reference it
 // (their finalizers reach the brokers through it), then lets it go.
 func (r *Reconciler) finalize(ctx context.Context, nc *naradv1.NaradCluster) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(nc, naradv1.NaradClusterFinalizer) {
@@ -66,7 +66,7 @@ func (r *Reconciler) finalize(ctx context.Context, nc *naradv1.NaradCluster) (ct
 	return ctrl.Result{}, nil
 }
 
-// dependents names the Topics and FanoutLinks of nc's namespace whose clusterRef is nc.
+// dependents names the Topics, FanoutLinks and NaradUsers of nc's namespace whose clusterRef is nc.
 func (r *Reconciler) dependents(ctx context.Context, nc *naradv1.NaradCluster) ([]string, error) {
 	var out []string
 	var topics naradv1.TopicList
@@ -85,6 +85,15 @@ func (r *Reconciler) dependents(ctx context.Context, nc *naradv1.NaradCluster) (
 	for _, l := range links.Items {
 		if l.Spec.ClusterRef.Name == nc.Name {
 			out = append(out, "FanoutLink "+l.Name)
+		}
+	}
+	var users naradv1.NaradUserList
+	if err := r.Client.List(ctx, &users, ctrlclient.InNamespace(nc.Namespace)); err != nil {
+		return nil, fmt.Errorf("list naradusers: %w", err)
+	}
+	for _, u := range users.Items {
+		if u.Spec.ClusterRef.Name == nc.Name {
+			out = append(out, "NaradUser "+u.Name)
 		}
 	}
 	return out, nil

@@ -56,7 +56,7 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller: NaradClusters, the objects they own, their
 // pods (Ready flips drive rolling restarts and status), the Secrets they reference, and the
-// Topics and FanoutLinks that hold a deleted cluster's finalizer.
+// Topics, FanoutLinks and NaradUsers that hold a deleted cluster's finalizer.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("naradcluster").
@@ -74,6 +74,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}))).
 		Watches(&naradv1.FanoutLink{}, handler.EnqueueRequestsFromMapFunc(r.deletingCluster(func(o ctrlclient.Object) string {
 			return o.(*naradv1.FanoutLink).Spec.ClusterRef.Name
+		}))).
+		Watches(&naradv1.NaradUser{}, handler.EnqueueRequestsFromMapFunc(r.deletingCluster(func(o ctrlclient.Object) string {
+			return o.(*naradv1.NaradUser).Spec.ClusterRef.Name
 		}))).
 		Complete(r)
 }
