@@ -59,13 +59,14 @@ bench-replication: build ## Failover time and empty-follower catch-up on three f
 chaos: build ## Long crash/soak loops (not part of make test)
 	cd test && NARAD_BIN=$(NARAD) NARAD_CHAOS=1 $(GO) test -count=1 -timeout 60m ./...
 
-lint: ## go vet, staticcheck, gofmt, the CRD and protobuf drift checks, and the doc-reference check
+lint: ## go vet, staticcheck, gofmt, the CRD and protobuf drift checks, the doc-reference and version checks
 	$(GO) vet $(GO_PKGS)
 	$(STATICCHECK) $(GO_PKGS)
 	@out=$$(gofmt -l api broker operator test hack/checkdocrefs); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	./hack/manifests.sh --check
 	./hack/gen-proto.sh --check
 	./hack/check-doc-refs.sh
+	./hack/check-versions.sh
 
 envtest: ## Build once (cached) and print the kube-apiserver/etcd directory for KUBEBUILDER_ASSETS
 	@./hack/setup-envtest.sh
@@ -90,6 +91,10 @@ proto-check: ## Fail if the committed node RPC code differs from what node.proto
 
 doc-refs: ## Fail if a cited docs/ page or § section is missing, or code cites notes outside the repository
 	./hack/check-doc-refs.sh
+
+.PHONY: images
+images: ## Broker and operator images tagged with VERSION, as OCI archives in bin/images (hack/images.sh)
+	GO=$(GO) ./hack/images.sh
 
 clean:
 	@# A kube-up cluster mounts volumes under .narad/kube: stop it before deleting anything.

@@ -72,6 +72,13 @@ func TestNaradClusterCELRules(t *testing.T) {
 		{name: "topic defaults R0", new: `{"topicDefaults":{"replicationFactor":0}}`, reject: "should be greater than or equal to 1"},
 		{name: "topic defaults R6", new: `{"topicDefaults":{"replicationFactor":6}}`, reject: "should be less than or equal to 5"},
 		{name: "topic defaults M0", new: `{"topicDefaults":{"minInSyncReplicas":0}}`, reject: "should be greater than or equal to 1"},
+		{name: "storage grows", old: `{"storage":{"size":"10Gi"}}`, new: `{"storage":{"size":"20Gi"}}`},
+		{name: "storage grows across units", old: `{"storage":{"size":"1000Mi"}}`, new: `{"storage":{"size":"1Gi"}}`},
+		{name: "storage unchanged in other units", old: `{"storage":{"size":"1Gi"}}`, new: `{"storage":{"size":"1024Mi"}}`},
+		{name: "storage shrinks", old: `{"storage":{"size":"20Gi"}}`, new: `{"storage":{"size":"10Gi"}}`, reject: "storage.size may not shrink"},
+		{name: "storage shrinks across units", old: `{"storage":{"size":"1Gi"}}`, new: `{"storage":{"size":"1000Mi"}}`, reject: "storage.size may not shrink"},
+		{name: "storage size dropped falls back to 10Gi and is refused", old: `{"storage":{"size":"50Gi"}}`, new: `{"storage":{}}`, reject: "storage.size may not shrink"},
+		{name: "storage size as a plain number grows", old: `{"storage":{"size":1000}}`, new: `{"storage":{"size":"1Ki"}}`},
 	})
 }
 

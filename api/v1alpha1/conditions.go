@@ -20,7 +20,18 @@ const (
 	// have fewer in-sync replicas than their replication factor (or no leader); the message
 	// and the status give how many, and how many are below min_insync_replicas.
 	ConditionUnderReplicated = "UnderReplicated"
+	// ConditionReconcilePaused is True while the object carries PauseReconcileAnnotation
+	// "true": the operator changes nothing for it (deletion included) until it is removed.
+	ConditionReconcilePaused = "ReconcilePaused"
+	// ConditionVolumesResizing is True on a NaradCluster while broker claims are being expanded
+	// to spec.storage.size; False with reason ExpansionNotAllowed when the StorageClass does not
+	// allow it (nothing is patched then).
+	ConditionVolumesResizing = "VolumesResizing"
 )
+
+// PauseReconcileAnnotation set to "true" on a NaradCluster, Topic or FanoutLink stops the
+// operator from acting on it; the ReconcilePaused condition says so.
+const PauseReconcileAnnotation = "narad.dev/pause-reconcile"
 
 // Finalizers the operator puts on the objects it must clean up after on the brokers. Removing
 // one by hand skips that cleanup.

@@ -52,9 +52,11 @@ var crdExpectations = []struct {
 			{"Replicas", ".spec.replicas"}, {"Ready", ".status.readyReplicas"},
 			{"Leader", ".status.leader"}, {"Moves", ".status.moves.inFlight"},
 			{"UnderReplicated", ".status.replication.underReplicatedPartitions"},
+			{"Version", ".status.version"},
 			{"Age", ".metadata.creationTimestamp"},
 		},
 		rules: map[string][]string{
+			"spec.storage.size":       {"!isQuantity(string(self)) || !isQuantity(string(oldSelf)) || quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0"},
 			"spec":                    {"oldSelf.hasValue() || !has(self.replicas) || !has(self.initialClusterSize) || self.replicas >= self.initialClusterSize"},
 			"spec.initialClusterSize": {"self % 2 == 1", "self == oldSelf"},
 			"spec.tls":                {"!(has(self.secretName) && has(self.certManager))"},
@@ -86,6 +88,7 @@ var crdExpectations = []struct {
 			{"Parent", ".spec.parent"}, {"Child", ".spec.child"}, {"Delay", ".spec.delayMs"},
 			{"State", ".status.state"}, {"Lag", ".status.lag"},
 			{"Remote", ".spec.remote.topic"}, {"Remote-State", ".status.remoteState"},
+			{"Ready", `.status.conditions[?(@.type=="Ready")].status`}, {"Age", ".metadata.creationTimestamp"},
 		},
 		rules: map[string][]string{
 			"spec": {

@@ -239,6 +239,8 @@ const (
 // +kubebuilder:printcolumn:name="Lag",type=integer,JSONPath=`.status.lag`
 // +kubebuilder:printcolumn:name="Remote",type=string,JSONPath=`.spec.remote.topic`,priority=1
 // +kubebuilder:printcolumn:name="Remote-State",type=string,JSONPath=`.status.remoteState`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FanoutLink struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

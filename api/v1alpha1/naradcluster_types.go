@@ -121,8 +121,10 @@ type StorageSpec struct {
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
-	// Size requested per pod.
+	// Size requested per pod. Raising it expands every broker's claim where the StorageClass
+	// allows volume expansion (docs/kubernetes.md "Growing the volumes"); it may not shrink.
 	// +kubebuilder:default="10Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !isQuantity(string(oldSelf)) || quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="storage.size may not shrink: a volume cannot be made smaller"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
@@ -333,6 +335,31 @@ type NaradClusterStatus struct {
 	// under-replicated (GET /v1/cluster/partitions?under_replicated=true).
 	// +optional
 	Replication *ReplicationStatus `json:"replication,omitempty"`
+
+	// Version is the broker image tag every broker pod runs; while a rolling update has pods
+	// on two images it keeps the version they all ran before.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Storage is the size of the brokers' data volumes (spec.storage.size growth).
+	// +optional
+	Storage *StorageStatus `json:"storage,omitempty"`
+}
+
+// StorageStatus is what the operator did to the brokers' data volumes. The StatefulSet's
+// claim template cannot change, so it keeps the size the cluster was created with; the
+// operator patches each claim instead, new claims included.
+type StorageStatus struct {
+	// TemplateSize is the size in the StatefulSet's claim template (the size at creation).
+	// +optional
+	TemplateSize string `json:"templateSize,omitempty"`
+	// Size is the size the operator has asked of every broker claim: spec.storage.size once
+	// the StorageClass allowed the expansion.
+	// +optional
+	Size string `json:"size,omitempty"`
+	// Resizing lists the claims whose volume has not reached Size yet.
+	// +optional
+	Resizing []string `json:"resizing,omitempty"`
 }
 
 // ReplicationStatus is the cluster's replication as the operator last saw it.
@@ -481,6 +508,7 @@ type DrainingNodeStatus struct {
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
 // +kubebuilder:printcolumn:name="Moves",type=integer,JSONPath=`.status.moves.inFlight`
 // +kubebuilder:printcolumn:name="UnderReplicated",type=integer,JSONPath=`.status.replication.underReplicatedPartitions`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NaradCluster struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -8,32 +8,26 @@
 #   narad.local/pause:TAG           /pause (hack/kube/pause), containerd's sandbox image
 #
 # Each is a static Go binary packed by hack/kube/ociimage into an OCI image layout tar under
-# $STATE/images, then imported into containerd's k8s.io namespace with ctr.
+# $STATE/images (the broker and operator images by hack/images.sh, which `make images` runs
+# too), then imported into containerd's k8s.io namespace with ctr.
 # NARAD_KUBE_OPERATOR_IMAGE=0 skips the operator image (nothing needs it before the Helm step).
+
+# shellcheck source=hack/images.sh
+source "${ROOT}/hack/images.sh"
 
 build_images() {
 	local out="${STATE}/images" bin="${STATE}/images/bin" version
 	mkdir -p "$bin"
 	version="$(git -C "$ROOT" describe --tags --always --dirty 2>/dev/null || echo dev)"
 	klog "building static narad, pause and manager binaries"
-	(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${version}" \
-		-o "${bin}/narad" ./broker/cmd/narad)
 	(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${bin}/pause" ./hack/kube/pause/main.go)
-	(cd "$ROOT" && go build -o "${bin}/ociimage" ./hack/kube/ociimage/main.go)
-
-	local path_env=PATH=/usr/local/bin:/usr/bin:/bin
-	"${bin}/ociimage" -o "${out}/narad.tar" -name "$NARAD_IMAGE" -user 65532:65532 \
-		-entrypoint narad -cmd serve -env "$path_env" \
-		-file "/usr/local/bin/narad=${bin}/narad" \
-		-dir /var/lib/narad=65532:65532:0755 -dir /tmp=0:0:1777
+	image_tools "$bin"
+	broker_image "$bin" "${out}/narad.tar" "$NARAD_IMAGE" "$version"
 	"${bin}/ociimage" -o "${out}/pause.tar" -name "$PAUSE_IMAGE" -user 65535:65535 \
 		-entrypoint /pause -file "/pause=${bin}/pause"
 	if [[ "${NARAD_KUBE_OPERATOR_IMAGE:-1}" == 1 ]]; then
 		# The slowest of the three the first time (static: no build cache shared with make operator).
-		(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${bin}/manager" ./operator/cmd/manager)
-		"${bin}/ociimage" -o "${out}/narad-operator.tar" -name "$OPERATOR_IMAGE" -user 65532:65532 \
-			-entrypoint /manager -env "$path_env" \
-			-file "/manager=${bin}/manager" -dir /tmp=0:0:1777
+		operator_image "$bin" "${out}/narad-operator.tar" "$OPERATOR_IMAGE"
 	fi
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	naradv1 "narad.dev/api/v1alpha1"
+	"narad.dev/operator/release"
 )
 
 // Ports and paths of the broker container (docs/operating.md#ports).
@@ -28,8 +29,9 @@ const (
 	ConfigFileName         = "narad.yaml"
 	// AdminUser is the root admin the brokers seed at first start; the operator acts as it.
 	AdminUser = "admin"
-	// DefaultImage is the broker image used when spec.image is empty.
-	DefaultImage = "ghcr.io/narad-dev/narad:latest"
+	// DefaultImage is the broker image used when spec.image is empty: the broker of the
+	// operator's own release (never latest).
+	DefaultImage = release.BrokerImage
 )
 
 // Labels put on every object of a cluster; Selector is the subset that selects its pods.

@@ -12,11 +12,12 @@ import (
 
 	"narad.dev/operator/manager"
 	"narad.dev/operator/rack"
+	"narad.dev/operator/release"
 )
 
 // DefaultRackImage is the image of the broker pods' rack init container when the manager
 // cannot find its own (it runs outside a cluster) and --rack-image is not given.
-const DefaultRackImage = "ghcr.io/narad-dev/narad-operator:latest"
+const DefaultRackImage = release.OperatorImage
 
 // serviceAccountNamespace is where a pod finds its own namespace.
 const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"

@@ -25,9 +25,12 @@ package controller
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 
 // Pods are rolled one at a time by deleting them (the StatefulSet is OnDelete); the PVC of a
-// decommissioned ordinal is deleted when spec.storage.pvcRetentionOnScaleDown is Delete.
+// decommissioned ordinal is deleted when spec.storage.pvcRetentionOnScaleDown is Delete, and
+// every broker's PVC is patched to a larger spec.storage.size when its StorageClass, which is
+// read for that, allows volume expansion.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 
 // Rack awareness (docs/kubernetes.md, "Racks and placement"): each cluster's pods run as a
 // ServiceAccount the operator creates, bound (one ClusterRoleBinding per cluster) to the shared

@@ -56,7 +56,7 @@ var _ = Describe("NaradCluster owned objects", func() {
 		nc := testCluster("shape", func(nc *naradv1.NaradCluster) {
 			nc.Annotations = map[string]string{naming.RestartedAtAnnotation: "2026-01-02T03:04:05Z"}
 			nc.Spec.Replicas, nc.Spec.InitialClusterSize = 4, 3
-			nc.Spec.Image = "example.com/narad:1.2.3"
+			nc.Spec.Image = "example.com/narad:0.1.3"
 			nc.Spec.ImagePullPolicy = corev1.PullIfNotPresent
 			nc.Spec.Storage = naradv1.StorageSpec{StorageClassName: &class, Size: &size}
 			nc.Spec.Resources = corev1.ResourceRequirements{
@@ -115,7 +115,7 @@ var _ = Describe("NaradCluster owned objects", func() {
 		Expect(ps.Containers).To(HaveLen(1))
 		c := ps.Containers[0]
 		Expect(c.Name).To(Equal(naming.ContainerName))
-		Expect(c.Image).To(Equal("example.com/narad:1.2.3"))
+		Expect(c.Image).To(Equal("example.com/narad:0.1.3"))
 		Expect(c.ImagePullPolicy).To(Equal(corev1.PullIfNotPresent))
 		Expect(c.Command).To(Equal([]string{"narad", "serve"}))
 		Expect(c.Args).To(Equal([]string{"--heartbeat-interval=1s"}))

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	naradv1 "narad.dev/api/v1alpha1"
+	"narad.dev/operator/internal/controller/pause"
 	"narad.dev/operator/naming"
 )
 
@@ -46,6 +47,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, &nc); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
+	if pause.Requested(&nc) {
+		return ctrl.Result{}, r.paused(ctx, &nc)
+	}
 	if nc.DeletionTimestamp != nil {
 		return r.finalize(ctx, &nc)
 	}
@@ -53,6 +57,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	st := nc.Status.DeepCopy()
+	r.markResumed(&nc, st)
 	res, err := r.sync(ctx, &nc, st)
 	if serr := r.patchStatus(ctx, &nc, st); serr != nil {
 		if err == nil {
@@ -104,6 +109,9 @@ func (r *Reconciler) sync(ctx context.Context, nc *naradv1.NaradCluster, st *nar
 	if v.blocker == nil {
 		v.blocker = secretBlock
 	}
+	if v.blocker == nil {
+		v.blocker = r.versionBlocker(nc)
+	}
 	if v.pods, err = r.listPods(ctx, nc); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -141,7 +149,7 @@ func (r *Reconciler) sync(ctx context.Context, nc *naradv1.NaradCluster, st *nar
 	}
 	if storageChangeIgnored(nc, sts) && nc.Generation != nc.Status.ObservedGeneration {
 		r.event(nc, corev1.EventTypeWarning, "StorageChangeIgnored", "Reconcile",
-			"spec.storage changed, but a StatefulSet's volume claim template cannot: existing and new pods keep the original class and size")
+			"spec.storage.storageClassName changed, but a StatefulSet's volume claim template cannot: existing and new pods keep the original class")
 	}
 	hash := configHash(cm.Data[naming.ConfigFileName], versions)
 	if err := r.apply(ctx, nc, r.desiredStatefulSet(nc, replicas, hash, sts)); err != nil {
@@ -149,6 +157,10 @@ func (r *Reconciler) sync(ctx context.Context, nc *naradv1.NaradCluster, st *nar
 		return ctrl.Result{}, err
 	}
 	v.created, v.replicas = sts == nil, replicas
+	if v.resizing, err = r.reconcileStorage(ctx, nc, st, sts, replicas); err != nil {
+		r.fillStatus(nc, st, v)
+		return ctrl.Result{}, err
+	}
 	if sts != nil && !r.scalingDown(nc, st) {
 		if v.roll, err = r.roll(ctx, nc, sts, v.pods, v.obs.leader(), v.health); err != nil {
 			r.fillStatus(nc, st, v)
@@ -165,7 +177,7 @@ func (r *Reconciler) sync(ctx context.Context, nc *naradv1.NaradCluster, st *nar
 	if scaleRequeue > 0 {
 		requeue = min(requeue, scaleRequeue)
 	}
-	if v.volumeLoss {
+	if v.volumeLoss || v.resizing {
 		requeue = min(requeue, progressRequeue)
 	}
 	if v.disruption.Blocked {

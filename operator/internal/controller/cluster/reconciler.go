@@ -39,6 +39,9 @@ type Reconciler struct {
 	// RackImage is the image of the rack init container (the operator's own, whose manager
 	// binary has the `rack` subcommand); empty: the broker pods get no rack.
 	RackImage string
+	// OperatorVersion is the release the broker version-skew policy is judged against
+	// (release.Version when empty).
+	OperatorVersion string
 	// StatusInterval is how often a settled cluster's status is refreshed from the brokers;
 	// while something is in progress the reconciler requeues sooner.
 	StatusInterval time.Duration

@@ -131,16 +131,15 @@ func claimTemplate(nc *naradv1.NaradCluster, existing *appsv1.StatefulSet) corev
 	}
 }
 
-// storageChangeIgnored says whether spec.storage asks for a class or size the existing claim
-// template does not have (a StatefulSet's claim templates are immutable).
+// storageChangeIgnored says whether spec.storage asks for a class the existing claim template
+// does not have (a StatefulSet's claim templates are immutable). A larger size is not ignored:
+// storage.go grows the claims themselves.
 func storageChangeIgnored(nc *naradv1.NaradCluster, existing *appsv1.StatefulSet) bool {
 	if existing == nil {
 		return false
 	}
-	want, have := claimTemplate(nc, nil), claimTemplate(nc, existing)
-	ws, hs := want.Spec.Resources.Requests[corev1.ResourceStorage], have.Spec.Resources.Requests[corev1.ResourceStorage]
-	wc, hc := want.Spec.StorageClassName, have.Spec.StorageClassName
-	return ws.Cmp(hs) != 0 || (wc != nil && (hc == nil || *wc != *hc))
+	wc, hc := claimTemplate(nc, nil).Spec.StorageClassName, claimTemplate(nc, existing).Spec.StorageClassName
+	return wc != nil && (hc == nil || *wc != *hc)
 }
 
 // podSpec is the broker pod per the pod contract.

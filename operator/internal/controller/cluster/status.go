@@ -93,6 +93,7 @@ type view struct {
 	health     replicaHealth
 	disruption disruptionPlan
 	volumeLoss bool // a lost volume is open
+	resizing   bool // a claim is growing to spec.storage.size (storage.go)
 }
 
 // readyPods counts the pods that are Ready and not being deleted.
@@ -114,6 +115,7 @@ func (r *Reconciler) fillStatus(nc *naradv1.NaradCluster, st *naradv1.NaradClust
 	st.Selector = labels.SelectorFromSet(naming.Selector(nc)).String()
 	st.Replicas = v.replicas
 	st.ReadyReplicas = readyPods(v.pods)
+	st.Version = runningVersion(v.pods, nc.Status.Version)
 	obs := v.obs
 	st.Leader = obs.leader()
 	if obs.Err == nil {

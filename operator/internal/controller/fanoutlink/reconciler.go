@@ -28,6 +28,7 @@ import (
 	naradv1 "narad.dev/api/v1alpha1"
 	"narad.dev/operator/brokers"
 	"narad.dev/operator/internal/controller/clusterref"
+	"narad.dev/operator/internal/controller/pause"
 )
 
 // Reconciler reconciles one FanoutLink at a time.
@@ -84,7 +85,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fanoutlink").
-		For(&naradv1.FanoutLink{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&naradv1.FanoutLink{}, builder.WithPredicates(predicate.Or[ctrlclient.Object](predicate.GenerationChangedPredicate{}, pause.Changed()))).
 		Watches(&naradv1.NaradCluster{}, handler.EnqueueRequestsFromMapFunc(r.linksOfCluster),
 			builder.WithPredicates(clusterref.AvailabilityChanged())).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.linksOfSecret),
@@ -120,10 +121,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, &fl); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
+	if pause.Requested(&fl) {
+		return r.paused(ctx, &fl)
+	}
 	if !fl.DeletionTimestamp.IsZero() {
 		return clusterref.RequeueOnConflict(r.finalize(ctx, &fl))
 	}
 	before := fl.Status.DeepCopy()
+	if _, flipped, _ := pause.Mark(&fl.Status.Conditions, &fl); flipped {
+		r.event(&fl, "Normal", "ReconcileResumed", "Reconcile", "the %s annotation is gone: reconciling again", naradv1.PauseReconcileAnnotation)
+	}
 	st := newStatus(&fl)
 	if err := r.sync(ctx, &fl, st); err != nil {
 		return clusterref.RequeueOnConflict(ctrl.Result{}, err)
@@ -132,6 +139,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Attached: refresh the lag; Failed: the brokers refused, so retry slowly.
 	return clusterref.Finish(ctx, r.Client, &fl, !equality.Semantic.DeepEqual(before, &fl.Status), st.waiting(),
 		fl.Status.Conditions, r.ResyncPeriod)
+}
+
+// paused only records that fl is paused (docs/kubernetes.md "Pausing reconciliation"): no
+// broker call, no finalizer work, no requeue; removing the annotation wakes the controller.
+func (r *Reconciler) paused(ctx context.Context, fl *naradv1.FanoutLink) (ctrl.Result, error) {
+	_, flipped, changed := pause.Mark(&fl.Status.Conditions, fl)
+	if flipped {
+		r.event(fl, "Normal", "ReconcilePaused", "Reconcile", "the %s annotation is \"true\": changing nothing until it is removed", naradv1.PauseReconcileAnnotation)
+	}
+	if !changed {
+		return ctrl.Result{}, nil
+	}
+	return clusterref.RequeueOnConflict(ctrl.Result{}, r.Client.Status().Update(ctx, fl))
 }
 
 // sync does one pass against the brokers and records the outcome in st. Only Kubernetes API

@@ -26,6 +26,7 @@ import (
 	"narad.dev/broker/client"
 	"narad.dev/operator/brokers"
 	"narad.dev/operator/internal/controller/clusterref"
+	"narad.dev/operator/internal/controller/pause"
 )
 
 // Reconciler reconciles one Topic at a time.
@@ -52,7 +53,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("topic").
-		For(&naradv1.Topic{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&naradv1.Topic{}, builder.WithPredicates(predicate.Or[ctrlclient.Object](predicate.GenerationChangedPredicate{}, pause.Changed()))).
 		Watches(&naradv1.NaradCluster{}, handler.EnqueueRequestsFromMapFunc(r.topicsOfCluster),
 			builder.WithPredicates(clusterref.AvailabilityChanged())).
 		Complete(r)
@@ -80,6 +81,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, &t); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
+	if pause.Requested(&t) {
+		return r.paused(ctx, &t)
+	}
 	if !t.DeletionTimestamp.IsZero() {
 		return clusterref.RequeueOnConflict(r.finalize(ctx, &t))
 	}
@@ -92,6 +96,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	before := t.Status.DeepCopy()
+	if _, flipped, _ := pause.Mark(&t.Status.Conditions, &t); flipped {
+		r.event(&t, "Normal", "ReconcileResumed", "Reconcile", "the %s annotation is gone: reconciling again", naradv1.PauseReconcileAnnotation)
+	}
 	st := newStatus(&t)
 	err := r.sync(ctx, &t, st)
 	if err != nil {
@@ -104,6 +111,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	return clusterref.Finish(ctx, r.Client, &t, !equality.Semantic.DeepEqual(before, &t.Status), st.waiting(),
 		t.Status.Conditions, resync)
+}
+
+// paused only records that t is paused (docs/kubernetes.md "Pausing reconciliation"): no broker
+// call, no finalizer work, no requeue; removing the annotation wakes the controller again.
+func (r *Reconciler) paused(ctx context.Context, t *naradv1.Topic) (ctrl.Result, error) {
+	_, flipped, changed := pause.Mark(&t.Status.Conditions, t)
+	if flipped {
+		r.event(t, "Normal", "ReconcilePaused", "Reconcile", "the %s annotation is \"true\": changing nothing until it is removed", naradv1.PauseReconcileAnnotation)
+	}
+	if !changed {
+		return ctrl.Result{}, nil
+	}
+	return clusterref.RequeueOnConflict(ctrl.Result{}, r.Client.Status().Update(ctx, t))
 }
 
 // sync does one pass against the brokers and records what it saw in st. Only Kubernetes API
