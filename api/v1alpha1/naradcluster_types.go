@@ -271,11 +271,33 @@ type ServiceSpec struct {
 }
 
 // MonitoringSpec turns on Prometheus scraping of the brokers' /metrics.
+// +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.scrapeTimeout) || duration(self.scrapeTimeout) <= duration(self.interval)",message="scrapeTimeout must not exceed interval"
 type MonitoringSpec struct {
 	// ServiceMonitor creates a prometheus-operator ServiceMonitor for the brokers when that CRD
 	// is installed; without it the operator reports the reason in an event.
 	// +optional
 	ServiceMonitor bool `json:"serviceMonitor,omitempty"`
+
+	// Labels added to the ServiceMonitor, besides the cluster's own (which win on a clash).
+	// A Prometheus of kube-prometheus-stack only picks up ServiceMonitors whose labels match
+	// its serviceMonitorSelector, by default `release: <its Helm release name>`.
+	// +kubebuilder:validation:MaxProperties=16
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Interval between two scrapes of each broker, a duration such as 30s or 1m; empty keeps
+	// the Prometheus's own scrape interval.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(ms|s|m|h))+$`
+	// +optional
+	Interval string `json:"interval,omitempty"`
+
+	// ScrapeTimeout bounds one scrape of a broker (at most Interval); empty keeps the
+	// Prometheus's own scrape timeout.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(ms|s|m|h))+$`
+	// +optional
+	ScrapeTimeout string `json:"scrapeTimeout,omitempty"`
 }
 
 // NaradClusterStatus is what the operator last observed of the cluster.

@@ -76,7 +76,7 @@ var _ = Describe("Metadata through Raft leader and voter loss", func() {
 		expectClean("leader kill during creates", h)
 	})
 
-	It("(f) keeps serving metadata after losing one of three voters, placing new topics on live nodes only", func() {
+	It("(f) keeps serving metadata after losing one of three voters, placing new topics on live nodes only, and its metrics count the lost member dead", func() {
 		c := newCluster(3)
 		lead := leader(c)
 		victim := c.Others(lead)[0]
@@ -89,6 +89,24 @@ var _ = Describe("Metadata through Raft leader and voter loss", func() {
 		logf("create with one voter down: %d attempts, %s", n, time.Since(began).Round(time.Millisecond))
 
 		Expect(c.WaitMember(ctx(30*time.Second), c.ID(victim), client.StatusDead)).To(Succeed())
+
+		By("every live node's scrape counts the killed member dead and sees the one Raft leader")
+		Eventually(func(g Gomega) {
+			leaders := 0.0
+			for _, i := range live {
+				e, err := harness.ScrapeMetrics(ctx(5*time.Second), c.URL(i))
+				g.Expect(err).NotTo(HaveOccurred())
+				dead, _ := e.Value("narad_cluster_members", map[string]string{"status": "dead"})
+				alive, _ := e.Value("narad_cluster_members", map[string]string{"status": "alive"})
+				g.Expect([]float64{dead, alive}).To(Equal([]float64{1, 2}), "%s: members dead, alive", c.ID(i))
+				hasLeader, _ := e.Value("narad_raft_has_leader", nil)
+				g.Expect(hasLeader).To(Equal(1.0), "%s: narad_raft_has_leader", c.ID(i))
+				l, _ := e.Value("narad_raft_leader", nil)
+				leaders += l
+			}
+			g.Expect(leaders).To(Equal(1.0), "narad_raft_leader summed over the live nodes")
+		}).WithTimeout(20 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+
 		topic := "one-voter-down-b"
 		owners := createTopic(c, live[0], topic)
 		Expect(owners).NotTo(ContainElement(c.ID(victim)), "placement skips dead members")

@@ -78,18 +78,27 @@ func ensureNamespace(t testing.TB, ctx context.Context, c client.Client, name st
 	}
 }
 
-// installServiceMonitorStandIn installs a schemaless CRD for monitoring.coreos.com/v1
-// ServiceMonitor (envtest has no prometheus-operator): it proves the rendered ServiceMonitor's
-// group, version, kind and scope, not its fields. It returns once the CRD is Established.
+// installServiceMonitorStandIn installs schemaless CRDs for monitoring.coreos.com/v1
+// ServiceMonitor and PrometheusRule (envtest has no prometheus-operator): they prove the
+// rendered objects' group, version, kind and scope, not their fields. It returns once both
+// CRDs are Established.
 func installServiceMonitorStandIn(t testing.TB, ctx context.Context, c client.Client) {
+	t.Helper()
+	installMonitoringStandIn(t, ctx, c, "servicemonitors", "ServiceMonitor")
+	installMonitoringStandIn(t, ctx, c, "prometheusrules", "PrometheusRule")
+}
+
+// installMonitoringStandIn installs a schemaless monitoring.coreos.com/v1 CRD of kind and
+// returns once it is Established.
+func installMonitoringStandIn(t testing.TB, ctx context.Context, c client.Client, plural, kind string) {
 	t.Helper()
 	preserve := true
 	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
+		ObjectMeta: metav1.ObjectMeta{Name: plural + ".monitoring.coreos.com"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "monitoring.coreos.com",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "servicemonitors", Singular: "servicemonitor",
-				Kind: "ServiceMonitor", ListKind: "ServiceMonitorList"},
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: strings.ToLower(kind),
+				Kind: kind, ListKind: kind + "List"},
 			Scope: apiextensionsv1.NamespaceScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
@@ -113,7 +122,7 @@ func installServiceMonitorStandIn(t testing.TB, ctx context.Context, c client.Cl
 			return false, nil
 		})
 	if err != nil {
-		t.Fatalf("ServiceMonitor stand-in CRD not established: %v", err)
+		t.Fatalf("%s stand-in CRD not established: %v", kind, err)
 	}
 }
 

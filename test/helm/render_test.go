@@ -49,6 +49,8 @@ affinity:
 healthProbe: {port: 9440}
 metrics: {enabled: true, port: 9443, service: {type: ClusterIP, port: 8443, annotations: {example.com/a: b}}}
 serviceMonitor: {enabled: true, labels: {release: prometheus}, interval: 15s, scrapeTimeout: 5s}
+prometheusRule: {enabled: true, labels: {release: prometheus}}
+grafanaDashboard: {enabled: true, namespace: narad-system, labels: {team: queues}, annotations: {grafana_folder: Narad}}
 `
 
 func TestChartLintsWithoutWarnings(t *testing.T) {

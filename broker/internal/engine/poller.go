@@ -126,6 +126,7 @@ func (e *Engine) pollDataDir() {
 		return
 	}
 	e.m.DataDirAvailable.Set(float64(st.Bavail) * float64(st.Bsize))
+	e.m.DataDirCapacity.Set(float64(st.Blocks) * float64(st.Bsize))
 }
 
 // headReadTries bounds how many records past the frontier the poller reads to find one it

@@ -77,3 +77,16 @@ func TestOldestUnconsumedAgeIsTheHeadRecordsAgeAndNeverDropsOnProduce(t *testing
 		t.Fatalf("nothing unconsumed, age = %.1f s, want 0", got)
 	}
 }
+
+// TestDataDirPollSetsTheFilesystemsCapacityAndFreeBytes: the disk-full alert divides
+// narad_data_dir_available_bytes by narad_data_dir_capacity_bytes, so both come from the
+// same statfs of the data directory and free never exceeds total.
+func TestDataDirPollSetsTheFilesystemsCapacityAndFreeBytes(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	n.e.pollDataDir()
+	free := counterValue(t, n.m, "narad_data_dir_available_bytes", nil)
+	total := counterValue(t, n.m, "narad_data_dir_capacity_bytes", nil)
+	if total <= 0 || free <= 0 || free > total {
+		t.Fatalf("data dir available %.0f, capacity %.0f bytes: want 0 < available <= capacity", free, total)
+	}
+}

@@ -28,6 +28,10 @@ func (s *Store) Leader() (id, addr string) {
 	return string(i), string(a)
 }
 
+// LastContact is when this node last heard from the Raft leader (zero when it never has;
+// the leader's own is not kept current: ask IsLeader first).
+func (s *Store) LastContact() time.Time { return s.raft.LastContact() }
+
 // AppliedIndex is the index of the last log entry this node has applied: Raft's applied
 // index (which counts no-op and configuration entries the FSM never sees) or the FSM's
 // m/applied, whichever is larger (after a restart Raft starts from its last snapshot while

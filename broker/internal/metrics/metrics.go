@@ -62,6 +62,7 @@ type Metrics struct {
 
 	DataDirSize         prometheus.Gauge
 	DataDirAvailable    prometheus.Gauge
+	DataDirCapacity     prometheus.Gauge
 	TopicBytes          *prometheus.GaugeVec
 	PartitionSize       *prometheus.GaugeVec
 	Segments            *prometheus.GaugeVec
@@ -103,6 +104,10 @@ type Metrics struct {
 	ReplicaLag        *prometheus.GaugeVec
 	ISRChanges        *prometheus.CounterVec
 	ReplicationBytes  *prometheus.CounterVec
+
+	// Cluster is the Raft and membership families (cluster.go), read at scrape time from
+	// the ClusterSource the process binds once its metastore is open.
+	Cluster *ClusterCollector
 }
 
 // New registers every family on a fresh registry, plus the Go and process collectors.
@@ -159,6 +164,7 @@ func New() *Metrics {
 
 	m.DataDirSize = f.gauge("narad_data_dir_size_bytes", "Bytes of regular files under the data dir.")
 	m.DataDirAvailable = f.gauge("narad_data_dir_available_bytes", "Free bytes of the data dir's filesystem.")
+	m.DataDirCapacity = f.gauge("narad_data_dir_capacity_bytes", "Total bytes of the data dir's filesystem.")
 	m.TopicBytes = f.gaugeVec("narad_topic_bytes", "Bytes of a topic's partitions owned here.", []string{"topic"})
 	m.PartitionSize = f.gaugeVec("narad_partition_size_bytes", "Partition size on disk.", tp)
 	m.Segments = f.gaugeVec("narad_segments", "Segment files of a partition.", tp)
@@ -202,6 +208,8 @@ func New() *Metrics {
 		}
 	}
 
+	m.Cluster = newClusterCollector()
+	r.MustRegister(m.Cluster)
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.initKnown()
 	return m

@@ -36,7 +36,7 @@ func declaredFamilies(t *testing.T) []string {
 		if !ok || v.Field(i).Type() == reflect.TypeOf(m.Registry) {
 			continue
 		}
-		ch := make(chan *prometheus.Desc, 4)
+		ch := make(chan *prometheus.Desc, 64) // metrics.ClusterCollector describes 9
 		c.Describe(ch)
 		close(ch)
 		for d := range ch {

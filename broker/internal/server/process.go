@@ -196,6 +196,7 @@ func (p *process) openStore() error {
 	}
 	p.store = store
 	p.cleanup.push("metastore", store.Close)
+	p.m.Cluster.Bind(clusterMetrics{store: store, now: time.Now})
 	return nil
 }
 

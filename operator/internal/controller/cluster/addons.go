@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -115,7 +119,7 @@ func labelsValue(l map[string]string) map[string]any {
 }
 
 // desiredServiceMonitor scrapes every broker's /metrics through the headless Service (which
-// lists not-ready pods too).
+// lists not-ready pods too), with spec.monitoring's labels, interval and scrape timeout.
 func desiredServiceMonitor(nc *naradv1.NaradCluster) *unstructured.Unstructured {
 	sel := naming.Selector(nc)
 	sel[labelServiceRole] = serviceRoleHeadless
@@ -126,9 +130,19 @@ func desiredServiceMonitor(nc *naradv1.NaradCluster) *unstructured.Unstructured 
 			"serverName": naming.HeadlessService(nc) + "." + nc.Namespace + ".svc",
 		}
 	}
+	mon := nc.Spec.Monitoring
+	if mon.Interval != "" {
+		endpoint["interval"] = mon.Interval
+	}
+	if mon.ScrapeTimeout != "" {
+		endpoint["scrapeTimeout"] = mon.ScrapeTimeout
+	}
+	labels := map[string]string{}
+	maps.Copy(labels, mon.Labels)
+	maps.Copy(labels, naming.Labels(nc)) // the cluster's own labels win
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{
-			"name": naming.ServiceMonitor(nc), "namespace": nc.Namespace, "labels": labelsValue(naming.Labels(nc)),
+			"name": naming.ServiceMonitor(nc), "namespace": nc.Namespace, "labels": labelsValue(labels),
 		},
 		"spec": map[string]any{
 			"selector":          map[string]any{"matchLabels": labelsValue(sel)},
@@ -188,11 +202,28 @@ func (r *Reconciler) reconcileServiceMonitor(ctx context.Context, nc *naradv1.Na
 	if !nc.Spec.Monitoring.ServiceMonitor {
 		return "", r.removeAddon(ctx, nc, serviceMonitorGVK, naming.ServiceMonitor(nc))
 	}
+	if msg := invalidLabels(nc.Spec.Monitoring.Labels); msg != "" {
+		return "ServiceMonitor not created: spec.monitoring.labels: " + msg, nil
+	}
 	err := r.applyAddon(ctx, nc, desiredServiceMonitor(nc))
 	if errors.Is(err, errKindNotServed) {
 		return "ServiceMonitor not created: the monitoring.coreos.com/v1 ServiceMonitor CRD is not installed", nil
 	}
 	return "", err
+}
+
+// invalidLabels says why labels cannot be an object's labels ("" when they can), checked
+// before the API server would refuse the whole ServiceMonitor, in a stable (sorted) order.
+func invalidLabels(labels map[string]string) string {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Sprintf("key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(labels[k]); len(errs) > 0 {
+			return fmt.Sprintf("value of %q: %s", k, strings.Join(errs, "; "))
+		}
+	}
+	return ""
 }
 
 // reconcileCertificate creates or removes the cert-manager Certificate; a wanted one whose CRD

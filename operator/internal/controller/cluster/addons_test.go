@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -108,6 +109,68 @@ var _ = Describe("NaradCluster ServiceMonitor", func() {
 		By("turning monitoring off removes it")
 		mutate(nc.Name, nc, func(nc *naradv1.NaradCluster) { nc.Spec.Monitoring.ServiceMonitor = false })
 		Eventually(func() bool { _, err := serviceMonitor(nc); return apierrors.IsNotFound(err) }).Should(BeTrue())
+	})
+})
+
+var _ = Describe("NaradCluster ServiceMonitor settings", func() {
+	endpoints := func(sm *unstructured.Unstructured) []any {
+		eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		return eps
+	}
+
+	It("takes its labels, interval and scrape timeout from spec.monitoring and follows their changes", func() {
+		installCRD(serviceMonitorCRD())
+		nc := testCluster("mon-spec", func(nc *naradv1.NaradCluster) {
+			nc.Spec.Monitoring = naradv1.MonitoringSpec{ServiceMonitor: true, Interval: "15s", ScrapeTimeout: "5s",
+				Labels: map[string]string{"release": "kube-prometheus-stack", naming.LabelInstance: "not-this-cluster"}}
+		})
+		mustCreate(nc)
+		var sm *unstructured.Unstructured
+		Eventually(func() (err error) { sm, err = serviceMonitor(nc); return err }).Should(Succeed())
+		Expect(sm.GetLabels()).To(HaveKeyWithValue("release", "kube-prometheus-stack"))
+		for k, v := range naming.Labels(nc) {
+			Expect(sm.GetLabels()).To(HaveKeyWithValue(k, v), "the cluster's own labels win")
+		}
+		Expect(endpoints(sm)).To(ConsistOf(map[string]any{"port": "http", "path": "/metrics", "scheme": "http",
+			"interval": "15s", "scrapeTimeout": "5s"}))
+
+		By("changing the labels and interval, and dropping the scrape timeout")
+		mutate(nc.Name, nc, func(nc *naradv1.NaradCluster) {
+			nc.Spec.Monitoring.Labels = map[string]string{"release": "prom"}
+			nc.Spec.Monitoring.Interval, nc.Spec.Monitoring.ScrapeTimeout = "1m", ""
+		})
+		Eventually(func(g Gomega) {
+			sm, err := serviceMonitor(nc)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(sm.GetLabels()).To(HaveKeyWithValue("release", "prom"))
+			g.Expect(endpoints(sm)).To(ConsistOf(map[string]any{"port": "http", "path": "/metrics", "scheme": "http",
+				"interval": "1m"}))
+		}).Should(Succeed())
+
+		By("a label the API server would refuse is reported on Ready, not applied")
+		mutate(nc.Name, nc, func(nc *naradv1.NaradCluster) {
+			nc.Spec.Monitoring.Labels = map[string]string{"team name": "queues"}
+		})
+		Eventually(func() string { return conditionMessage(nc.Name, naradv1.ConditionReady) }).Should(
+			ContainSubstring(`spec.monitoring.labels: key "team name"`))
+		sm, err := serviceMonitor(nc)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sm.GetLabels()).To(HaveKeyWithValue("release", "prom"), "the last valid ServiceMonitor stays")
+	})
+
+	It("refuses a scrape timeout above the interval and durations Prometheus would not parse", func() {
+		for i, mon := range []naradv1.MonitoringSpec{
+			{ServiceMonitor: true, Interval: "10s", ScrapeTimeout: "30s"},
+			{ServiceMonitor: true, Interval: "30 seconds"},
+			{ServiceMonitor: true, ScrapeTimeout: "1.5s"},
+		} {
+			nc := testCluster(fmt.Sprintf("mon-bad-%d", i), func(nc *naradv1.NaradCluster) { nc.Spec.Monitoring = mon })
+			err := k8sClient.Create(ctx, nc)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%+v: %v", mon, err)
+		}
+		mustCreate(testCluster("mon-ok", func(nc *naradv1.NaradCluster) {
+			nc.Spec.Monitoring = naradv1.MonitoringSpec{Interval: "1m30s", ScrapeTimeout: "90s"}
+		}))
 	})
 })
 
