@@ -11,7 +11,7 @@ FUZZTIME ?= 10000x
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-.PHONY: all build operator run test unit blackbox fuzz fuzz-long bench lint proto proto-check doc-refs clean chaos manifests generate envtest kube-up kube-down kube-smoke
+.PHONY: all build operator run test unit blackbox fuzz fuzz-long bench lint proto proto-check doc-refs clean chaos manifests generate envtest kube-up kube-down kube-smoke kube-e2e-smoke
 
 all: build
 
@@ -78,6 +78,9 @@ kube-down: ## Stop the kube-up cluster by PID and unmount everything (its data i
 
 kube-smoke: ## On the kube-up cluster: a 2-replica narad StatefulSet on local volumes, a pod deleted and back
 	./hack/kube/smoke.sh
+
+kube-e2e-smoke: ## On the kube-up cluster: helm install of the operator, a NaradCluster of 3 Ready, a Topic, traffic through its Service
+	./hack/kube/e2e-smoke.sh
 
 manifests generate: ## Regenerate the CRDs (config/crd/bases) and deepcopy code with controller-gen
 	./hack/manifests.sh
