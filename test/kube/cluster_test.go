@@ -3,6 +3,9 @@ package kube
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -17,6 +20,7 @@ import (
 
 	naradv1 "narad.dev/api/v1alpha1"
 	"narad.dev/broker/client"
+	"narad.dev/operator/naming"
 	"narad.dev/test/harness"
 	"narad.dev/test/kube/chart"
 )
@@ -182,7 +186,72 @@ var _ = Describe("A NaradCluster on a real single-node cluster", Ordered, func()
 		Expect(harness.DrainAccepted(ctx, h, topicName, eps, 2*time.Second)).To(Succeed())
 		Expect(h.Missing(topicName)).To(BeEmpty())
 	}, NodeTimeout(8*time.Minute))
+
+	It("restarts a killed broker process in the same pod, losing nothing", func(ctx SpecContext) {
+		h := harness.NewHistory()
+		eps := []harness.Endpoint{svc}
+		load, cancelLoad := context.WithCancel(ctx)
+		defer cancelLoad()
+		prod, waitProducers := harness.StartClusterProducers(load, h, harness.ProducerOptions{
+			Topic: topicName, Prefix: "prockill", Workers: 2, Endpoints: eps, Interval: 20 * time.Millisecond,
+		})
+		Eventually(ctx, func() int { return len(h.Accepted(topicName)) }).WithTimeout(time.Minute).Should(BeNumerically(">=", 50), prod.String())
+
+		const victim = "narad-2"
+		var pod corev1.Pod
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: suiteNS, Name: victim}, &pod)).To(Succeed())
+		id, restarts := brokerContainer(&pod)
+		Expect(id).NotTo(BeEmpty(), "no running broker container in %s", victim)
+		killed := time.Now()
+		// SIGKILL through containerd, as the OOM killer or a crash would end it: no preStop, no SIGTERM.
+		Expect(killContainer(ctx, id)).To(Succeed())
+
+		Eventually(ctx, func(g Gomega) {
+			var p corev1.Pod
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: suiteNS, Name: victim}, &p)).To(Succeed())
+			g.Expect(p.UID).To(Equal(pod.UID), "the same pod, not a new one")
+			_, n := brokerContainer(&p)
+			g.Expect(n).To(BeNumerically(">", restarts))
+			g.Expect(podReady(&p)).To(BeTrue())
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		AddReportEntry("killed broker restarted and Ready after", time.Since(killed).Round(time.Second))
+		Eventually(ctx, clusterReady).WithTimeout(3 * time.Minute).Should(Succeed())
+
+		before := len(h.Accepted(topicName))
+		Eventually(ctx, func() int { return len(h.Accepted(topicName)) }).WithTimeout(time.Minute).Should(BeNumerically(">=", before+50), prod.String())
+		cancelLoad()
+		waitProducers()
+		AddReportEntry("producers", prod.String())
+		Expect(harness.DrainAccepted(ctx, h, topicName, eps, 2*time.Second)).To(Succeed())
+		Expect(h.Missing(topicName)).To(BeEmpty())
+	}, NodeTimeout(8*time.Minute))
 })
+
+// brokerContainer is the containerd ID of pod's broker container (empty when it is not
+// running) and its restart count.
+func brokerContainer(p *corev1.Pod) (string, int32) {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name != naming.ContainerName {
+			continue
+		}
+		id, ok := strings.CutPrefix(c.ContainerID, "containerd://")
+		if !ok || c.State.Running == nil {
+			return "", c.RestartCount
+		}
+		return id, c.RestartCount
+	}
+	return "", 0
+}
+
+// killContainer sends SIGKILL to the container's task through the cluster's containerd.
+func killContainer(ctx context.Context, id string) error {
+	out, err := exec.CommandContext(ctx, "ctr", "--address", filepath.Join(stateDir, "containerd", "containerd.sock"),
+		"-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", id).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ctr tasks kill %s: %w: %s", id, err, out)
+	}
+	return nil
+}
 
 // clusterReady: the NaradCluster is Ready for its current generation with 3 ready brokers.
 func clusterReady(g Gomega, ctx context.Context) {
