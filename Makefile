@@ -11,7 +11,7 @@ FUZZTIME ?= 10000x
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-.PHONY: all build operator run test unit blackbox fuzz fuzz-long bench lint proto proto-check doc-refs clean chaos manifests generate envtest kube-up kube-down kube-smoke
+.PHONY: all build operator run test unit blackbox fuzz fuzz-long bench lint proto proto-check doc-refs clean chaos manifests generate envtest kube-up kube-down kube-smoke kube-e2e-smoke e2e-kube
 
 all: build
 
@@ -57,7 +57,7 @@ bench-replication: build ## Failover time and empty-follower catch-up on three f
 	./hack/bench-replication.sh $(NARAD)
 
 chaos: build ## Long crash/soak loops (not part of make test)
-	cd test && NARAD_BIN=$(NARAD) NARAD_CHAOS=1 $(GO) test -count=1 -timeout 60m ./...
+	cd test && NARAD_BIN=$(NARAD) NARAD_CHAOS=1 $(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -v '/test/kube$$')
 
 lint: ## go vet, staticcheck, gofmt, the CRD and protobuf drift checks, the doc-reference and version checks
 	$(GO) vet $(GO_PKGS)
@@ -79,6 +79,13 @@ kube-down: ## Stop the kube-up cluster by PID and unmount everything (its data i
 
 kube-smoke: ## On the kube-up cluster: a 2-replica narad StatefulSet on local volumes, a pod deleted and back
 	./hack/kube/smoke.sh
+
+kube-e2e-smoke: ## On the kube-up cluster: helm install of the operator, a NaradCluster of 3 Ready, a Topic, traffic through its Service
+	./hack/kube/e2e-smoke.sh
+
+e2e-kube: ## The real-cluster suite test/kube (root): kube-up (builds what it lacks), then the suite; not part of make test
+	./hack/kube-up.sh up
+	cd test && $(GO) test -count=1 -timeout 40m -v ./kube/
 
 manifests generate: ## Regenerate the CRDs (config/crd/bases) and deepcopy code with controller-gen
 	./hack/manifests.sh

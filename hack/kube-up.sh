@@ -7,8 +7,9 @@
 #                            build (once, cached) etcd and the kubernetes binaries; build the
 #                            narad, operator and pause images from the tree; start etcd,
 #                            kube-apiserver, kube-controller-manager, kube-scheduler,
-#                            containerd and the kubelet; wait for the node to be Ready; make
-#                            the local-path StorageClass and its PersistentVolumes
+#                            containerd and the kubelet; wait for the node to be Ready; start
+#                            kube-proxy and CoreDNS (built once, cached); make the
+#                            local-path StorageClass and its PersistentVolumes
 #   hack/kube-up.sh down     stop everything by PID, unmount, remove the bridge (data kept)
 #   hack/kube-up.sh purge    down, then delete the state directory (certs, etcd, volumes)
 #   hack/kube-up.sh status   which processes run
@@ -31,6 +32,10 @@ source "${ROOT}/hack/kube/config.sh"
 source "${ROOT}/hack/kube/images.sh"
 # shellcheck source=hack/kube/storage.sh
 source "${ROOT}/hack/kube/storage.sh"
+# shellcheck source=hack/kube/proxy.sh
+source "${ROOT}/hack/kube/proxy.sh"
+# shellcheck source=hack/kube/dns.sh
+source "${ROOT}/hack/kube/dns.sh"
 # shellcheck source=hack/kube/down.sh
 source "${ROOT}/hack/kube/down.sh"
 
@@ -57,10 +62,14 @@ install_packages() {
 
 # The pod bridge, made before the kubelet starts: its address is the node IP (the kubelet
 # refuses a loopback node IP) and the API server's address, which pods reach directly.
+# The Service range is routed onto the bridge too: the node's own connections to a cluster
+# IP leave through it after kube-proxy's DNAT, and one to an address of the range that no
+# Service holds goes nowhere instead of out of the machine's default route.
 setup_bridge() {
 	ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
 	ip addr replace "${NODE_IP}/${POD_CIDR#*/}" dev "$BRIDGE"
 	ip link set "$BRIDGE" up
+	ip route replace "$SVC_CIDR" dev "$BRIDGE" src "$NODE_IP"
 }
 
 start_control_plane() {
@@ -70,13 +79,12 @@ start_control_plane() {
 		--initial-cluster "narad-kube=http://${LO}:2380" --log-level warn
 	wait_for etcd 60 curl -fsS "http://${LO}:2379/health" || kdie "etcd did not start (logs/etcd.log)"
 
-	# --endpoint-reconciler-type=none: the apiserver maintains no `kubernetes` Endpoints (it
-	#   refuses some advertise addresses otherwise, and nothing here uses the Service yet).
+	# The `kubernetes` Service's endpoints are the advertise address, the node IP, which pods
+	# reach through kube-proxy at ${SVC_IP}:443 (a loopback advertise address is refused).
 	# --kubelet-preferred-address-types=InternalIP: the node has no resolvable host name.
 	start kube-apiserver "${KUBE_BIN}/kube-apiserver" \
 		--etcd-servers "http://${LO}:2379" \
 		--bind-address "$NODE_IP" --secure-port 6443 --advertise-address "$NODE_IP" \
-		--endpoint-reconciler-type none \
 		--kubelet-preferred-address-types InternalIP \
 		--service-cluster-ip-range "$SVC_CIDR" \
 		--client-ca-file "${PKI}/ca.crt" \
@@ -146,8 +154,14 @@ up() {
 	write_containerd_config
 	write_cni_config
 	write_kubelet_config
+	write_proxy_config
+	write_dns_config
 	start_control_plane
 	start_node
+	start_proxy
+	mark "kube-proxy ready"
+	start_dns
+	mark "CoreDNS ready"
 	make_storage
 	recycle_volumes
 	klog "up: eval \"\$(hack/kube-up.sh env)\" && kubectl get nodes"
@@ -155,7 +169,8 @@ up() {
 
 status() {
 	local n rc=0
-	for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+	for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet \
+		kube-proxy coredns; do
 		if running "$n"; then
 			printf '%-24s running (pid %s)\n' "$n" "$(<"$(pidfile "$n")")"
 		else

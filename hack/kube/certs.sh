@@ -9,6 +9,7 @@
 #   scheduler            system:kube-scheduler
 #   kubelet              system:node:$NODE_NAME / system:nodes  (Node authorizer)
 #   kube-proxy           system:kube-proxy
+#   coredns              system:narad-coredns  (bound to the narad:coredns ClusterRole by dns.sh)
 # Serving certificates: apiserver (node IP, loopback, the `kubernetes` Service IP and names)
 # and kubelet (node IP). Keys are EC P-256; the service-account key is RSA 2048.
 # The node IP is part of the names, so a changed NARAD_KUBE_NET needs `kube-down.sh --purge`.
@@ -80,9 +81,11 @@ make_certs() {
 	cert scheduler system:kube-scheduler "" clientAuth ""
 	cert kubelet "system:node:${NODE_NAME}" system:nodes clientAuth ""
 	cert kube-proxy system:kube-proxy "" clientAuth ""
+	cert coredns system:narad-coredns "" clientAuth ""
 	kubeconfig admin admin
 	kubeconfig controller-manager controller-manager
 	kubeconfig scheduler scheduler
 	kubeconfig kubelet kubelet
 	kubeconfig kube-proxy kube-proxy
+	kubeconfig coredns coredns
 }

@@ -92,7 +92,9 @@ authentication:
 authorization:
   mode: Webhook
 clusterDomain: cluster.local
-# No cluster DNS yet, and no host resolver for pods: nothing in a pod looks up outside names.
+# CoreDNS on the node IP (dns.sh); pods get it and the cluster search path only, never the
+# host's resolvers: nothing in a pod looks up outside names.
+clusterDNS: [${NODE_IP}]
 resolvConf: ""
 podLogsDir: ${STATE}/logs/pods
 # The shared disk often has less than 15 % free; the default thresholds (imagefs 15 %,

@@ -6,9 +6,10 @@
 # Order: the scheduler and controller-manager first (nothing is recreated), then every pod is
 # deleted through the API so the kubelet stops its containers and the CRI tears down its
 # network (CNI DEL, network namespace); whatever is left is killed through containerd; then
-# the kubelet, containerd, the API server and etcd. Finally the mounts under the state
-# directory, the bridge and the kubelet's empty cgroups go, and the kernel settings the
-# kubelet changed are set back.
+# the kubelet, kube-proxy, CoreDNS, containerd, the API server and etcd. Finally the mounts
+# under the state directory, the bridge, the iptables chains of kube-proxy and the kubelet
+# (proxy.sh) and the kubelet's empty cgroups go, and the kernel settings the kubelet and
+# proxy.sh changed are set back.
 
 # tasks: IDs of the containers containerd still runs.
 tasks() { ctr --address "$CONTAINERD_SOCK" -n k8s.io tasks ls -q 2>/dev/null; }
@@ -23,7 +24,10 @@ down() {
 		wait_for "the kubelet to stop every pod" 60 no_tasks || true
 	fi
 	stop kubelet
+	stop kube-proxy
+	stop coredns
 	restore_sysctls
+	proxy_cleanup
 	if running containerd; then
 		local id
 		for id in $(tasks); do

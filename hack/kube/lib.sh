@@ -131,11 +131,13 @@ wait_for() {
 # rather than refuse to run); saved before the first start, restored by kube-down.
 KUBELET_SYSCTLS=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops
 	kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
+# The ones hack/kube/proxy.sh turns on for Service traffic, saved and restored with them.
+PROXY_SYSCTLS=(net/ipv4/ip_forward net/bridge/bridge-nf-call-iptables)
 
 save_sysctls() {
 	local f="${STATE}/sysctls.saved" k
 	[[ -s "$f" ]] && return 0
-	for k in "${KUBELET_SYSCTLS[@]}"; do
+	for k in "${KUBELET_SYSCTLS[@]}" "${PROXY_SYSCTLS[@]}"; do
 		[[ -r "/proc/sys/${k}" ]] && printf '%s %s\n' "$k" "$(<"/proc/sys/${k}")"
 	done >"$f"
 }
