@@ -122,7 +122,7 @@ func (r replicaSource) Fetch(ctx context.Context, req replica.FetchRequest) (rep
 		Topic: r.topic, Partition: int32(r.partition), Incarnation: r.incarnation, LeaderEpoch: req.Epoch,
 		FetchOffset: req.Offset, MaxBytes: int32(min(req.MaxBytes, maxReplicaFetchBytes)),
 		WaitMs: r.wait.Milliseconds(), FollowerHwm: req.HWM,
-	})
+	}, rpc.WithSegmentCodec()) // the frames are not copied by protobuf (rpc/fetch.go)
 	if err != nil {
 		return replica.FetchReply{}, replicaTransport(err)
 	}
