@@ -55,8 +55,15 @@ func (l *Log) Append(entries []Entry, committedAtMs int64) (first, leo int64, er
 // AppendFrames durably appends frames, a run of whole frames read from another replica's log
 // (ReadFrames), byte for byte: every frame must pass its CRC check and the first must start at
 // the end offset, each next where the previous ended. The HWM does not move. It returns the
-// new end offset.
+// new end offset. frames is written from as it is and the verify re-reads the file into it
+// (as a commit re-reads into its encode buffer): the caller must not use it concurrently, and
+// after a failure its content is unspecified.
 func (l *Log) AppendFrames(frames []byte) (leo int64, err error) {
+	return l.appendFrames(frames, false)
+}
+
+// appendFrames is AppendFrames, with direct writes when direct is set (AppendFramesDirect).
+func (l *Log) appendFrames(frames []byte, direct bool) (leo int64, err error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if err := l.writable(); err != nil {
@@ -83,8 +90,12 @@ func (l *Log) AppendFrames(frames []byte) (leo int64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	l.wbuf = append(l.wbuf[:0], frames...)
-	end, err := l.writeFrames(seg, l.next)
+	var end int64
+	if direct {
+		end, err = l.writeFramesDirect(seg, frames)
+	} else {
+		end, err = l.writeFrames(seg, l.next, frames, nil) // no copy: frames is written as it is
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -160,7 +160,7 @@ func (f *Follower) FetchOnce(ctx context.Context) error {
 				return err
 			}
 		}
-		next, err := f.Log.AppendFrames(rep.Frames)
+		next, err := f.appendFrames(rep.Frames)
 		if err != nil {
 			return err
 		}
