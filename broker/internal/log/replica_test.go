@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func openReplicaLog(t *testing.T, dir string, segBytes int64) *Log {
@@ -204,6 +205,37 @@ func TestAppendFramesWritesWithoutCopyingTheFrames(t *testing.T) {
 	copied, _, err := follower.ReadFrames(0, 64<<20)
 	if err != nil || !bytes.Equal(copied, frames) {
 		t.Fatalf("the follower's frames differ from the leader's (%d vs %d bytes, %v)", len(copied), len(frames), err)
+	}
+}
+
+// ReadFramesAppend reads what ReadFrames reads into the given buffer, after what it holds,
+// reusing its capacity: a leader reads catch-up answers into recycled buffers.
+func TestReadFramesAppendReusesTheBuffer(t *testing.T) {
+	leader := openReplicaLog(t, t.TempDir(), 4096)
+	for i := range 20 {
+		if _, _, err := leader.Append(testEntries(string(rune('a'+i)), 2, 300), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, wantNext, err := leader.ReadFrames(6, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 3, 1<<20)
+	copy(buf, "abc")
+	got, next, err := leader.ReadFramesAppend(buf, 6, 5000)
+	if err != nil || next != wantNext {
+		t.Fatalf("ReadFramesAppend: next %d (ReadFrames %d), %v", next, wantNext, err)
+	}
+	if string(got[:3]) != "abc" || !bytes.Equal(got[3:], want) {
+		t.Fatalf("appended %d bytes after %q; ReadFrames read %d", len(got)-3, got[:3], len(want))
+	}
+	if unsafe.SliceData(got) != unsafe.SliceData(buf) {
+		t.Fatal("the frames went into a new buffer although the given one had room")
+	}
+	if got, next, err := leader.ReadFramesAppend(buf[:0], leader.NextOffset(), 5000); err != nil || len(got) != 0 ||
+		next != leader.NextOffset() {
+		t.Fatalf("at the end: %d bytes, next %d, %v", len(got), next, err)
 	}
 }
 

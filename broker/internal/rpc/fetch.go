@@ -21,9 +21,10 @@ import (
 // fetchFramesField is nodepb.ReplicaFetchReply's frames field (bytes frames = 4).
 const fetchFramesField protowire.Number = 4
 
-// marshalFetchReply encodes m with its frames as a separate buffer, not copied. m's frames
-// are taken out for the protobuf encoding of the other fields and put back before it returns
-// (the codec holds the only reference to a reply being sent).
+// marshalFetchReply encodes m with its frames as a separate buffer, not copied, which goes
+// back to FetchBuffers once sent. m's frames are taken out for the protobuf encoding of the
+// other fields and put back before it returns (the codec holds the only reference to a reply
+// being sent).
 func marshalFetchReply(m *nodepb.ReplicaFetchReply) (mem.BufferSlice, error) {
 	frames := m.Frames
 	m.Frames = nil
@@ -37,8 +38,19 @@ func marshalFetchReply(m *nodepb.ReplicaFetchReply) (mem.BufferSlice, error) {
 	}
 	head = protowire.AppendTag(head, fetchFramesField, protowire.BytesType)
 	head = protowire.AppendVarint(head, uint64(len(frames)))
-	return mem.BufferSlice{mem.SliceBuffer(head), mem.SliceBuffer(frames)}, nil
+	return mem.BufferSlice{mem.SliceBuffer(head), mem.NewBuffer(&frames, FetchBuffers)}, nil
 }
+
+// FetchBuffers is the pool of the leader's fetch answers: the frames of a reply sent with the
+// segment codec go back to it once the transport has written them. Only buffers whose
+// capacity is one of its classes (1 MiB to 16 MiB, powers of two) are kept, so the frames of a
+// reply must not be used by anyone once it is sent.
+var FetchBuffers mem.BufferPool = newSizedPool(minFetchShift, maxFetchShift)
+
+const (
+	minFetchShift = 20 // 1 MiB: an in-sync follower's fetch
+	maxFetchShift = 24 // 16 MiB: node RPC's largest message
+)
 
 // unmarshalFetchReply decodes a nodepb.ReplicaFetchReply from r: the frames field's bytes are
 // copied once into a slice of their own, every other field's raw bytes are collected and
@@ -62,7 +74,7 @@ func unmarshalFetchReply(r *mem.Reader, m *nodepb.ReplicaFetchReply) error {
 			if err != nil {
 				return fmt.Errorf("fetch reply: frames: %w", err)
 			}
-			frames = make([]byte, n)
+			frames = fetchFrames(n)
 			if _, err := io.ReadFull(r, frames); err != nil {
 				return fmt.Errorf("fetch reply: frames: %w", err)
 			}
@@ -79,6 +91,22 @@ func unmarshalFetchReply(r *mem.Reader, m *nodepb.ReplicaFetchReply) error {
 		m.Frames = frames
 	}
 	return nil
+}
+
+// fetchFrames returns n bytes for a received reply's frames from FetchBuffers: a new buffer
+// of megabytes costs the page faults of its first touch, more than the copy into it. The
+// receiver gives it back with ReleaseFetchFrames.
+func fetchFrames(n int) []byte {
+	if n < 1<<minFetchShift {
+		return make([]byte, n)
+	}
+	return (*FetchBuffers.Get(n))[:n]
+}
+
+// ReleaseFetchFrames gives the frames of a reply decoded by the segment codec back to
+// FetchBuffers; nothing may use them afterwards. Frames of another origin are let go.
+func ReleaseFetchFrames(frames []byte) {
+	FetchBuffers.Put(&frames)
 }
 
 // copyField appends the value of a field of wire type typ, as read from r, to dst.
