@@ -17,6 +17,8 @@
 #   BENCH_CATCHUP_REPS=N         catch-ups to measure, each wiping another node (default 1)
 #   BENCH_PPROF_DIR=dir          CPU profiles of the three nodes during a catch-up (BENCH_PPROF_SECONDS, 10)
 #   BENCH_KEEP=dir               copy the node logs and the failover answer logs there
+#   BENCH_ADDR_PREFIX=127.0.0.5  node I listens on ${BENCH_ADDR_PREFIX}I (another prefix lets two
+#                                runs share a machine)
 set -euo pipefail
 narad="$(cd "$(dirname "${1:?usage: hack/bench-replication.sh path/to/narad}")" && pwd)/$(basename "$1")"
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -35,7 +37,7 @@ cleanup() {
 trap cleanup EXIT
 log() { echo "bench-replication: $*" >&2; }
 
-host() { echo "127.0.0.5$1"; }
+host() { echo "${BENCH_ADDR_PREFIX:-127.0.0.5}$1"; }
 url() { echo "http://$(host "$1"):17942"; }
 id_of() { echo "n$1"; }
 idx_of() { echo "${1#n}"; }

@@ -105,7 +105,8 @@ type catchupWatch struct {
 }
 
 // inSync reports whether the replica is in the ISR of every partition with a lag of 0 that its
-// leader reported, each after it was seen out of that ISR: a node that returns empty leaves
+// leader reported (or leads it again: the preferred leader gets its partitions back as soon as
+// it is in sync), each after it was seen out of that ISR: a node that returns empty leaves
 // the ISRs as it starts, and until then the leader's view of it is from before it was wiped.
 func (w *catchupWatch) inSync(stats []client.PartitionStat) bool {
 	all := len(stats) > 0
@@ -116,6 +117,9 @@ func (w *catchupWatch) inSync(stats []client.PartitionStat) bool {
 			continue
 		}
 		lag, reported := st.FollowerLag[w.replica]
+		if st.Leader == w.replica { // back in the ISR and given its preferred leadership back
+			lag, reported = 0, true
+		}
 		if !w.seenOut[st.Index] || !reported || lag != 0 {
 			all = false
 		}

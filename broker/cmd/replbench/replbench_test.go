@@ -80,6 +80,13 @@ func TestCatchupNeedsTheReplicaSeenOutThenInWithNoLag(t *testing.T) {
 	if !w.inSync(stale) {
 		t.Fatal("not in sync: in every ISR with lag 0 after leaving them")
 	}
+	ledAgain := []client.PartitionStat{
+		{Index: 0, ISR: []string{"n1", "n3", "n2"}, FollowerLag: map[string]int64{"n2": 0, "n3": 0}},
+		{Index: 1, Leader: "n2", ISR: []string{"n2", "n1", "n3"}, FollowerLag: map[string]int64{"n1": 0, "n3": 0}},
+	}
+	if !w.inSync(ledAgain) {
+		t.Fatal("not in sync: back in every ISR, leading one partition again")
+	}
 	if (&catchupWatch{replica: "n2", seenOut: map[int]bool{}}).inSync(nil) {
 		t.Fatal("in sync with no partitions")
 	}

@@ -1,6 +1,7 @@
 // Package durable holds the crash-safe file primitives of docs/internals/storage-format.md §1: atomic
 // replace (temp + fsync + rename + dir fsync), directory creation with parent fsyncs, and
-// fdatasync. Every file that must survive a crash is written through one of these.
+// fdatasync. Every file that must survive a crash is written through one of these. direct.go
+// opens files for direct I/O and makes the aligned buffers it needs.
 package durable
 
 import (

@@ -101,7 +101,7 @@ func (l *Log) appendLocked(entries []Entry, committedAtMs int64) (first int64, s
 	if err := l.encodeFrames(entries, first, committedAtMs); err != nil {
 		return 0, nil, 0, err
 	}
-	end, err = l.writeFrames(seg, first)
+	end, err = l.writeFrames(seg, first, l.wbuf, nil)
 	if err != nil {
 		return 0, nil, 0, err
 	}
@@ -123,14 +123,16 @@ func (l *Log) activeForWrite() (*segment, error) {
 	return seg, nil
 }
 
-// writeFrames writes l.wbuf (the frames described by l.frames) at the end of seg, fsyncs and
-// verifies it, and indexes the frames. It returns the position where the write ended; on
-// failure the segment is truncated back (rollback). Caller holds wmu.
-func (l *Log) writeFrames(seg *segment, first int64) (end int64, err error) {
+// writeFrames writes buf (the frames described by l.frames) at the end of seg, fsyncs and
+// verifies it (re-reading into buf), and indexes the frames. With direct set (an O_DIRECT
+// descriptor of seg, direct.go) the whole blocks of buf are written and re-read through it. It
+// returns the position where the write ended; on failure the segment is truncated back
+// (rollback). Caller holds wmu.
+func (l *Log) writeFrames(seg *segment, first int64, buf []byte, direct *os.File) (end int64, err error) {
 	start := seg.size.Load()
-	n := len(l.wbuf)
+	n := len(buf)
 	t0 := l.opts.Now()
-	_, err = seg.f.WriteAt(l.wbuf, start)
+	err = eachSpan(seg, direct, buf, start, writeSpan)
 	l.opts.Observer.ObserveFlush(l.opts.Now().Sub(t0), n)
 	if err != nil {
 		return 0, l.rollback(seg, start, first, fmt.Errorf("write %s: %w", seg.path, err))
@@ -146,7 +148,7 @@ func (l *Log) writeFrames(seg *segment, first int64) (end int64, err error) {
 	if err = faults.Check(FaultAfterFsync); err != nil {
 		return 0, l.rollback(seg, start, first, err)
 	}
-	if err = l.verifyDurable(seg, start, n); err != nil {
+	if err = l.verifyDurable(seg, start, buf, direct); err != nil {
 		return 0, l.rollback(seg, start, first, err)
 	}
 	end = start + int64(n)
@@ -269,15 +271,14 @@ func appendRecords(dst []byte, batch []Entry, ts int64) []byte {
 	return dst
 }
 
-// verifyDurable re-reads the n bytes just written at start and checks every frame's header
-// against what was written and its CRC over the raw bytes (no decode). The re-read reuses
-// l.wbuf; l.frames keeps the expectations.
-func (l *Log) verifyDurable(seg *segment, start int64, n int) error {
+// verifyDurable re-reads the len(buf) bytes just written at start into buf (the buffer they
+// were written from) and checks every frame's header against what was written and its CRC
+// over the raw bytes (no decode); l.frames keeps the expectations. direct as in writeFrames.
+func (l *Log) verifyDurable(seg *segment, start int64, buf []byte, direct *os.File) error {
 	if err := faults.Check(FaultVerify); err != nil {
 		return fmt.Errorf("%w: %w", ErrVerify, err)
 	}
-	buf := l.wbuf[:n]
-	if _, err := seg.f.ReadAt(buf, start); err != nil {
+	if err := eachSpan(seg, direct, buf, start, readSpan); err != nil {
 		return fmt.Errorf("%w: re-read %s at %d: %w", ErrVerify, seg.path, start, err)
 	}
 	for _, fm := range l.frames {

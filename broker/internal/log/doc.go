@@ -22,7 +22,9 @@
 // # Writer model
 //
 // A replicated partition splits the commit in two (replica.go): Append / AppendFrames write
-// to the hidden tail, AdvanceHWM publishes (docs/internals/storage-format.md §20).
+// to the hidden tail, AdvanceHWM publishes (docs/internals/storage-format.md §20). A follower
+// catching up appends with AppendFramesDirect (direct.go): the same file, fsync and verify,
+// with the whole blocks written and re-read by direct I/O.
 //
 // Single writer = the holder of the write lock. Every write in Narad is a commit (the
 // dispatcher's owner-side commit, docs/internals/produce-path.md §8), so there is no background flusher

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"narad.dev/broker/internal/durable"
 	"narad.dev/broker/internal/faults"
@@ -55,8 +56,15 @@ func (l *Log) Append(entries []Entry, committedAtMs int64) (first, leo int64, er
 // AppendFrames durably appends frames, a run of whole frames read from another replica's log
 // (ReadFrames), byte for byte: every frame must pass its CRC check and the first must start at
 // the end offset, each next where the previous ended. The HWM does not move. It returns the
-// new end offset.
+// new end offset. frames is written from as it is and the verify re-reads the file into it
+// (as a commit re-reads into its encode buffer): the caller must not use it concurrently, and
+// after a failure its content is unspecified.
 func (l *Log) AppendFrames(frames []byte) (leo int64, err error) {
+	return l.appendFrames(frames, false)
+}
+
+// appendFrames is AppendFrames, with direct writes when direct is set (AppendFramesDirect).
+func (l *Log) appendFrames(frames []byte, direct bool) (leo int64, err error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if err := l.writable(); err != nil {
@@ -83,8 +91,12 @@ func (l *Log) AppendFrames(frames []byte) (leo int64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	l.wbuf = append(l.wbuf[:0], frames...)
-	end, err := l.writeFrames(seg, l.next)
+	var end int64
+	if direct {
+		end, err = l.writeFramesDirect(seg, frames)
+	} else {
+		end, err = l.writeFrames(seg, l.next, frames, nil) // no copy: frames is written as it is
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -282,6 +294,14 @@ func (l *Log) dropHot(segs []*segment) {
 // the offset after the last frame returned; an empty result with next == from means there is
 // nothing past from yet.
 func (l *Log) ReadFrames(from int64, maxBytes int) (frames []byte, next int64, err error) {
+	return l.ReadFramesAppend(nil, from, maxBytes)
+}
+
+// ReadFramesAppend is ReadFrames appending the frames to dst, whose capacity it reuses (the
+// leader reads a catch-up answer into a pooled buffer: a new one of 8 MiB costs zeroing and
+// page faults). maxBytes counts the appended bytes only.
+func (l *Log) ReadFramesAppend(dst []byte, from int64, maxBytes int) (frames []byte, next int64, err error) {
+	frames, base := dst, len(dst)
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed.Load() {
@@ -295,7 +315,7 @@ func (l *Log) ReadFrames(from int64, maxBytes int) (frames []byte, next int64, e
 		if from > leo {
 			return nil, 0, fmt.Errorf("%w: %d > end offset %d", ErrBeyondEnd, from, leo)
 		}
-		return nil, from, nil
+		return dst, from, nil
 	}
 	next = from
 	for next < leo {
@@ -317,7 +337,7 @@ func (l *Log) ReadFrames(from int64, maxBytes int) (frames []byte, next int64, e
 					return true
 				}
 				start = pos
-			} else if len(frames)+int(pos-start+h.size()) > maxBytes {
+			} else if len(frames)-base+int(pos-start+h.size()) > maxBytes {
 				return true
 			}
 			stop, next = pos+h.size(), h.end()
@@ -333,11 +353,11 @@ func (l *Log) ReadFrames(from int64, maxBytes int) (frames []byte, next int64, e
 			break
 		}
 		at := len(frames)
-		frames = append(frames, make([]byte, stop-start)...)
+		frames = slices.Grow(frames, int(stop-start))[:at+int(stop-start)] // no zeroing: read over
 		if _, err := seg.f.ReadAt(frames[at:], start); err != nil {
 			return nil, 0, fmt.Errorf("log: read %s at %d: %w", seg.path, start, err)
 		}
-		if len(frames) >= maxBytes || stop < size {
+		if len(frames)-base >= maxBytes || stop < size {
 			break
 		}
 	}

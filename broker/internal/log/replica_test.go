@@ -5,9 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func openReplicaLog(t *testing.T, dir string, segBytes int64) *Log {
@@ -173,6 +175,67 @@ func TestAppendFramesRefusesGapsAndDamage(t *testing.T) {
 	}
 	if leo, err := follower.AppendFrames(append(append([]byte(nil), first...), second...)); err != nil || leo != 4 {
 		t.Fatalf("good frames: %d, %v", leo, err)
+	}
+}
+
+// A follower catching up appends megabytes per call: AppendFrames writes the frames from the
+// caller's buffer and verifies into it, so it allocates no copy of them.
+func TestAppendFramesWritesWithoutCopyingTheFrames(t *testing.T) {
+	leader := openReplicaLog(t, t.TempDir(), 64<<20)
+	for i := range 6 {
+		if _, _, err := leader.Append(testEntries(string(rune('a'+i)), 16, 64<<10), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frames, next, err := leader.ReadFrames(0, 64<<20)
+	if err != nil || next != 96 {
+		t.Fatalf("ReadFrames: next %d, %v", next, err)
+	}
+	follower := openReplicaLog(t, t.TempDir(), 64<<20)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	leo, err := follower.AppendFrames(frames)
+	runtime.ReadMemStats(&after)
+	if err != nil || leo != 96 {
+		t.Fatalf("AppendFrames = %d, %v", leo, err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > uint64(len(frames))/4 {
+		t.Fatalf("appending %d bytes of frames allocated %d bytes", len(frames), n)
+	}
+	copied, _, err := follower.ReadFrames(0, 64<<20)
+	if err != nil || !bytes.Equal(copied, frames) {
+		t.Fatalf("the follower's frames differ from the leader's (%d vs %d bytes, %v)", len(copied), len(frames), err)
+	}
+}
+
+// ReadFramesAppend reads what ReadFrames reads into the given buffer, after what it holds,
+// reusing its capacity: a leader reads catch-up answers into recycled buffers.
+func TestReadFramesAppendReusesTheBuffer(t *testing.T) {
+	leader := openReplicaLog(t, t.TempDir(), 4096)
+	for i := range 20 {
+		if _, _, err := leader.Append(testEntries(string(rune('a'+i)), 2, 300), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, wantNext, err := leader.ReadFrames(6, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 3, 1<<20)
+	copy(buf, "abc")
+	got, next, err := leader.ReadFramesAppend(buf, 6, 5000)
+	if err != nil || next != wantNext {
+		t.Fatalf("ReadFramesAppend: next %d (ReadFrames %d), %v", next, wantNext, err)
+	}
+	if string(got[:3]) != "abc" || !bytes.Equal(got[3:], want) {
+		t.Fatalf("appended %d bytes after %q; ReadFrames read %d", len(got)-3, got[:3], len(want))
+	}
+	if unsafe.SliceData(got) != unsafe.SliceData(buf) {
+		t.Fatal("the frames went into a new buffer although the given one had room")
+	}
+	if got, next, err := leader.ReadFramesAppend(buf[:0], leader.NextOffset(), 5000); err != nil || len(got) != 0 ||
+		next != leader.NextOffset() {
+		t.Fatalf("at the end: %d bytes, next %d, %v", len(got), next, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"time"
+	"unsafe"
 
 	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/log"
@@ -39,9 +40,20 @@ func (s *Service) ReplicaFetch(ctx context.Context, req *nodepb.ReplicaFetchRequ
 		maxBytes = maxReplicaFetchBytes
 	}
 	wait := min(time.Duration(max(req.WaitMs, 0))*time.Millisecond, maxReplicaFetchWait)
-	rep, err := s.replicas.Fetch(ctx, req.Topic, int(req.Partition), req.Incarnation, replica.FetchRequest{
-		Follower: follower, Epoch: req.LeaderEpoch, Offset: req.FetchOffset, MaxBytes: maxBytes, HWM: req.FollowerHwm,
-	}, wait)
+	fr := replica.FetchRequest{Follower: follower, Epoch: req.LeaderEpoch, Offset: req.FetchOffset, MaxBytes: maxBytes,
+		HWM: req.FollowerHwm}
+	// Called with the segment codec, the frames are read into a pooled buffer, which the codec
+	// hands back to the pool once the transport has sent it (rpc/fetch.go); an answer that
+	// does not carry it gives it back now.
+	var buf *[]byte
+	if rpc.SegmentCodecIn(ctx) {
+		buf = rpc.FetchBuffers.Get(maxBytes)
+		fr.Buf = *buf
+	}
+	rep, err := s.replicas.Fetch(ctx, req.Topic, int(req.Partition), req.Incarnation, fr, wait)
+	if buf != nil && (len(rep.Frames) == 0 || unsafe.SliceData(rep.Frames) != unsafe.SliceData(*buf)) {
+		rpc.FetchBuffers.Put(buf)
+	}
 	if err != nil {
 		out := replicaFetchRefusal(err)
 		out.LeaderEpoch = s.replicas.EpochOf(req.Topic, int(req.Partition))
@@ -122,7 +134,7 @@ func (r replicaSource) Fetch(ctx context.Context, req replica.FetchRequest) (rep
 		Topic: r.topic, Partition: int32(r.partition), Incarnation: r.incarnation, LeaderEpoch: req.Epoch,
 		FetchOffset: req.Offset, MaxBytes: int32(min(req.MaxBytes, maxReplicaFetchBytes)),
 		WaitMs: r.wait.Milliseconds(), FollowerHwm: req.HWM,
-	})
+	}, rpc.WithSegmentCodec()) // the frames are not copied by protobuf (rpc/fetch.go)
 	if err != nil {
 		return replica.FetchReply{}, replicaTransport(err)
 	}
@@ -135,6 +147,9 @@ func (r replicaSource) Fetch(ctx context.Context, req replica.FetchRequest) (rep
 	}
 	out := replica.FetchReply{Frames: rep.Frames, Next: rep.NextOffset, HWM: rep.Hwm, ConsumerState: rep.ConsumerState,
 		FanoutCursors: rep.FanoutCursors}
+	if frames := rep.Frames; len(frames) > 0 {
+		out.Release = func() { rpc.ReleaseFetchFrames(frames) }
+	}
 	for _, e := range rep.Epochs {
 		out.Epochs = append(out.Epochs, log.EpochEntry{Epoch: e.Epoch, Start: e.Start})
 	}

@@ -183,6 +183,9 @@ func (belowStart) OldestOffset() int64 { return 100 }
 func (belowStart) ReadFrames(int64, int) ([]byte, int64, error) {
 	return nil, 0, log.ErrOffsetOutOfRange
 }
+func (belowStart) ReadFramesAppend([]byte, int64, int) ([]byte, int64, error) {
+	return nil, 0, log.ErrOffsetOutOfRange
+}
 
 func TestAFetchBelowTheLeadersLogStartSaysWhereItStarts(t *testing.T) {
 	leader := openReplicaNode(t)

@@ -34,6 +34,15 @@ type FetchRequest struct {
 	// HWM is the follower's HWM: a fetch parked for want of records returns as soon as the
 	// leader's HWM is past it, so followers learn the HWM without waiting for new records.
 	HWM int64
+	// Buf, on the leader, is a buffer the answer's frames may be read into (its capacity is
+	// reused; the transport recycles it once sent). nil: a new one.
+	Buf []byte
+}
+
+// framesAppender is the read of a log that can read frames into a given buffer
+// (log.Log.ReadFramesAppend).
+type framesAppender interface {
+	ReadFramesAppend(dst []byte, from int64, maxBytes int) ([]byte, int64, error)
 }
 
 // FetchReply is the leader's answer: frames from the request's offset up to Next (possibly
@@ -50,6 +59,10 @@ type FetchReply struct {
 	// FanoutCursors are the leader's fan-out cursor positions (a cursorsync envelope), with
 	// the cadence of ConsumerState; nil otherwise.
 	FanoutCursors []byte
+	// Release, when set, gives Frames' buffer back to the transport's pool; the follower
+	// calls it once the frames are appended and uses them no more (an answer it drops is
+	// left to the garbage collector).
+	Release func()
 }
 
 // Source is the follower's way to its leader (node RPC in production). Errors of the leader
@@ -153,6 +166,9 @@ func (f *Follower) FetchOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if rep.Release != nil {
+		defer rep.Release()
+	}
 	f.noteReply(ctx, rep)
 	if len(rep.Frames) > 0 {
 		for _, e := range rep.Epochs {
@@ -160,7 +176,7 @@ func (f *Follower) FetchOnce(ctx context.Context) error {
 				return err
 			}
 		}
-		next, err := f.Log.AppendFrames(rep.Frames)
+		next, err := f.appendFrames(rep.Frames)
 		if err != nil {
 			return err
 		}
@@ -201,13 +217,21 @@ func (f *Follower) startAt(from, logStart int64) error {
 
 // Serve answers a follower's fetch on the leader (the other side of Source.Fetch, minus the
 // transport and the long-poll wait, which belong to the caller): it records the follower's
-// LEO, then reads frames from req.Offset. epochs is the leader's leader-epoch file.
+// LEO, then reads frames from req.Offset (into req.Buf when the log can: framesAppender).
+// epochs is the leader's leader-epoch file.
 func (l *Leader) Serve(req FetchRequest, lg interface {
 	ReadFrames(from int64, maxBytes int) ([]byte, int64, error)
 }, epochs *log.Epochs) (FetchReply, error) {
 	// Read first: it proves req.Offset is a frame boundary within the log, so a follower's
 	// LEO that the HWM may take is always one.
-	frames, next, err := lg.ReadFrames(req.Offset, req.MaxBytes)
+	var frames []byte
+	var next int64
+	var err error
+	if a, ok := lg.(framesAppender); ok && req.Buf != nil {
+		frames, next, err = a.ReadFramesAppend(req.Buf[:0], req.Offset, req.MaxBytes)
+	} else {
+		frames, next, err = lg.ReadFrames(req.Offset, req.MaxBytes)
+	}
 	if err != nil {
 		return FetchReply{}, err
 	}

@@ -10,7 +10,9 @@ import "context"
 //   - fetches CatchUpMaxBytes per call instead of MaxBytes: each fetch costs a round trip, the
 //     leader's read and the follower's fsync whatever its size, so larger answers copy faster;
 //   - sends its next fetch as soon as an answer arrives, while it appends and fsyncs that
-//     answer's frames, so the leader's read and the transfer overlap the follower's write.
+//     answer's frames, so the leader's read and the transfer overlap the follower's write;
+//   - appends with direct I/O (log.Log.AppendFramesDirect) an answer after which it is still
+//     behind: the same bytes, fsync and verify, without the page cache's CPU per byte.
 //
 // The fetch sent ahead reports the end of the frames still being written as the follower's
 // end offset. That is safe because that end is below the leader's HWM: the leader counts a
@@ -82,4 +84,18 @@ func (f *Follower) noteReply(ctx context.Context, rep FetchReply) {
 		rep, err := f.Source.Fetch(ctx, req)
 		a.done <- fetched{rep: rep, err: err}
 	}()
+}
+
+// directAppender is the bulk append of a log that has one (log.Log.AppendFramesDirect).
+type directAppender interface {
+	AppendFramesDirect(frames []byte) (int64, error)
+}
+
+// appendFrames appends a fetch answer's frames: directly when the answer leaves the follower
+// behind and catch-up is on, else with AppendFrames (the steady state of an in-sync follower).
+func (f *Follower) appendFrames(frames []byte) (int64, error) {
+	if d, ok := f.Log.(directAppender); ok && f.behind && f.CatchUpMaxBytes > 0 {
+		return d.AppendFramesDirect(frames)
+	}
+	return f.Log.AppendFrames(frames)
 }

@@ -3,9 +3,12 @@ package replica
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"narad.dev/broker/internal/log"
 )
 
 // sizeSource records the max_bytes of every fetch on its way to the leader, and hands each
@@ -150,6 +153,58 @@ func TestAFollowerBehindFetchesWhileItAppends(t *testing.T) {
 		t.Fatalf("%d appends behind the HWM: the test needs several", lg.appends)
 	}
 	for off := int64(0); off < a.log.NextOffset(); off += 5 {
+		ra, err := a.log.Read(off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, err := b.log.Read(off)
+		if err != nil || string(ra.Key) != string(rb.Key) {
+			t.Fatalf("offset %d: %q on the leader, %q on the follower (%v)", off, ra.Key, rb.Key, err)
+		}
+	}
+}
+
+// directLog records which append a follower used for each answer.
+type directLog struct {
+	*log.Log
+	calls []string
+}
+
+func (l *directLog) AppendFrames(frames []byte) (int64, error) {
+	l.calls = append(l.calls, "plain")
+	return l.Log.AppendFrames(frames)
+}
+
+func (l *directLog) AppendFramesDirect(frames []byte) (int64, error) {
+	l.calls = append(l.calls, "direct")
+	return l.Log.AppendFramesDirect(frames)
+}
+
+// A follower appends with direct I/O only the answers after which it is still behind the
+// leader's HWM; the answer that brings it to the HWM, and every append of an in-sync follower,
+// goes through AppendFrames.
+func TestOnlyAFollowerBehindAppendsDirectly(t *testing.T) {
+	a, b := newNode(t, "a"), newNode(t, "b")
+	ld := a.lead(t, 1, []string{"a", "b"}, []string{"a"}, 1, nil)
+	h := NewHost()
+	h.Lead("t", 0, "inc", ld, a.log, a.epochs)
+	lg := &directLog{Log: b.log}
+	fw := &Follower{Self: "b", Epoch: 1, Log: lg, Epochs: b.epochs, Source: hostSource{h: h}, MaxBytes: 700, CatchUpMaxBytes: 3000}
+	for range 30 {
+		produce(t, a, ld, "x", 20)
+	}
+	catchUp(t, fw, a)
+	n := len(lg.calls)
+	if n < 4 || lg.calls[n-1] != "plain" || slices.Index(lg.calls, "plain") < n-1 {
+		t.Fatalf("appends %v: want direct ones while behind, then one plain append reaching the HWM", lg.calls)
+	}
+	lg.calls = nil
+	produce(t, a, ld, "y", 20)
+	catchUp(t, fw, a)
+	if !slices.Equal(lg.calls, []string{"plain"}) {
+		t.Fatalf("appends %v for one frame at the HWM: want one plain append", lg.calls)
+	}
+	for off := int64(0); off < a.log.NextOffset(); off += 7 {
 		ra, err := a.log.Read(off)
 		if err != nil {
 			t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"narad.dev/broker/internal/rpc/nodepb"
 )
 
 // SegmentCodecName is the gRPC content subtype of the segment stream (op 23 streamed,
@@ -21,8 +23,9 @@ import (
 // codec, so either side may use either one, but it moves a chunk's bytes without the two
 // copies protobuf makes of a bytes field: a sent chunk goes to the transport as the pooled
 // buffer it was read into, and a received one is copied once, from the transport's buffers
-// straight into the caller's memory (the destination's aligned write buffer). Every message
-// other than SegmentChunk goes through the protobuf codec.
+// straight into the caller's memory (the destination's aligned write buffer). A follower's
+// fetch reply (nodepb.ReplicaFetchReply) gets the same treatment for its frames (fetch.go).
+// Every other message goes through the protobuf codec.
 const SegmentCodecName = "narad-seg"
 
 // maxSegmentError bounds the error text of a received SegmentChunk.
@@ -69,6 +72,9 @@ type segmentCodec struct{}
 func (segmentCodec) Name() string { return SegmentCodecName }
 
 func (segmentCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if m, ok := v.(*nodepb.ReplicaFetchReply); ok {
+		return marshalFetchReply(m) // fetch.go
+	}
 	c, ok := v.(*SegmentChunk)
 	if !ok {
 		return protoCodec.Marshal(v)
@@ -95,6 +101,11 @@ func (segmentCodec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 func (segmentCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if m, ok := v.(*nodepb.ReplicaFetchReply); ok {
+		r := data.Reader()
+		defer r.Close()
+		return unmarshalFetchReply(r, m) // fetch.go
+	}
 	c, ok := v.(*SegmentChunk)
 	if !ok {
 		return protoCodec.Unmarshal(data, v)
