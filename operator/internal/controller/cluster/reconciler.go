@@ -39,6 +39,9 @@ type Reconciler struct {
 	// RackImage is the image of the rack init container (the operator's own, whose manager
 	// binary has the `rack` subcommand); empty: the broker pods get no rack.
 	RackImage string
+	// RackClusterRole is the ClusterRole (get nodes) the rack init container's ServiceAccount
+	// is bound to, installed with the operator; empty means DefaultRackClusterRole.
+	RackClusterRole string
 	// StatusInterval is how often a settled cluster's status is refreshed from the brokers;
 	// while something is in progress the reconciler requeues sooner.
 	StatusInterval time.Duration
