@@ -15,10 +15,18 @@ if [[ ${#modules[@]} -eq 0 ]]; then
 	modules=(api broker operator test)
 fi
 
+# not_tidy: modules whose go.mod keeps, on purpose, a requirement `go mod tidy` would drop.
+# broker/go.mod pins the google.golang.org/genproto umbrella module: without it an older one,
+# reached through pebble, also provides googleapis/rpc/status and gRPC fails to build
+# (ambiguous import). They still have to build and vet.
+not_tidy=" broker "
+
 status=0
 for m in "${modules[@]}"; do
 	echo "== ${m} (GOWORK=off)"
-	if ! out=$(cd "${m}" && GOWORK=off "${GO}" mod tidy -diff 2>&1); then
+	if [[ "${not_tidy}" == *" ${m} "* ]]; then
+		echo "${m}: tidiness not checked (see not_tidy)"
+	elif ! out=$(cd "${m}" && GOWORK=off "${GO}" mod tidy -diff 2>&1); then
 		echo "${m}: go mod tidy would change go.mod/go.sum (run: cd ${m} && GOWORK=off go mod tidy):"
 		echo "${out}"
 		status=1
