@@ -59,8 +59,9 @@ bench-replication: build ## Failover time and empty-follower catch-up on three f
 chaos: build ## Long crash/soak loops (not part of make test)
 	cd test && NARAD_BIN=$(NARAD) NARAD_CHAOS=1 $(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -v '/test/kube$$')
 
-lint: ## go vet, staticcheck, gofmt, the CRD and protobuf drift checks, the doc-reference and version checks
+lint: ## go vet, staticcheck, gofmt, each module on its own (GOWORK=off), the CRD and protobuf drift checks, the doc-reference and version checks
 	$(GO) vet $(GO_PKGS)
+	GO=$(GO) ./hack/check-modules.sh
 	$(STATICCHECK) $(GO_PKGS)
 	@out=$$(gofmt -l api broker operator test hack/checkdocrefs); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	./hack/manifests.sh --check

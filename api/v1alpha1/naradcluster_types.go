@@ -56,7 +56,10 @@ type NaradClusterSpec struct {
 	// +optional
 	Storage StorageSpec `json:"storage"`
 
-	// Resources of the broker container.
+	// Resources of the broker container. A resource this leaves out gets a default: requests
+	// cpu 250m and memory 512Mi when neither a request nor a limit names them, and a 2Gi memory
+	// limit when memory is not mentioned at all. A memory limit also sets the brokers'
+	// GOMEMLIMIT to 90% of it. See docs/kubernetes.md "Pod security".
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 

@@ -28,6 +28,9 @@ type Options struct {
 	// RackImage is the image of the broker pods' rack init container, the operator's own
 	// (the manager's `rack` subcommand).
 	RackImage string
+	// RackClusterRole is the ClusterRole (get nodes) installed with the operator that the
+	// broker pods' ServiceAccounts are bound to (cluster.DefaultRackClusterRole when empty).
+	RackClusterRole string
 	// StatusInterval is the NaradCluster status refresh period (30 s when zero).
 	StatusInterval time.Duration
 	// ResyncPeriod is the Topic, FanoutLink and NaradUser drift-correction period (1 min when zero).
@@ -62,7 +65,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := (&cluster.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Brokers: conn,
 		Recorder: mgr.GetEventRecorder("naradcluster-controller"), Image: o.Image,
-		RackImage: o.RackImage, StatusInterval: o.StatusInterval,
+		RackImage: o.RackImage, RackClusterRole: o.RackClusterRole, StatusInterval: o.StatusInterval,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -142,6 +142,7 @@ func TestRenderedObjectsAreAcceptedByTheAPIServer(t *testing.T) {
 	defer cancel()
 	setup := newClient(t)
 	ensureNamespace(t, ctx, setup, releaseNamespace)
+	ensureNamespace(t, ctx, setup, "queues") // fullValues' watchNamespace holds the manager's Role
 	installServiceMonitorStandIn(t, ctx, setup)
 	// A client made after the stand-in CRD is served discovers it.
 	c := newClient(t)

@@ -16,6 +16,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -50,23 +53,45 @@ func httpOK(ctx context.Context, url string) (bool, string) {
 // TestManagerRunsWithTheChartsArgsAndRBAC installs the chart's ServiceAccount and RBAC for real,
 // then runs the manager binary with the Deployment's rendered args as that ServiceAccount (a
 // client certificate for system:serviceaccount:<ns>:<name>): it must elect itself leader, start
-// every controller (their caches sync only if the ClusterRole allows list and watch), create a
-// NaradCluster's StatefulSet, answer /readyz and /metrics, and exit 0 on SIGTERM.
+// every controller (their caches sync only if the RBAC allows list and watch), create a
+// NaradCluster's StatefulSet and bind its brokers to the chart's rack ClusterRole, answer
+// /readyz and /metrics, and exit 0 on SIGTERM. It does so with the cluster-wide ClusterRole and
+// with watchNamespace's Role; then it uninstalls (the NaradCluster, then the release's objects)
+// and finds no cluster-scoped object of Narad's left.
 func TestManagerRunsWithTheChartsArgsAndRBAC(t *testing.T) {
+	t.Run("cluster-wide", func(t *testing.T) {
+		smokeManager(t, release{name: "smoke", namespace: "narad-smoke"}, "")
+	})
+	t.Run("one namespace", func(t *testing.T) {
+		smokeManager(t, release{name: "smoke-ns", namespace: "narad-smoke-ns"}, "narad-watched")
+	})
+}
+
+// smokeManager is one run of TestManagerRunsWithTheChartsArgsAndRBAC: release rel, watching
+// watchNamespace (every namespace when empty; the NaradCluster then lives in rel's).
+func smokeManager(t *testing.T, rel release, watchNamespace string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	bin := managerBinary(t)
 	admin := newClient(t)
-	rel := release{name: "smoke", namespace: "narad-smoke"}
 	ensureNamespace(t, ctx, admin, rel.namespace)
+	vals := "logLevel: debug"
+	clusterNamespace := rel.namespace
+	if watchNamespace != "" {
+		vals += "\nwatchNamespace: " + watchNamespace
+		clusterNamespace = watchNamespace
+		ensureNamespace(t, ctx, admin, watchNamespace)
+	}
 
-	objs := renderRelease(t, rel, "logLevel: debug")
+	objs := renderRelease(t, rel, vals)
+	var installed []*unstructured.Unstructured
 	for _, o := range objs {
 		switch o.GetKind() {
 		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
 			if err := admin.Create(ctx, o.DeepCopy()); err != nil {
 				t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
 			}
+			installed = append(installed, o)
 		}
 	}
 	dep := typed[appsv1.Deployment](t, only(t, objs, "Deployment"))
@@ -140,7 +165,7 @@ func TestManagerRunsWithTheChartsArgsAndRBAC(t *testing.T) {
 				default:
 				}
 				if out := readLog(); strings.Contains(out, "forbidden") {
-					return false, fmt.Errorf("the manager was refused something its ClusterRole should allow:\n%s",
+					return false, fmt.Errorf("the manager was refused something its RBAC should allow:\n%s",
 						grepLines(out, "forbidden"))
 				}
 				return cond(ctx), nil
@@ -160,23 +185,37 @@ func TestManagerRunsWithTheChartsArgsAndRBAC(t *testing.T) {
 		return strings.Count(readLog(), `"Starting workers"`) >= 3
 	})
 
-	// The chart's RBAC lets the manager create what a NaradCluster owns.
+	// The chart's RBAC lets the manager create what a NaradCluster owns, and bind the brokers'
+	// ServiceAccount to the chart's rack ClusterRole.
 	nc := decodeFile(t, filepath.Join(repoRoot(t), "config", "samples", "narad_v1alpha1_naradcluster.yaml"))[0]
-	nc.SetNamespace(rel.namespace)
+	nc.SetNamespace(clusterNamespace)
 	if err := admin.Create(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	waitFor("the NaradCluster's StatefulSet", func(ctx context.Context) bool {
 		var sts appsv1.StatefulSet
-		return admin.Get(ctx, client.ObjectKey{Namespace: rel.namespace, Name: nc.GetName()}, &sts) == nil
+		return admin.Get(ctx, client.ObjectKey{Namespace: clusterNamespace, Name: nc.GetName()}, &sts) == nil
+	})
+	rackRole := withSuffix(t, objs, "ClusterRole", "-broker-rack").GetName()
+	waitFor("the brokers' binding to the rack ClusterRole", func(ctx context.Context) bool {
+		var b rbacv1.ClusterRoleBinding
+		err := admin.Get(ctx, client.ObjectKey{Name: "narad-rack." + clusterNamespace + "." + nc.GetName()}, &b)
+		return err == nil && b.RoleRef.Name == rackRole
 	})
 	waitFor("/metrics", func(ctx context.Context) bool {
 		ok, body := httpOK(ctx, "http://"+metrics+"/metrics")
 		return ok && strings.Contains(body, "controller_runtime_reconcile_total")
 	})
 
+	// Uninstall as the chart's README says: the Narad objects first, while the operator runs.
+	if err := admin.Delete(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the NaradCluster's deletion", func(ctx context.Context) bool {
+		return apierrors.IsNotFound(admin.Get(ctx, client.ObjectKeyFromObject(nc), nc.DeepCopy()))
+	})
 	if out := readLog(); strings.Contains(out, "forbidden") {
-		t.Errorf("the manager was refused something its ClusterRole should allow:\n%s", grepLines(out, "forbidden"))
+		t.Errorf("the manager was refused something its RBAC should allow:\n%s", grepLines(out, "forbidden"))
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -190,6 +229,36 @@ func TestManagerRunsWithTheChartsArgsAndRBAC(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("manager did not stop after SIGTERM")
+	}
+
+	// helm uninstall deletes the release's objects; nothing cluster-scoped of Narad's remains.
+	for _, o := range installed {
+		if err := admin.Delete(ctx, o.DeepCopy()); err != nil {
+			t.Errorf("delete %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	fullname := dep.Name
+	leftover := func(name string) bool {
+		return strings.HasPrefix(name, fullname+"-") || strings.HasPrefix(name, "narad-rack."+clusterNamespace+".") ||
+			name == "narad-broker-rack"
+	}
+	var roles rbacv1.ClusterRoleList
+	var bindings rbacv1.ClusterRoleBindingList
+	if err := admin.List(ctx, &roles); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.List(ctx, &bindings); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range roles.Items {
+		if leftover(r.Name) {
+			t.Errorf("ClusterRole %s outlives the uninstall", r.Name)
+		}
+	}
+	for _, b := range bindings.Items {
+		if leftover(b.Name) {
+			t.Errorf("ClusterRoleBinding %s outlives the uninstall", b.Name)
+		}
 	}
 }
 

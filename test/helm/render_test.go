@@ -84,7 +84,8 @@ func TestChartLintsWithoutWarnings(t *testing.T) {
 
 func TestDefaultRenderHasTheOperatorAndNoServiceMonitor(t *testing.T) {
 	objs := render(t, "")
-	want := map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+	// ClusterRoles: the manager's, the brokers' rack role, the aggregated view and edit roles.
+	want := map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 4, "ClusterRoleBinding": 1,
 		"Role": 1, "RoleBinding": 1, "Service": 1}
 	got := map[string]int{}
 	for _, o := range objs {
@@ -116,7 +117,8 @@ func TestDefaultRenderHasTheOperatorAndNoServiceMonitor(t *testing.T) {
 		t.Errorf("default image = %q, want the appVersion tag", c.Image)
 	}
 	wantArgs := []string{"--leader-elect=true", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
-		"--status-interval=30s", "--resync-period=1m", "--broker-timeout=10s", "--zap-log-level=info"}
+		"--status-interval=30s", "--resync-period=1m", "--broker-timeout=10s",
+		"--rack-cluster-role=narad-operator-broker-rack", "--zap-log-level=info"}
 	if !slices.Equal(c.Args, wantArgs) {
 		t.Errorf("default args = %q, want %q", c.Args, wantArgs)
 	}
@@ -128,8 +130,9 @@ func TestDefaultRenderHasTheOperatorAndNoServiceMonitor(t *testing.T) {
 }
 
 // checkWiring proves the objects point at each other: the Deployment runs as the ServiceAccount
-// the bindings bind, the bindings name the rendered roles, and the metrics Service selects the
-// Deployment's pods on a port the container declares.
+// the bindings bind, the bindings name rendered roles of their namespace, the rack role the
+// manager is told about is rendered, and the metrics Service selects the Deployment's pods on a
+// port the container declares.
 func checkWiring(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
 	dep := typed[appsv1.Deployment](t, only(t, objs, "Deployment"))
@@ -139,20 +142,33 @@ func checkWiring(t *testing.T, objs []*unstructured.Unstructured) {
 			dep.Spec.Template.Spec.ServiceAccountName, sa.GetName())
 	}
 	crb := typed[rbacv1.ClusterRoleBinding](t, only(t, objs, "ClusterRoleBinding"))
-	if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != only(t, objs, "ClusterRole").GetName() {
-		t.Errorf("ClusterRoleBinding roleRef = %+v", crb.RoleRef)
+	if crb.RoleRef.Kind != "ClusterRole" || named(objs, "ClusterRole", "", crb.RoleRef.Name) == nil {
+		t.Errorf("ClusterRoleBinding roleRef = %+v names no rendered ClusterRole", crb.RoleRef)
 	}
-	rb := typed[rbacv1.RoleBinding](t, only(t, objs, "RoleBinding"))
-	if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != only(t, objs, "Role").GetName() {
-		t.Errorf("RoleBinding roleRef = %+v", rb.RoleRef)
+	subjects := [][]rbacv1.Subject{crb.Subjects}
+	for _, o := range ofKind(objs, "RoleBinding") {
+		rb := typed[rbacv1.RoleBinding](t, o)
+		if rb.RoleRef.Kind != "Role" || named(objs, "Role", rb.Namespace, rb.RoleRef.Name) == nil {
+			t.Errorf("RoleBinding %s/%s roleRef = %+v names no Role of its namespace", rb.Namespace, rb.Name, rb.RoleRef)
+		}
+		subjects = append(subjects, rb.Subjects)
 	}
-	for _, subjects := range [][]rbacv1.Subject{crb.Subjects, rb.Subjects} {
+	for _, subjects := range subjects {
 		want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.GetName(), Namespace: releaseNamespace}}
 		if !reflect.DeepEqual(subjects, want) {
 			t.Errorf("binding subjects = %+v, want %+v", subjects, want)
 		}
 	}
-	role := typed[rbacv1.Role](t, only(t, objs, "Role"))
+	rack := ""
+	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--rack-cluster-role="); ok {
+			rack = v
+		}
+	}
+	if rack == "" || named(objs, "ClusterRole", "", rack) == nil {
+		t.Errorf("--rack-cluster-role=%q names no rendered ClusterRole", rack)
+	}
+	role := typed[rbacv1.Role](t, leaderElectionRole(t, objs))
 	leases := false
 	for _, r := range role.Rules {
 		leases = leases || (slices.Contains(r.APIGroups, "coordination.k8s.io") && slices.Contains(r.Resources, "leases") &&
@@ -229,7 +245,8 @@ func TestValuesFlowIntoTheDeployment(t *testing.T) {
 	}
 	wantArgs := []string{"--leader-elect=true", "--metrics-bind-address=:9443", "--health-probe-bind-address=:9440",
 		"--broker-image=registry.example/narad:v1.2.3", "--status-interval=15s", "--resync-period=2m",
-		"--broker-timeout=4s", "--watch-namespace=queues", "--zap-log-level=debug", "--zap-encoder=console"}
+		"--broker-timeout=4s", "--watch-namespace=queues", "--rack-cluster-role=narad-op-broker-rack",
+		"--zap-log-level=debug", "--zap-encoder=console"}
 	if !slices.Equal(c.Args, wantArgs) {
 		t.Errorf("args = %q, want %q", c.Args, wantArgs)
 	}
@@ -345,7 +362,7 @@ func TestClusterRoleRulesEqualTheGeneratedRole(t *testing.T) {
 	if len(want) == 0 {
 		t.Fatal("config/rbac/role.yaml has no rules")
 	}
-	got := typed[rbacv1.ClusterRole](t, only(t, render(t, ""), "ClusterRole")).Rules
+	got := typed[rbacv1.ClusterRole](t, managerClusterRole(t, render(t, ""))).Rules
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("chart ClusterRole rules differ from config/rbac/role.yaml (copy them from there):\n got %+v\nwant %+v",
 			got, want)

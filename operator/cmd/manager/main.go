@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"narad.dev/operator/internal/controller/cluster"
 	"narad.dev/operator/manager"
 	"narad.dev/operator/naming"
 	"narad.dev/operator/rack"
@@ -66,6 +67,8 @@ func parseFlags(args []string, out io.Writer) (settings, error) {
 		"Broker image for NaradClusters that leave spec.image empty.")
 	fs.StringVar(&s.Controllers.RackImage, "rack-image", "",
 		"Image of the broker pods' rack init container (this binary's `rack` subcommand); empty uses the operator's own image.")
+	fs.StringVar(&s.Controllers.RackClusterRole, "rack-cluster-role", cluster.DefaultRackClusterRole,
+		"ClusterRole (get nodes) installed with the operator that the broker pods' ServiceAccounts are bound to, so their rack init container can read its Node.")
 	fs.DurationVar(&s.Controllers.StatusInterval, "status-interval", 30*time.Second,
 		"How often a NaradCluster's status is refreshed from its brokers.")
 	fs.DurationVar(&s.Controllers.ResyncPeriod, "resync-period", time.Minute,
@@ -87,6 +90,9 @@ func parseFlags(args []string, out io.Writer) (settings, error) {
 	}
 	if s.Controllers.Image == "" {
 		return settings{}, errors.New("--broker-image must not be empty")
+	}
+	if s.Controllers.RackClusterRole == "" {
+		return settings{}, errors.New("--rack-cluster-role must not be empty")
 	}
 	for name, d := range map[string]time.Duration{
 		"status-interval": s.Controllers.StatusInterval,

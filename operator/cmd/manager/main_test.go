@@ -20,7 +20,7 @@ func TestDefaultsMatchTheDocumentedFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := manager.Options{Image: naming.DefaultImage, StatusInterval: 30 * time.Second,
-		ResyncPeriod: time.Minute, BrokerTimeout: 10 * time.Second}
+		ResyncPeriod: time.Minute, BrokerTimeout: 10 * time.Second, RackClusterRole: "narad-operator-broker-rack"}
 	if s.Controllers != want {
 		t.Errorf("controller options = %+v, want %+v", s.Controllers, want)
 	}
@@ -53,6 +53,7 @@ func TestFlagsParseToOptions(t *testing.T) {
 		"--resync-period=2m",
 		"--broker-timeout=3s",
 		"--watch-namespace=queues",
+		"--rack-cluster-role=queues-rack",
 		"--zap-log-level=debug",
 		"--zap-devel",
 	}, &bytes.Buffer{})
@@ -60,7 +61,7 @@ func TestFlagsParseToOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := manager.Options{Image: "registry.example/narad:v1.2.3", StatusInterval: 5 * time.Second,
-		ResyncPeriod: 2 * time.Minute, BrokerTimeout: 3 * time.Second}
+		ResyncPeriod: 2 * time.Minute, BrokerTimeout: 3 * time.Second, RackClusterRole: "queues-rack"}
 	if s.Controllers != want {
 		t.Errorf("controller options = %+v, want %+v", s.Controllers, want)
 	}
@@ -90,7 +91,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}
 	for _, name := range []string{"leader-elect", "leader-election-namespace", "metrics-bind-address", "health-probe-bind-address",
 		"broker-image", "status-interval", "resync-period", "broker-timeout", "watch-namespace",
-		"zap-log-level", "zap-devel"} {
+		"rack-cluster-role", "zap-log-level", "zap-devel"} {
 		if !strings.Contains(out.String(), "-"+name) {
 			t.Errorf("usage does not mention -%s:\n%s", name, out.String())
 		}
@@ -105,6 +106,7 @@ func TestBadFlagsAreRefused(t *testing.T) {
 		{"--resync-period=-1m"},
 		{"--broker-timeout=0"},
 		{"--broker-image="},
+		{"--rack-cluster-role="},
 		{"serve"},
 	} {
 		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {

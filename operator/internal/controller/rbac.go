@@ -33,12 +33,13 @@ package controller
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 
 // Rack awareness (docs/kubernetes.md, "Racks and placement"): each cluster's pods run as a
-// ServiceAccount the operator creates, bound (one ClusterRoleBinding per cluster) to the shared
-// ClusterRole narad-broker-rack, which lets their init container read its Node. Granting get
-// on nodes needs the operator to hold it.
+// ServiceAccount the operator creates, bound (one ClusterRoleBinding per cluster) to the rack
+// ClusterRole installed with the operator (chart or config/rbac), which lets their init
+// container read its Node. Granting get on nodes needs the operator to hold it; the operator
+// creates no ClusterRole.
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=get;list;watch;create;update;patch;delete
 
 // Events, through either the core or the events.k8s.io recorder.
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

@@ -127,7 +127,7 @@ var _ = Describe("NaradCluster owned objects", func() {
 		By("the environment, in the contract's order")
 		Expect(envNames(c.Env)).To(Equal([]string{"POD_NAME", "POD_NAMESPACE", "NARAD_NODE_ID", "NARAD_HTTP_ADDR",
 			"NARAD_CLUSTER_ADDR", "NARAD_ADVERTISE_ADDR", "NARAD_INITIAL_MEMBERS", "NARAD_JOIN", "NARAD_DATA_DIR",
-			"NARAD_CONFIG", "NARAD_CLUSTER_SECRET_FILE", "NARAD_ADMIN_PASSWORD_FILE", "NARAD_RACK_FILE"}))
+			"NARAD_CONFIG", "NARAD_CLUSTER_SECRET_FILE", "NARAD_ADMIN_PASSWORD_FILE", "GOMEMLIMIT", "NARAD_RACK_FILE"}))
 		Expect(c.Env[0].ValueFrom.FieldRef.FieldPath).To(Equal("metadata.name"))
 		Expect(c.Env[1].ValueFrom.FieldRef.FieldPath).To(Equal("metadata.namespace"))
 		ns := nc.Namespace
@@ -144,6 +144,7 @@ var _ = Describe("NaradCluster owned objects", func() {
 			"NARAD_CONFIG":              "/etc/narad/config/narad.yaml",
 			"NARAD_CLUSTER_SECRET_FILE": "/etc/narad/cluster-secret/cluster-secret",
 			"NARAD_ADMIN_PASSWORD_FILE": "/etc/narad/admin-secret/admin-password",
+			"GOMEMLIMIT":                "966367620", // 90 % of the 1Gi memory limit
 			"NARAD_RACK_FILE":           "/var/run/narad-rack/rack",
 		}))
 
@@ -188,11 +189,13 @@ var _ = Describe("NaradCluster owned objects", func() {
 		Eventually(func() error {
 			return k8sClient.Get(ctx, ctrlclient.ObjectKey{Name: "narad-rack." + nc.Namespace + ".shape"}, &binding)
 		}).Should(Succeed())
-		Expect(binding.RoleRef.Name).To(Equal("narad-broker-rack"))
+		Expect(binding.RoleRef.Name).To(Equal(DefaultRackClusterRole))
 		Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "shape-broker", Namespace: nc.Namespace}}))
-		var role rbacv1.ClusterRole
-		Expect(k8sClient.Get(ctx, ctrlclient.ObjectKey{Name: "narad-broker-rack"}, &role)).To(Succeed())
-		Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}}}))
+		// The rack ClusterRole comes with the operator's install (chart or config/rbac), which
+		// removes it again; the operator creates no ClusterRole that would outlive it.
+		var roles rbacv1.ClusterRoleList
+		Expect(k8sClient.List(ctx, &roles, ctrlclient.MatchingLabels{naming.LabelManagedBy: naming.ManagedBy})).To(Succeed())
+		Expect(roles.Items).To(BeEmpty())
 
 		By("the probes and the preStop hook")
 		Expect(c.StartupProbe.HTTPGet.Path).To(Equal("/healthz"))
@@ -222,6 +225,22 @@ var _ = Describe("NaradCluster owned objects", func() {
 				haveCondition(metav1.ConditionTrue, ReasonPodsStarting))
 		}).Should(Succeed())
 		Eventually(func() []string { return eventReasons(nc.Name) }).Should(ContainElement("Created"))
+	})
+
+	It("replaces a rack binding made for another ClusterRole (its roleRef cannot change)", func() {
+		nc := testCluster("rebind")
+		old := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "narad-rack." + nc.Namespace + ".rebind"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "rebind-broker", Namespace: nc.Namespace}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "narad-broker-rack"},
+		}
+		mustCreate(old)
+		mustCreate(nc)
+		Eventually(func(g Gomega) {
+			var b rbacv1.ClusterRoleBinding
+			g.Expect(k8sClient.Get(ctx, ctrlclient.ObjectKeyFromObject(old), &b)).To(Succeed())
+			g.Expect(b.RoleRef.Name).To(Equal(DefaultRackClusterRole))
+		}).Should(Succeed())
 	})
 
 	It("spreads the pods over nodes and zones by default, and leaves the rack to extraArgs that set it", func() {

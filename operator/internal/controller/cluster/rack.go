@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,10 +24,13 @@ import (
 // Rack awareness (docs/kubernetes.md, "Racks and placement"): the broker pods' init container
 // (the operator image's `manager rack`) reads the pod's Node and writes its zone to an emptyDir,
 // and the broker reads it with --rack-file. Reading a Node takes a ClusterRole: the pods run as
-// a ServiceAccount of their own, bound to rackClusterRole.
+// a ServiceAccount of their own, bound to the rack ClusterRole. That role (get nodes, nothing
+// else) is installed with the operator by the Helm chart or config/rbac, so uninstalling the
+// operator removes it; the operator only binds to it (docs/kubernetes.md, "RBAC").
 const (
-	// rackClusterRole is shared by every cluster: get nodes, nothing else.
-	rackClusterRole = "narad-broker-rack"
+	// DefaultRackClusterRole is the rack ClusterRole's name in config/default and in the chart's
+	// default release (Reconciler.RackClusterRole overrides it).
+	DefaultRackClusterRole = "narad-operator-broker-rack"
 	// labelBindingNamespace marks a cluster's ClusterRoleBinding with its namespace (the
 	// binding is cluster-scoped, so no owner reference can delete it).
 	labelBindingNamespace = "narad.dev/namespace"
@@ -81,12 +85,7 @@ func addRack(spec *corev1.PodSpec, nc *naradv1.NaradCluster, image string) {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
 		},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: new(false),
-			ReadOnlyRootFilesystem:   new(true),
-			RunAsNonRoot:             new(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		SecurityContext: restrictedContainer(),
 	})
 	broker := &spec.Containers[0]
 	broker.Env = append(broker.Env, corev1.EnvVar{Name: rackFileEnv, Value: rack.Path()})
@@ -94,8 +93,8 @@ func addRack(spec *corev1.PodSpec, nc *naradv1.NaradCluster, image string) {
 	broker.VolumeMounts = append(broker.VolumeMounts, mount)
 }
 
-// reconcileRackAccess gives nc's pods their ServiceAccount and the right to read Nodes (the
-// shared ClusterRole and nc's binding to it), or removes the binding when the pods get no rack.
+// reconcileRackAccess gives nc's pods their ServiceAccount and the right to read Nodes (nc's
+// binding to the rack ClusterRole), or removes the binding when the pods get no rack.
 func (r *Reconciler) reconcileRackAccess(ctx context.Context, nc *naradv1.NaradCluster) error {
 	if !r.rackEnabled(nc) {
 		return r.deleteRackBinding(ctx, nc)
@@ -107,25 +106,32 @@ func (r *Reconciler) reconcileRackAccess(ctx context.Context, nc *naradv1.NaradC
 	if err := r.apply(ctx, nc, sa); err != nil {
 		return err
 	}
-	role := &rbacv1.ClusterRole{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: rackClusterRole, Labels: map[string]string{naming.LabelManagedBy: naming.ManagedBy}},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}}},
-	}
 	labels := naming.Labels(nc)
 	labels[labelBindingNamespace] = nc.Namespace
 	binding := &rbacv1.ClusterRoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: rackBindingName(nc), Labels: labels},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: nc.Namespace}},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: rackClusterRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: r.rackClusterRole()},
 	}
-	for _, obj := range []ctrlclient.Object{role, binding} {
-		if err := r.applyUnowned(ctx, obj); err != nil {
-			return err
-		}
+	err := r.applyUnowned(ctx, binding)
+	if !apierrors.IsInvalid(err) {
+		return err
 	}
-	return nil
+	// A binding's roleRef is immutable: one made for another rack ClusterRole (an operator
+	// installed under another name, or before the chart shipped the role) is replaced.
+	if err := r.deleteRackBinding(ctx, nc); err != nil {
+		return err
+	}
+	return r.applyUnowned(ctx, binding)
+}
+
+// rackClusterRole is the ClusterRole the pods' ServiceAccounts are bound to.
+func (r *Reconciler) rackClusterRole() string {
+	if r.RackClusterRole != "" {
+		return r.RackClusterRole
+	}
+	return DefaultRackClusterRole
 }
 
 // applyUnowned server-side applies a cluster-scoped object, which a namespaced NaradCluster

@@ -42,6 +42,9 @@ type Reconciler struct {
 	// OperatorVersion is the release the broker version-skew policy is judged against
 	// (release.Version when empty).
 	OperatorVersion string
+	// RackClusterRole is the ClusterRole (get nodes) the rack init container's ServiceAccount
+	// is bound to, installed with the operator; empty means DefaultRackClusterRole.
+	RackClusterRole string
 	// StatusInterval is how often a settled cluster's status is refreshed from the brokers;
 	// while something is in progress the reconciler requeues sooner.
 	StatusInterval time.Duration

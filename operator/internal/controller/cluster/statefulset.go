@@ -155,14 +155,7 @@ func (r *Reconciler) podSpec(nc *naradv1.NaradCluster) corev1.PodSpec {
 		Containers:                    []corev1.Container{r.brokerContainer(nc)},
 		Volumes:                       podVolumes(nc),
 		// The broker image runs as 65532; fsGroup makes the data volume writable for it.
-		SecurityContext: &corev1.PodSecurityContext{
-			RunAsNonRoot:        new(true),
-			RunAsUser:           new(int64(brokerUID)),
-			RunAsGroup:          new(int64(brokerUID)),
-			FSGroup:             new(int64(brokerUID)),
-			FSGroupChangePolicy: new(corev1.FSGroupChangeOnRootMismatch),
-			SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
+		SecurityContext: podSecurityContext(),
 	}
 	if r.rackEnabled(nc) {
 		addRack(&spec, nc, r.RackImage)
@@ -209,18 +202,24 @@ func (r *Reconciler) brokerContainer(nc *naradv1.NaradCluster) corev1.Container 
 	if naming.TLSEnabled(nc) {
 		mounts = append(mounts, corev1.VolumeMount{Name: tlsVolume, MountPath: naming.TLSMountPath, ReadOnly: true})
 	}
+	resources := brokerResources(nc)
+	env := brokerEnv(nc)
+	if v, ok := goMemLimit(resources); ok {
+		env = append(env, v)
+	}
 	return corev1.Container{
 		Name:            naming.ContainerName,
 		Image:           r.image(nc),
 		ImagePullPolicy: nc.Spec.ImagePullPolicy,
 		Command:         []string{"narad", "serve"},
 		Args:            slices.Clone(nc.Spec.Broker.ExtraArgs),
-		Env:             brokerEnv(nc),
+		Env:             env,
 		Ports: []corev1.ContainerPort{
 			{Name: naming.HTTPPortName, ContainerPort: naming.HTTPPort, Protocol: corev1.ProtocolTCP},
 			{Name: naming.ClusterPortName, ContainerPort: naming.ClusterPort, Protocol: corev1.ProtocolTCP},
 		},
-		Resources: *nc.Spec.Resources.DeepCopy(),
+		Resources:       resources,
+		SecurityContext: restrictedContainer(),
 		// Startup allows a restarted node its caught-up wait (60 s) and more: 60 × 5 s.
 		StartupProbe:   probe("/healthz", 5, 60),
 		LivenessProbe:  probe("/healthz", 10, 3),
