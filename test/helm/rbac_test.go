@@ -58,7 +58,7 @@ func leaderElectionRole(t testing.TB, objs []*unstructured.Unstructured) *unstru
 
 // clusterScoped are the cluster-scoped resources the manager's rules name.
 var clusterScoped = map[string]bool{"nodes": true, "persistentvolumes": true, "customresourcedefinitions": true,
-	"clusterrolebindings": true, "clusterroles": true, "namespaces": true}
+	"clusterrolebindings": true, "clusterroles": true, "namespaces": true, "storageclasses": true}
 
 // permissions flattens rules into "group/resource:verb" strings.
 func permissions(rules []rbacv1.PolicyRule) map[string]bool {
