@@ -20,12 +20,13 @@ import (
 	"narad.dev/test/harness"
 )
 
-// A follower that starts empty while its leader holds tens of MiB copies them in catch-up
-// answers of 8 MiB, appended with direct I/O while it is still behind the HWM
+// A follower that starts empty while its leader holds tens of MiB pre-copies the leader's
+// sealed segment whole (a segment rolls at 64 MiB), then copies the rest in catch-up answers of
+// 8 MiB, appended with direct I/O while it is still behind the HWM
 // (docs/internals/replication.md §5, docs/internals/storage-format.md §20).
 const (
-	bulkRecords     = 192
-	bulkRecordBytes = 256 << 10 // 48 MiB in all, in one partition
+	bulkRecords     = 320
+	bulkRecordBytes = 256 << 10 // 80 MiB in all, in one partition: one sealed segment and more
 )
 
 // fillPartition produces n records of size bytes ("r19-bulk-<seq>-" padded with the sequence
@@ -80,7 +81,7 @@ func replicatedBytesIn(c *harness.Cluster, i int) (float64, error) {
 }
 
 var _ = Describe("A wiped follower far behind its leader", func() {
-	It("(r19) R=3 M=2: a follower wiped after 48 MiB reached one partition copies it back in catch-up answers, rejoins the ISR with a copy byte for byte the leader's, and every 202 is delivered", func() {
+	It("(r19) R=3 M=2: a follower wiped after 80 MiB reached one partition pre-copies the sealed segment and fetches the rest, rejoins the ISR with a copy byte for byte the leader's, and every 202 is delivered", func() {
 		c := newCluster(3, func(o *harness.ClusterOptions) {
 			o.Args = append(o.Args, "--replica-failover-after="+failoverAfter)
 		})
@@ -143,7 +144,11 @@ var _ = Describe("A wiped follower far behind its leader", func() {
 			return bytes.Equal(firstSegment(c, victim, topic, p), firstSegment(c, lead, topic, p))
 		}).WithTimeout(30*time.Second).WithPolling(500*time.Millisecond).Should(BeTrue(),
 			"the wiped follower's segment equals its leader's")
-		Expect(len(firstSegment(c, victim, topic, p))).To(BeNumerically(">", bulkRecords*bulkRecordBytes))
+		Expect(len(firstSegment(c, victim, topic, p))).To(BeNumerically(">=", 64<<20), "the first segment is sealed")
+		logs, err := os.ReadFile(c.Node(victim).LogPath)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(logs)).To(ContainSubstring("pre-copied the leader's sealed segments"),
+			"the wiped follower copied the sealed segment whole, not by fetch")
 
 		drain(h, topic, c.Endpoints())
 		r := expectClean("R=3 bulk catch-up", h)

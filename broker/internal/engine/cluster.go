@@ -59,6 +59,9 @@ type Peers interface {
 	// ReplicaSource reaches the leader at addr of a replicated partition (ops 34, 35), holding
 	// a fetch with nothing to return up to wait.
 	ReplicaSource(addr, topic string, partition int, incarnation string, wait time.Duration) replica.Source
+	// ReplicaSegments returns a follower's way to the sealed segments of the leader at addr
+	// (ops 22 and 23 streamed), for its segment pre-copy.
+	ReplicaSegments(addr, topic string, partition int) replica.SegmentSource
 }
 
 // owner describes who serves a partition, from the local replica.

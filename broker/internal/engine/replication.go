@@ -29,6 +29,7 @@ func (e *Engine) newReplication() {
 			return m.ClusterAddr, ok && m.ClusterAddr != ""
 		},
 		Source:       e.replicaSource,
+		Segments:     e.replicaSegments,
 		ProposeISR:   e.meta.SetISR,
 		ProposeElect: e.meta.ElectLeader,
 		OnISRChange: func(topic string, p int, change string, isr []string) {
@@ -53,6 +54,19 @@ func (e *Engine) replicaSource(addr, topic string, p int, incarnation string, wa
 		return noPeers{}
 	}
 	return meteredSource{e.peers.ReplicaSource(addr, topic, p, incarnation, wait), e.m.ReplicationBytes.WithLabelValues(metrics.ReplicationIn)}
+}
+
+// replicaSegments reaches a leader's sealed segments over node RPC for a follower's pre-copy;
+// nil without peers.
+func (e *Engine) replicaSegments(addr, topic string, p int) replica.SegmentSource {
+	if e.peers == nil {
+		return nil
+	}
+	src := e.peers.ReplicaSegments(addr, topic, p)
+	if src == nil {
+		return nil
+	}
+	return meteredSegments{src, e.m.ReplicationBytes.WithLabelValues(metrics.ReplicationIn)}
 }
 
 // noPeers is the replica.Source of a node without node RPC.

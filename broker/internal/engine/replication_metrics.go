@@ -11,6 +11,7 @@ import (
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/replica"
+	"narad.dev/broker/internal/transfer"
 )
 
 // The replication metrics (docs/internals/metrics.md §8): gauges of the partitions this node
@@ -129,4 +130,31 @@ func (s meteredSource) Fetch(ctx context.Context, req replica.FetchRequest) (rep
 	rep, err := s.Source.Fetch(ctx, req)
 	s.in.Add(float64(len(rep.Frames)))
 	return rep, err
+}
+
+// meteredSegments is a follower's replica.SegmentSource counting the segment bytes it
+// receives, as meteredSource counts fetched frames.
+type meteredSegments struct {
+	replica.SegmentSource
+	in prometheus.Counter
+}
+
+// Stream opens a segment stream (replica.SegmentSource.Stream) whose chunks are counted.
+func (s meteredSegments) Stream(ctx context.Context, base, at, n int64, chunk int) (transfer.SegmentStream, error) {
+	st, err := s.SegmentSource.Stream(ctx, base, at, n, chunk)
+	if err != nil {
+		return nil, err
+	}
+	return meteredStream{st, s.in}, nil
+}
+
+type meteredStream struct {
+	transfer.SegmentStream
+	in prometheus.Counter
+}
+
+func (s meteredStream) Recv(buf []byte) (int, error) {
+	n, err := s.SegmentStream.Recv(buf)
+	s.in.Add(float64(n))
+	return n, err
 }

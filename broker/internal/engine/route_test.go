@@ -104,6 +104,8 @@ func (f *fakePeers) ReplicaSource(string, string, int, string, time.Duration) re
 	return noPeers{}
 }
 
+func (f *fakePeers) ReplicaSegments(string, string, int) replica.SegmentSource { return nil }
+
 func (f *fakePeers) consumeCalls() []fakeConsume {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -198,7 +198,7 @@ func New() *Metrics {
 	m.UnderMinISR = f.gauge("narad_under_min_isr_partitions", "Partitions this node leads with fewer in-sync replicas than min_insync_replicas (they refuse produce).")
 	m.ReplicaLag = f.gaugeVec("narad_replica_lag_records", "Records a follower is behind the leader's log end, on the leader.", []string{"topic", "partition", "replica"})
 	m.ISRChanges = f.counterVec("narad_isr_changes_total", "ISR changes this node's leaderships made, by change (shrink, expand).", []string{"change"})
-	m.ReplicationBytes = f.counterVec("narad_replication_bytes_total", "Bytes of log frames copied between replicas: in (fetched as follower), out (served as leader).", []string{"direction"})
+	m.ReplicationBytes = f.counterVec("narad_replication_bytes_total", "Bytes of log frames copied between replicas: in (fetched or segment-pre-copied as follower), out (served as leader in fetch answers).", []string{"direction"})
 	for _, o := range []string{"accepted", "refused"} {
 		m.ClusterAuth.WithLabelValues(o)
 	}

@@ -11,6 +11,7 @@ import (
 	"narad.dev/broker/internal/replica"
 	"narad.dev/broker/internal/rpc"
 	"narad.dev/broker/internal/rpc/nodepb"
+	"narad.dev/broker/internal/transfer"
 )
 
 // maxReplicaFetchWait bounds how long a follower's fetch may be held (the follower asks for
@@ -177,4 +178,29 @@ func (r replicaSource) EndOffset(ctx context.Context, leaderEpoch, epoch uint64)
 // replicaTransport reads the transport error of an op 34/35 call (errcode.TransportStatus).
 func replicaTransport(err error) error {
 	return errcode.Replica.Error(errcode.TransportStatus(err), "", err.Error())
+}
+
+// segmentSource is a follower's replica.SegmentSource: the move transfer plane (ops 22 and
+// 23 streamed) bound to one leader and partition.
+type segmentSource struct {
+	t         transferSource
+	addr      string
+	topic     string
+	partition int
+}
+
+// ReplicaSegments returns the replica.SegmentSource a follower of topic/p uses to pre-copy the
+// sealed segments of the leader at addr (docs/internals/replication.md §5).
+func (p Peers) ReplicaSegments(addr, topic string, partition int) replica.SegmentSource {
+	return segmentSource{t: transferSource{p: p}, addr: addr, topic: topic, partition: partition}
+}
+
+// List implements replica.SegmentSource (op 22).
+func (s segmentSource) List(ctx context.Context) (transfer.Listing, error) {
+	return s.t.List(ctx, s.addr, s.topic, s.partition)
+}
+
+// Stream implements replica.SegmentSource (op 23 streamed).
+func (s segmentSource) Stream(ctx context.Context, base, at, n int64, chunk int) (transfer.SegmentStream, error) {
+	return s.t.Stream(ctx, s.addr, s.topic, s.partition, base, at, n, chunk)
 }

@@ -52,6 +52,9 @@ type Deps struct {
 	MemberAddr func(id string) (string, bool)
 	// Source reaches the leader at addr for one partition (node RPC ops 34, 35).
 	Source func(addr, topic string, p int, incarnation string, wait time.Duration) replica.Source
+	// Segments reaches the leader at addr for a follower's segment pre-copy (node RPC ops 22
+	// and 23 streamed, docs/internals/replication.md §5). nil, or a nil source: no pre-copy.
+	Segments func(addr, topic string, p int) replica.SegmentSource
 	// ProposeISR proposes op 23 (meta.Store.SetISR).
 	ProposeISR func(ctx context.Context, topic string, p int, epoch uint64, expected, next []string) (meta.CASResult, meta.Assignment, error)
 	// ProposeElect proposes op 24 (meta.Store.ElectLeader): a leader whose replica was found
@@ -307,20 +310,24 @@ func (m *Manager) follow(ctx context.Context, k key, s Slot) {
 		done: make(chan struct{})}
 	m.roles[k] = r
 	src := m.d.Source(addr, k.topic, k.p, s.Topic.Incarnation, m.d.FetchWait)
+	var segs replica.SegmentSource
+	if m.d.Segments != nil {
+		segs = m.d.Segments(addr, k.topic, k.p)
+	}
 	go func() {
 		defer close(r.done)
-		m.runFollower(fctx, k, s, src)
+		m.runFollower(fctx, k, s, src, segs)
 	}()
 }
 
 // runFollower follows one leader for one epoch until ctx ends: reconcile, then fetch, with a
 // backoff after failures (a leader being elected, restarting or not yet leading answers
 // refusals for a moment).
-func (m *Manager) runFollower(ctx context.Context, k key, s Slot, src replica.Source) {
+func (m *Manager) runFollower(ctx context.Context, k key, s Slot, src replica.Source, segs replica.SegmentSource) {
 	backoff := 100 * time.Millisecond
 	var lastLog time.Time
 	for ctx.Err() == nil {
-		err := m.followOnce(ctx, k, s, src)
+		err := m.followOnce(ctx, k, s, src, segs)
 		if ctx.Err() != nil {
 			return
 		}
@@ -331,8 +338,11 @@ func (m *Manager) runFollower(ctx context.Context, k key, s Slot, src replica.So
 		if time.Since(lastLog) > 10*time.Second {
 			lastLog = time.Now()
 			level := slog.LevelWarn
-			if errors.Is(err, errcode.ErrStaleEpoch) || errors.Is(err, errcode.ErrNotOwner) {
-				level = slog.LevelInfo // the assignment is changing; the next pass restarts this loop
+			if errors.Is(err, errcode.ErrStaleEpoch) || errors.Is(err, errcode.ErrNotOwner) ||
+				errors.Is(err, errcode.ErrTopicGone) {
+				// The assignment is changing, or the leader has not applied the topic yet; the
+				// next pass restarts this loop.
+				level = slog.LevelInfo
 			}
 			m.log.Log(ctx, level, "replication: follower fetch failed; retrying", "topic", k.topic, "partition", k.p,
 				"leader", s.A.Owner, "epoch", s.A.LeaderEpoch, "err", err)
@@ -344,8 +354,9 @@ func (m *Manager) runFollower(ctx context.Context, k key, s Slot, src replica.So
 	}
 }
 
-// followOnce opens the log, reconciles with the leader and fetches until an error.
-func (m *Manager) followOnce(ctx context.Context, k key, s Slot, src replica.Source) error {
+// followOnce opens the log, reconciles with the leader, pre-copies the leader's sealed
+// segments when the log can take them whole, and fetches until an error.
+func (m *Manager) followOnce(ctx context.Context, k key, s Slot, src replica.Source, segs replica.SegmentSource) error {
 	pt, err := m.d.Partitions.Get(s.Topic, k.p)
 	if err != nil {
 		return err
@@ -360,6 +371,9 @@ func (m *Manager) followOnce(ctx context.Context, k key, s Slot, src replica.Sou
 	if err := fw.Reconcile(ctx); err != nil {
 		return err
 	}
+	if err := m.preCopy(ctx, k, s, fw, segs); err != nil {
+		return err
+	}
 	for ctx.Err() == nil {
 		if cur, err := m.d.Partitions.Get(s.Topic, k.p); err != nil || cur != pt {
 			return err // closed or reopened: start over on the current log
@@ -367,6 +381,25 @@ func (m *Manager) followOnce(ctx context.Context, k key, s Slot, src replica.Sou
 		if err := fw.FetchOnce(ctx); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// preCopy runs fw's segment pre-copy from segs and logs what it copied.
+func (m *Manager) preCopy(ctx context.Context, k key, s Slot, fw *replica.Follower, segs replica.SegmentSource) error {
+	if segs == nil {
+		return nil
+	}
+	start := time.Now()
+	res, err := fw.PreCopy(ctx, segs)
+	if res.Segments > 0 {
+		secs := time.Since(start).Seconds()
+		m.log.Info("replication: pre-copied the leader's sealed segments", "topic", k.topic, "partition", k.p,
+			"leader", s.A.Owner, "segments", res.Segments, "bytes", res.Bytes, "from", res.From, "to", res.To,
+			"seconds", secs, "mb_per_s", float64(res.Bytes)/1e6/max(secs, 1e-6))
+	}
+	if err != nil {
+		return fmt.Errorf("replication: pre-copy: %w", err)
 	}
 	return nil
 }

@@ -24,6 +24,13 @@ type Segment struct {
 	MtimeMs int64 `json:"mtime_ms,omitempty"` // 0: not reported (older source)
 }
 
+// EpochEntry says that the source's records from Start on were written under leader epoch
+// Epoch (its leader-epoch file, docs/internals/storage-format.md §19).
+type EpochEntry struct {
+	Epoch uint64 `json:"epoch"`
+	Start int64  `json:"start_offset"`
+}
+
 // Cursor is one fan-out cursor file shipped as a sidecar: the raw record, CRC-verified by
 // the source before shipping and again by the destination before installing.
 type Cursor struct {
@@ -47,6 +54,10 @@ type Listing struct {
 	Incarnation     string    `json:"incarnation"`
 	Token           string    `json:"token,omitempty"`      // only in a PrepareHandoff arm reply
 	ExpiresInMs     int64     `json:"expires_in,omitempty"` // re-arm / fence replies: freeze time left
+	// Epochs is the source's leader-epoch history when the partition is replicated and open
+	// there: a follower's segment pre-copy takes the entries covering what it copies
+	// (docs/internals/replication.md §5). Empty: not replicated, closed, or an older source.
+	Epochs []EpochEntry `json:"leader_epochs,omitempty"`
 
 	// ReceivedAt is the destination's clock when the listing arrived (set by the RPC client,
 	// never sent): segment ages are stamped relative to it (docs/internals/moves.md §6).

@@ -117,6 +117,14 @@ func (src *Source) openListing(t meta.Topic, pt *partition.Partition) (transfer.
 	if err := src.finishListing(&l, t, pt.Dir(), segs); err != nil {
 		return transfer.Listing{}, err
 	}
+	// Read after the segments, which are below the HWM: entries only change at or above it
+	// (a new epoch starts at the LEO, a truncation cuts the hidden tail), so every entry in
+	// force over the listed bytes is already here.
+	if e := pt.Epochs(); e != nil {
+		for _, en := range e.Entries() {
+			l.Epochs = append(l.Epochs, transfer.EpochEntry{Epoch: en.Epoch, Start: en.Start})
+		}
+	}
 	return l, nil
 }
 

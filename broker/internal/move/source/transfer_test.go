@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"narad.dev/broker/internal/consume"
@@ -12,6 +13,7 @@ import (
 	"narad.dev/broker/internal/fanout/cursorfile"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/partition"
+	"narad.dev/broker/internal/transfer"
 )
 
 const testEpoch = "67953471cc57a32a"
@@ -126,5 +128,36 @@ func writeRaw(t *testing.T, path string, b []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The listing of an open replicated partition carries its leader-epoch history, which a
+// follower's segment pre-copy needs (docs/internals/replication.md §5); an R = 1 partition's
+// has none.
+func TestListingCarriesTheLeaderEpochs(t *testing.T) {
+	src, top := newSource(t)
+	pt, err := src.parts.Get(top, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := src.TransferListing(context.Background(), top.Name, 0)
+	if err != nil || len(l.Epochs) != 0 {
+		t.Fatalf("listing without epochs = %+v, %v", l.Epochs, err)
+	}
+	for _, e := range []struct {
+		epoch uint64
+		start int64
+	}{{1, 0}, {4, 0}} {
+		if err := pt.Epochs().Assign(e.epoch, e.start); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err = src.TransferListing(context.Background(), top.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []transfer.EpochEntry{{Epoch: 1, Start: 0}, {Epoch: 4, Start: 0}}
+	if !slices.Equal(l.Epochs, want) {
+		t.Fatalf("listed epochs %+v, want %+v", l.Epochs, want)
 	}
 }
