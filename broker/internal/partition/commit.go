@@ -140,6 +140,10 @@ func (r *Registry) CommitReplicated(ctx context.Context, t meta.Topic, p int, re
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", errcode.ErrUnavailable, err)
 	}
+	// Before the append, as Commit reads it before its commit: a long-poll parked here now is
+	// woken by the HWM advance that makes these records visible and takes them, so peers'
+	// long-polls need not be woken to probe for them (docs/internals/replication.md §4).
+	taken := r.d.Taker(topic)
 	b := newGroupBatch(ld, recs, r.d.Now().UnixMilli())
 	r.appendGrouped(pt, b)
 	if b.err != nil {
@@ -148,6 +152,6 @@ func (r *Registry) CommitReplicated(ctx context.Context, t meta.Topic, p int, re
 	if err := ld.WaitCommitted(ctx, b.end); err != nil {
 		return 0, fmt.Errorf("commit %s/%d: outcome unknown: %w", topic, p, err)
 	}
-	r.d.Notify(topic, p, false)
+	r.d.Notify(topic, p, taken)
 	return b.first, nil
 }

@@ -137,3 +137,37 @@ func TestCommitReplicatedWithoutALeadershipIsRetryable(t *testing.T) {
 		t.Fatalf("commit before the leadership is taken up: %v", err)
 	}
 }
+
+// A replicated commit tells peers' long-polls about its records only when no long-poll of the
+// topic was parked here as it appended (as Commit does): a parked one is woken by the HWM
+// advance and takes them, and waking peers as well costs each a probe that finds nothing.
+func TestCommitReplicatedNotifiesPeersOnlyWithoutALocalTaker(t *testing.T) {
+	for _, parked := range []bool{false, true} {
+		var notified []bool
+		var ld atomic.Pointer[replica.Leader]
+		f := newFixture(t, func(d *Deps) {
+			d.Leader = func(string, int) (*replica.Leader, bool) {
+				l := ld.Load()
+				return l, l != nil
+			}
+			d.Taker = func(string) bool { return parked }
+			d.Notify = func(_ string, _ int, taken bool) { notified = append(notified, taken) }
+		})
+		pt, err := f.r.Get(f.topic, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := replica.NewLeader(replica.LeaderConfig{Self: "a", Epoch: 1, Replicas: []string{"a", "b"},
+			ISR: []string{"a"}, MinISR: 1, Log: pt.Log()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ld.Store(l)
+		if _, err := f.r.CommitReplicated(context.Background(), f.topic, 0, []wal.Record{{Payload: []byte("x")}}); err != nil {
+			t.Fatal(err)
+		}
+		if len(notified) != 1 || notified[0] != parked {
+			t.Fatalf("with a long-poll parked %v: notify calls (taken) %v, want [%v]", parked, notified, parked)
+		}
+	}
+}
