@@ -56,6 +56,10 @@ bench: build ## Benchmarks against a fresh single node; writes docs/benchmarks.m
 bench-replication: build ## Failover time and empty-follower catch-up on three fresh nodes (prints a docs/benchmarks.md section)
 	./hack/bench-replication.sh $(NARAD)
 
+.PHONY: bench-replication-cpu
+bench-replication-cpu: build ## Cluster CPU per message and full-flow rate, R = 1 against R = 3, on three local nodes
+	./hack/bench-replication-cpu.sh $(NARAD)
+
 chaos: build ## Long crash/soak loops (not part of make test)
 	cd test && NARAD_BIN=$(NARAD) NARAD_CHAOS=1 $(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -v '/test/kube$$')
 

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The CPU a replicated message costs the cluster, against an unreplicated one: three local nodes
+# (hack/local-cluster.sh on ports 17942/17943, so a dev cluster on the default ports is not
+# touched), topics b-r1 (R = 1) and b-r3 (R = 3, M = 2) of 3 partitions, `narad bench` with 8
+# producers and 8 consumers through all three nodes, single messages (--count 4000) and batches
+# of 100 (--count 40000), R = 1 and R = 3 alternating. For each run it prints the full-flow
+# rate, the produce p99 and the three nodes' utime+stime per message (from /proc), which the
+# load generator on the same cores does not inflate. On a machine where the nodes share the
+# cores, the R = 3 / R = 1 throughput ratio can be no better than the inverse of the CPU ratio.
+#
+#   hack/bench-replication-cpu.sh [NARAD_BIN] [ROUNDS]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin="$(cd "$(dirname "${1:-$root/bin/narad}")" && pwd)/$(basename "${1:-$root/bin/narad}")"
+rounds="${2:-2}"
+export NARAD_BIN="$bin" NARAD_LOCAL_HTTP_PORT=17942 NARAD_LOCAL_CLUSTER_PORT=17943
+lc="$root/hack/local-cluster.sh"
+tck="$(getconf CLK_TCK)"
+first=http://127.0.0.2:17942
+servers=http://127.0.0.2:17942,http://127.0.0.3:17942,http://127.0.0.4:17942
+
+"$lc" clean >/dev/null 2>&1 || true
+trap '"$lc" stop >/dev/null 2>&1 || true; "$lc" clean >/dev/null 2>&1 || true' EXIT
+"$lc" start 3 >/dev/null
+"$bin" --server "$first" topic add b-r1 --partitions 3 >/dev/null
+"$bin" --server "$first" topic add b-r3 --partitions 3 --replication-factor 3 --min-insync 2 >/dev/null
+sleep 3 # leaderships taken up
+pids="$(cat "$root"/.narad/cluster/n*/pid)"
+
+ticks() {
+  local s=0 p
+  for p in $pids; do s=$((s + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done
+  echo "$s"
+}
+
+echo "| round | mode | topic | full flow msg/s | produce p99 ms | cluster CPU per message |"
+echo "|---|---|---|---|---|---|"
+for round in $(seq 1 "$rounds"); do
+  for mode in single batch; do
+    for topic in b-r1 b-r3; do
+      if [ "$mode" = single ]; then n=4000; extra=(); else n=40000; extra=(--batch 100); fi
+      t0="$(ticks)"
+      out="$("$bin" --server "$first" bench "$topic" --servers "$servers" --workers 8 --consume --json \
+        --count "$n" "${extra[@]}" 2>/dev/null)"
+      t1="$(ticks)"
+      python3 - "$round" "$mode" "$topic" "$out" "$t0" "$t1" "$tck" "$n" <<'PY'
+import json, sys
+rnd, mode, topic, out, t0, t1, tck, n = sys.argv[1:]
+d = json.loads(out)
+cpu = (float(t1) - float(t0)) / float(tck)
+print("| %s | %s | %s | %.0f | %.1f | %.0f µs |" % (rnd, mode, topic, d["full_flow_msgs_per_sec"], d["p99_ms"],
+      cpu / float(n) * 1e6))
+PY
+    done
+  done
+done
