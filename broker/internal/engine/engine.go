@@ -352,6 +352,12 @@ func (e *Engine) OnMetaEvent(ev meta.Event) {
 	}
 }
 
+// MemberClusterAddr returns member id's cluster address as the local replica has it.
+func (e *Engine) MemberClusterAddr(id string) (string, bool) {
+	m, ok := e.view.Member(id)
+	return m.ClusterAddr, ok && m.ClusterAddr != ""
+}
+
 // DrainingSeen reports whether this node's own replica shows it draining (NodeStatus).
 func (e *Engine) DrainingSeen() bool {
 	m, ok := e.view.Member(e.cfg.NodeID)

@@ -142,6 +142,20 @@ func (p *Pool) Drop(addr string) error {
 	return pc.close()
 }
 
+// ResetBackoff makes the connections to addr, if any, dial again at once when they are
+// waiting out their reconnect backoff: the peer is known to be up again (its heartbeat just
+// applied), and until the next attempt every call to it fails at once with the last dial
+// error. A ready connection is not touched.
+func (p *Pool) ResetBackoff(addr string) {
+	p.mu.Lock()
+	pc, ok := p.conns[addr]
+	p.mu.Unlock()
+	if ok {
+		pc.control.ResetConnectBackoff()
+		pc.bulk.ResetConnectBackoff()
+	}
+}
+
 // Close closes every connection; later Client calls return ErrPoolClosed. Idempotent.
 func (p *Pool) Close() error {
 	p.mu.Lock()

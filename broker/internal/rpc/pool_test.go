@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -98,4 +101,67 @@ func TestUnimplementedOpMapsTo400OthersTo503(t *testing.T) {
 			t.Errorf("TransportStatus(%v) = %d, want %d", tc.err, got, tc.want)
 		}
 	}
+}
+
+// gateListener drops every connection while closed: a peer that is down as far as a dialer
+// can tell, on an address that stays reserved.
+type gateListener struct {
+	net.Listener
+	open atomic.Bool
+}
+
+func (g *gateListener) Accept() (net.Conn, error) {
+	for {
+		c, err := g.Listener.Accept()
+		if err != nil || g.open.Load() {
+			return c, err
+		}
+		c.Close()
+	}
+}
+
+// A connection whose dial failed (the peer was down) waits out its reconnect backoff, failing
+// every call meanwhile; ResetBackoff (the peer is known to be back) makes it dial at once.
+func TestResetBackoffReachesARestartedPeerAtOnce(t *testing.T) {
+	old := reconnectBackoff
+	reconnectBackoff.Backoff.BaseDelay = time.Hour // only ResetBackoff can end the wait
+	reconnectBackoff.Backoff.MaxDelay = time.Hour
+	t.Cleanup(func() { reconnectBackoff = old })
+
+	secret := []byte("s3cret")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := &gateListener{Listener: ln}
+	n := startNodeOn(t, gate, secret, 0, nil)
+	p := NewPool(secret)
+	defer p.Close()
+	c, err := p.Client(n.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := c.NodeStatus(ctx, &nodepb.NodeStatusRequest{})
+		return err
+	}
+	if err := call(); err == nil {
+		t.Fatal("a call to a peer that is down succeeded")
+	}
+	gate.open.Store(true) // the peer is back
+	if err := call(); err == nil {
+		t.Fatal("the call succeeded before the backoff was reset: the test does not hold the connection in backoff")
+	}
+	p.ResetBackoff(n.addr)
+	p.ResetBackoff("127.0.0.1:1") // an address the pool never dialed: nothing happens
+	var last error
+	for range 50 {
+		if last = call(); last == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("calls still fail after ResetBackoff: %v", last)
 }

@@ -57,6 +57,7 @@ type process struct {
 	advertise string          // the cluster port's advertised address
 	transport raft.Transport
 	nodes     noderpc.Peers
+	pool      *rpc.Pool // behind nodes: peerUp resets its reconnect backoff
 	store     *meta.Store
 	in        *engine.Ingress
 	e         *engine.Engine
@@ -170,6 +171,7 @@ func (p *process) openClusterPort() error {
 		return nil
 	})
 	p.nodes = noderpc.NewPeers(pool)
+	p.pool = pool
 	return nil
 }
 
@@ -188,6 +190,9 @@ func (p *process) openStore() error {
 		OnApply: func(ev meta.Event) {
 			if e := p.eng.Load(); e != nil {
 				e.OnMetaEvent(ev)
+				if ev.Op == meta.OpMemberHeartbeat || ev.Op == meta.OpMemberJoin {
+					go p.peerUp(e, ev.Member) // not on the FSM goroutine: it reads the replica
+				}
 			}
 		},
 	})
@@ -198,6 +203,19 @@ func (p *process) openStore() error {
 	p.cleanup.push("metastore", store.Close)
 	p.m.Cluster.Bind(clusterMetrics{store: store, now: time.Now})
 	return nil
+}
+
+// peerUp lets calls to member id reach it at once after its heartbeat or join applied: a
+// connection that failed while the member was down (a restart) otherwise waits out its
+// reconnect backoff, up to 2 s, failing every call meanwhile (a produce forwarded to the
+// member, a leader's fetch, a probe) with the last dial error.
+func (p *process) peerUp(e *engine.Engine, id string) {
+	if id == p.cfg.NodeID || p.pool == nil {
+		return
+	}
+	if addr, ok := e.MemberClusterAddr(id); ok {
+		p.pool.ResetBackoff(addr)
+	}
 }
 
 // openIngress opens the ingress WAL; its dispatcher is built when it first runs, after the
