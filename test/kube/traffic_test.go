@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -83,10 +84,26 @@ func (l *load) accountFor(ctx context.Context, topic string) harness.Report {
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
 	r := h.Check()
 	AddReportEntry("accounting of "+topic, r.String())
-	GinkgoWriter.Printf("%s: %d accepted, %d missing, %d duplicate deliveries over %d messages\n",
-		topic, r.Accepted, len(r.Missing), r.Duplicates, len(r.DuplicateIDs))
+	if r.Duplicates > 0 {
+		AddReportEntry("messages of "+topic+" delivered more than once, by partition", duplicatesByPartition(h, r))
+	}
 	Expect(r.Accepted).To(BeNumerically(">", 0), "no message got a 202")
 	Expect(r.Missing).To(BeEmpty(), "accepted with a 202 and never consumed from %s", topic)
 	Expect(r.Conflicts).To(BeEmpty(), "one log position carrying two messages in %s", topic)
 	return r
+}
+
+// duplicatesByPartition counts the messages delivered more than once per "topic/partition":
+// where redeliveries cluster says more than their total.
+func duplicatesByPartition(h *harness.History, r harness.Report) map[string]int {
+	out := map[string]int{}
+	seen := map[string]bool{}
+	for _, d := range h.Deliveries() {
+		if r.DuplicateIDs[d.ID] == 0 || seen[d.ID] {
+			continue
+		}
+		seen[d.ID] = true
+		out[fmt.Sprintf("%s/%d", d.Topic, d.Partition)]++
+	}
+	return out
 }
