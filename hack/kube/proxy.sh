@@ -14,9 +14,21 @@
 # (PROXY_SYSCTLS in lib.sh, saved with the kubelet's). Pods have no default route, so
 # forwarding gives them nothing beyond the bridge and the Service range.
 
+# write_proxy_config: kube-proxy watches its configuration file and exits when it is written
+# to, even with the same content: a kube-up on a running cluster once ended it that way, in a
+# race with start_proxy's "already running". The file is written only when its content
+# changes, and a running kube-proxy is stopped first, so start_proxy starts it on the new one.
 write_proxy_config() {
+	local f="${STATE}/kube-proxy/config.yaml" want
 	mkdir -p "${STATE}/kube-proxy"
-	cat >"${STATE}/kube-proxy/config.yaml" <<EOF
+	want="$(proxy_config)"
+	[[ -f "$f" && "$(<"$f")" == "$want" ]] && return 0
+	stop kube-proxy
+	printf '%s\n' "$want" >"$f"
+}
+
+proxy_config() {
+	cat <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables

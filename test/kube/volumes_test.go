@@ -26,18 +26,26 @@ func recycleVolumes(ctx context.Context) error {
 			!strings.HasPrefix(filepath.Clean(pv.Spec.Local.Path)+string(filepath.Separator), volumes) {
 			continue
 		}
-		entries, err := os.ReadDir(pv.Spec.Local.Path)
-		if err != nil {
+		if err := emptyDir(pv.Spec.Local.Path); err != nil {
 			return fmt.Errorf("volume %s: %w", pv.Name, err)
-		}
-		for _, e := range entries {
-			if err := os.RemoveAll(filepath.Join(pv.Spec.Local.Path, e.Name())); err != nil {
-				return fmt.Errorf("empty volume %s: %w", pv.Name, err)
-			}
 		}
 		patch := ctrlclient.RawPatch("application/json-patch+json", []byte(`[{"op":"remove","path":"/spec/claimRef"}]`))
 		if err := k8s.Patch(ctx, pv, patch); err != nil {
 			return fmt.Errorf("release volume %s: %w", pv.Name, err)
+		}
+	}
+	return nil
+}
+
+// emptyDir removes everything inside dir; dir itself stays.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
 		}
 	}
 	return nil

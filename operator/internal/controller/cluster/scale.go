@@ -174,9 +174,12 @@ func (s *scaleRun) decide(ctx context.Context) (int32, time.Duration, error) {
 			return s.current, drainPoll, nil
 		}
 		top := naming.NodeID(s.nc, s.current-1)
-		if m, ok := s.members[top]; ok && s.current > 0 && m.Draining && m.RaftRole == drainRoleNone && m.OwnedPartitions == 0 {
+		_, draining := s.entries[top]
+		if m, ok := s.members[top]; ok && draining && s.current > 0 && m.Draining && m.RaftRole == drainRoleNone && m.OwnedPartitions == 0 {
 			// Raised mid-drain after the brokers had already removed the node: finish the removal,
 			// then grow back (the new pod joins again and its drain flag is cancelled above).
+			// Without an entry the removal is over and the record is the brokers' leftover of
+			// it (kept until their member GC): the pod over that ordinal is the new one.
 			return s.remove(ctx, m, true), drainPoll, nil
 		}
 		return spec, requeue, nil

@@ -684,6 +684,27 @@ func TestScaleUpAfterTheNodeLeftRaftFinishesTheRemovalFirst(t *testing.T) {
 	if h.pvcExists(3) {
 		t.Fatal("claim of the removed node kept with policy Delete")
 	}
+
+	// The brokers keep the removed node's record (draining, out of Raft, owning nothing) until
+	// their member GC; the new pod over its ordinal has not joined yet. The removal is over:
+	// the StatefulSet stays grown (a real cluster showed it shrinking again, over and over).
+	h.syncPods()
+	for range 3 {
+		if replicas, _, _ := h.step(); replicas != 4 {
+			t.Fatalf("replicas = %d with the removed node's leftover record, want 4", replicas)
+		}
+	}
+	if n := h.events.count(eventNodeRemoved); n != 1 {
+		t.Fatalf("node removed %d times, want once", n)
+	}
+	// The new pod joins: the drain flag of its old record is cancelled.
+	h.updateMember(3, func(m *client.Member) { m.RaftRole = "nonvoter" })
+	if replicas, _, _ := h.step(); replicas != 4 {
+		t.Fatalf("replicas = %d once the new node joined, want 4", replicas)
+	}
+	if got := h.decommissionCalls("DELETE", false); !slices.Equal(got, []string{h.member(3)}) {
+		t.Fatalf("cancels %v, want [%s]", got, h.member(3))
+	}
 }
 
 func TestScaleDownOfDeadNodeIsNodeDead(t *testing.T) {
