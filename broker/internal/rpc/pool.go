@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/experimental"
 
 	"narad.dev/broker/internal/rpc/nodepb"
@@ -142,18 +143,31 @@ func (p *Pool) Drop(addr string) error {
 	return pc.close()
 }
 
-// ResetBackoff makes the connections to addr, if any, dial again at once when they are
-// waiting out their reconnect backoff: the peer is known to be up again (its heartbeat just
-// applied), and until the next attempt every call to it fails at once with the last dial
-// error. A ready connection is not touched.
+// ResetBackoff lets calls to addr reach it at once when its connections are waiting out their
+// reconnect backoff (the peer is known to be up again: its heartbeat just applied). Until the
+// next attempt every call on such a connection fails at once with the last dial error. A
+// pair of which either connection is in TRANSIENT_FAILURE is closed and forgotten, as Drop
+// does, and the next Client(addr) dials afresh; a connecting, ready or idle pair is not
+// touched. (grpc.ClientConn.ResetConnectBackoff would do it in place, but it iterates the
+// connection's subchannels outside its lock, a data race with a subchannel being created.)
 func (p *Pool) ResetBackoff(addr string) {
 	p.mu.Lock()
 	pc, ok := p.conns[addr]
-	p.mu.Unlock()
-	if ok {
-		pc.control.ResetConnectBackoff()
-		pc.bulk.ResetConnectBackoff()
+	if ok && pc.failing() {
+		delete(p.conns, addr)
+	} else {
+		pc = nil
 	}
+	p.mu.Unlock()
+	if pc != nil {
+		_ = pc.close() // no call can be in flight on it: a failing connection has no transport
+	}
+}
+
+// failing reports whether either connection is waiting out a reconnect backoff.
+func (pc *peerConn) failing() bool {
+	return pc.control.GetState() == connectivity.TransientFailure ||
+		pc.bulk.GetState() == connectivity.TransientFailure
 }
 
 // Close closes every connection; later Client calls return ErrPoolClosed. Idempotent.
