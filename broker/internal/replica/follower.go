@@ -94,6 +94,10 @@ type Follower struct {
 	// OnFanoutCursors stores the leader's fan-out cursor positions a fetch brought
 	// (docs/internals/replication.md §8). nil: they are dropped.
 	OnFanoutCursors func(cursors []byte) error
+	// PreCopySlots bounds the segment pre-copies running at once on this node (precopy.go):
+	// one is taken before a pre-copy's buffers are made and given back when it ends. nil:
+	// no bound.
+	PreCopySlots chan struct{}
 
 	behind bool   // the last answer ended below the leader's HWM
 	ahead  *ahead // the fetch sent while behind, before the last answer was appended

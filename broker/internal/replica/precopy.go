@@ -83,6 +83,29 @@ func (f *Follower) PreCopy(ctx context.Context, src SegmentSource) (PreCopyResul
 		from = segs[0].Base
 		res.From, res.To = from, from
 	}
+	if !startsAt(segs, res.To) {
+		return res, nil
+	}
+	if f.PreCopySlots != nil {
+		// An empty log waits for a slot: it is out of the ISR (leaveISRIfEmpty, and a leader
+		// drops a follower that fetches below its HWM), so nothing waits on it. A log with
+		// records may be in the ISR, where a wait would hold the HWM back: without a free slot
+		// it leaves the segments to the fetch.
+		var wait <-chan struct{} // nil: never ready, so the select below waits
+		if from != f.oldestOffset() {
+			closed := make(chan struct{})
+			close(closed)
+			wait = closed
+		}
+		select {
+		case f.PreCopySlots <- struct{}{}:
+			defer func() { <-f.PreCopySlots }()
+		case <-wait:
+			return res, nil
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+	}
 	var bufs [][]byte
 	for _, s := range segs {
 		if s.Base < res.To {
@@ -114,6 +137,16 @@ func (f *Follower) oldestOffset() int64 {
 		return o.OldestOffset()
 	}
 	return -1
+}
+
+// startsAt reports whether one of segs starts at off.
+func startsAt(segs []transfer.Segment, off int64) bool {
+	for _, s := range segs {
+		if s.Base == off {
+			return true
+		}
+	}
+	return false
 }
 
 // sealedSegments returns the listing's sealed segments (a prefix of it).

@@ -239,6 +239,62 @@ func TestPreCopyGivesUpOnASilentLeader(t *testing.T) {
 	noTemps(t, b)
 }
 
+// A pre-copy waits for a free slot before it copies (the node's bound on pre-copies at once);
+// one with nothing to copy takes none.
+func TestPreCopyWaitsForASlot(t *testing.T) {
+	a, b := newNode(t, "a"), newNode(t, "b")
+	ld := leaderOverEpochs(t, a)
+	slots := make(chan struct{}, 1)
+	slots <- struct{}{} // taken by another partition's pre-copy
+	fw := follow(b, a, ld)
+	fw.PreCopySlots = slots
+	src := &segSource{n: a}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	res, err := fw.PreCopy(ctx, src)
+	if !errors.Is(err, context.DeadlineExceeded) || res.Segments != 0 || len(src.streams) != 0 {
+		t.Fatalf("PreCopy with no free slot = %+v, %v after %d streams; want to wait, copying nothing", res, err, len(src.streams))
+	}
+	<-slots // the other pre-copy ends
+	_, sealed := sealedEnd(t, a)
+	if res, err = fw.PreCopy(context.Background(), src); err != nil || res.Segments != sealed {
+		t.Fatalf("PreCopy with a free slot = %+v, %v; want %d segments", res, err, sealed)
+	}
+	if len(slots) != 0 {
+		t.Fatal("the pre-copy kept its slot")
+	}
+	// Nothing left to copy: no slot is taken, so a full set of slots does not hold it up.
+	slots <- struct{}{}
+	if res, err = fw.PreCopy(context.Background(), src); err != nil || res.Segments != 0 {
+		t.Fatalf("PreCopy with nothing to copy and no free slot = %+v, %v", res, err)
+	}
+}
+
+// A log with records (which may be in the ISR) does not wait for a slot: without a free one it
+// leaves its segments to the fetch at once.
+func TestPreCopyOfALogWithRecordsDoesNotWaitForASlot(t *testing.T) {
+	a, b := newNode(t, "a"), newNode(t, "b")
+	ld := leaderOverEpochs(t, a)
+	fw := follow(b, a, ld)
+	if _, err := fw.PreCopy(context.Background(), &segSource{n: a}); err != nil { // copies the sealed ones
+		t.Fatal(err)
+	}
+	for range 12 { // more sealed segments past the follower's end, which is a segment start
+		produce(t, a, ld, "v", 20)
+	}
+	slots := make(chan struct{}, 1)
+	slots <- struct{}{}
+	fw.PreCopySlots = slots
+	src := &segSource{n: a}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := fw.PreCopy(ctx, src)
+	if err != nil || res.Segments != 0 || len(src.streams) != 0 {
+		t.Fatalf("PreCopy of a log with records and no free slot = %+v, %v, %d streams; want nothing at once",
+			res, err, len(src.streams))
+	}
+}
+
 func TestPreCopyRefusesDamagedBytes(t *testing.T) {
 	a, b := newNode(t, "a"), newNode(t, "b")
 	ld := leaderOverEpochs(t, a)

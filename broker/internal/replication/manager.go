@@ -25,6 +25,9 @@ const (
 	DefaultFetchWait     = 2 * time.Second  // a follower's long-poll
 	proposeTimeout       = 5 * time.Second
 	maxFetchBytes        = 1 << 20
+	// MaxPreCopies bounds the segment pre-copies a node runs at once (each holds 4 MiB of
+	// receive buffers); a follower waiting for a slot neither copies nor fetches meanwhile.
+	MaxPreCopies = 4
 )
 
 // Slot is one partition this node replicates: its topic record and assignment, as the local
@@ -103,6 +106,8 @@ type Manager struct {
 	started   time.Time // when this Manager (this process) started
 	checkedMu sync.Mutex
 	checked   map[key]bool // partitions leaveISRIfEmpty has settled in this process
+
+	preCopies chan struct{} // the pre-copy slots (MaxPreCopies) of this node's followers
 }
 
 // New returns a Manager over d.
@@ -123,7 +128,7 @@ func New(d Deps) *Manager {
 		d.OnISRChange = func(string, int, string, []string) {}
 	}
 	return &Manager{d: d, log: d.Logger, kick: make(chan struct{}, 1), roles: make(map[key]*role),
-		started: time.Now(), checked: make(map[key]bool)}
+		started: time.Now(), checked: make(map[key]bool), preCopies: make(chan struct{}, MaxPreCopies)}
 }
 
 // Kick asks for a pass as soon as possible (a metastore event applied). Never blocks.
@@ -367,7 +372,8 @@ func (m *Manager) followOnce(ctx context.Context, k key, s Slot, src replica.Sou
 	fw := &replica.Follower{Self: m.d.Self, Epoch: s.A.LeaderEpoch, Log: pt.Log(), Epochs: pt.Epochs(),
 		Source: src, MaxBytes: maxFetchBytes, CatchUpMaxBytes: replica.DefaultCatchUpMaxBytes,
 		OnConsumerState: func(b []byte) error { return consume.StoreReplicatedCheckpoint(pt.Dir(), b) },
-		OnFanoutCursors: func(b []byte) error { return cursorsync.Apply(ctx, pt.Dir(), b) }}
+		OnFanoutCursors: func(b []byte) error { return cursorsync.Apply(ctx, pt.Dir(), b) },
+		PreCopySlots:    m.preCopies}
 	if err := fw.Reconcile(ctx); err != nil {
 		return err
 	}
