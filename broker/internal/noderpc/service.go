@@ -200,19 +200,22 @@ func (s *Service) JoinCluster(ctx context.Context, req *nodepb.JoinClusterReques
 		return &nodepb.JoinClusterReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
 	newLife := s.store.RaftRole(req.Id) == "none"
+	if m, ok := s.store.Member(req.Id); ok && m.Draining && newLife {
+		// A re-join after a decommission is a new life: it may receive partitions again
+		// (docs/internals/metastore.md §11). The flag goes before the node enters the
+		// configuration: the decommission duty removes a draining member that owns nothing as
+		// soon as it sees it there, and would take the new life out again at once.
+		if err := s.store.SetMemberDraining(ctx, req.Id, false); err != nil {
+			s.log.Warn("clear drain flag of re-joining node", "node", req.Id, "err", err)
+			return &nodepb.JoinClusterReply{Status: 503, Error: err.Error()}, nil
+		}
+	}
 	if err := s.store.AddNonvoter(ctx, req.Id, req.ClusterAddr); err != nil {
 		if newLife {
 			s.auditLog().Record(ctx, audit.Event{Name: eventJoin, Actor: "node:" + req.Id, Target: req.Id, Outcome: audit.Unknown,
 				Attrs: []any{"cluster_addr", req.ClusterAddr, "err", err}})
 		}
 		return &nodepb.JoinClusterReply{Status: 503, Error: err.Error()}, nil
-	}
-	if m, ok := s.store.Member(req.Id); ok && m.Draining && newLife {
-		// A re-join after a decommission is a new life: it may receive partitions again
-		// (docs/internals/metastore.md §11).
-		if err := s.store.SetMemberDraining(ctx, req.Id, false); err != nil {
-			s.log.Warn("clear drain flag of re-joining node", "node", req.Id, "err", err)
-		}
 	}
 	if newLife {
 		s.log.Info("admitted node as non-voter", "node", req.Id, "addr", req.ClusterAddr)
