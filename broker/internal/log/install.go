@@ -67,13 +67,33 @@ func (l *Log) BeginSegmentCopy() (*SegmentCopy, error) {
 		return nil, fmt.Errorf("%w: end offset %d, active segment %d of %d bytes", ErrNotEmptyActive,
 			l.next, active.base, active.size.Load())
 	}
-	path := filepath.Join(l.dir, copyTempName(l.next))
+	return l.beginCopy(l.next)
+}
+
+// BeginSegmentCopyAfter starts the copy of the segment that follows prev, while prev is still
+// being installed: its first frame starts at prev's End, which must be whole. Its Install
+// must come after prev's, and checks then that the log ends at its base. It lets the next
+// segment's bytes stream while the previous one's fsync and renames run
+// (docs/internals/replication.md §5).
+func (l *Log) BeginSegmentCopyAfter(prev *SegmentCopy) (*SegmentCopy, error) {
+	if prev.l != l || !prev.check.Whole() || prev.End() == prev.base {
+		return nil, fmt.Errorf("%w: the previous copy does not end on a frame", ErrCopyIncomplete)
+	}
+	if err := l.writable(); err != nil {
+		return nil, err
+	}
+	return l.beginCopy(prev.End())
+}
+
+// beginCopy creates the temp file of a copy starting at base.
+func (l *Log) beginCopy(base int64) (*SegmentCopy, error) {
+	path := filepath.Join(l.dir, copyTempName(base))
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("log: segment copy: %w", err)
 	}
-	return &SegmentCopy{l: l, base: l.next, path: path, f: f, direct: durable.OpenDirect(path),
-		check: FrameStream{Next: l.next}}, nil
+	return &SegmentCopy{l: l, base: base, path: path, f: f, direct: durable.OpenDirect(path),
+		check: FrameStream{Next: base}}, nil
 }
 
 // Base is the offset the copy starts at.

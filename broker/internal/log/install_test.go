@@ -308,3 +308,52 @@ func wholeRun(b []byte) (bool, int64) {
 	}
 	return true, next
 }
+
+// TestSegmentCopyAfterStreamsAheadOfTheInstall: the next segment's copy begins where an
+// uninstalled copy ends, cannot be installed before it, and installs once it has; a copy
+// that does not end on a frame has no successor.
+func TestSegmentCopyAfterStreamsAheadOfTheInstall(t *testing.T) {
+	leader, segs := leaderWithSealed(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	dir := t.TempDir()
+	f := openReplicaLog(t, dir, 1<<20)
+	first := copyIn(t, f, segmentBytes(t, leader, segs[0]), rng)
+	second, err := f.BeginSegmentCopyAfter(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Base() != segs[1].Base {
+		t.Fatalf("the next copy starts at %d, the leader's second segment at %d", second.Base(), segs[1].Base)
+	}
+	b := segmentBytes(t, leader, segs[1])
+	for len(b) > 0 {
+		n := min(len(b), 1+rng.IntN(700))
+		if err := second.Write(b[:n]); err != nil {
+			t.Fatal(err)
+		}
+		b = b[n:]
+	}
+	if _, err := second.Install(); !errors.Is(err, ErrNotEmptyActive) {
+		t.Fatalf("Install ahead of the previous copy = %v, want ErrNotEmptyActive", err)
+	}
+	// The refused install left the copy whole: a new one over the same bytes installs in order.
+	second.Abort()
+	if _, err := first.Install(); err != nil {
+		t.Fatal(err)
+	}
+	again := copyIn(t, f, segmentBytes(t, leader, segs[1]), rng)
+	end, err := again.Install()
+	if err != nil || end != segs[2].Base || f.NextOffset() != end {
+		t.Fatalf("Install of the second segment = %d, %v; want %d", end, err, segs[2].Base)
+	}
+
+	g := openReplicaLog(t, t.TempDir(), 1<<20)
+	part := copyIn(t, g, segmentBytes(t, leader, segs[0])[:100], rng)
+	defer part.Abort()
+	if _, err := g.BeginSegmentCopyAfter(part); !errors.Is(err, ErrCopyIncomplete) {
+		t.Fatalf("BeginSegmentCopyAfter a partial copy = %v, want ErrCopyIncomplete", err)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, "*tmp-*")); len(tmps) != 0 {
+		t.Fatalf("temp files left: %v", tmps)
+	}
+}

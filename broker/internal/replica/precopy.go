@@ -42,6 +42,7 @@ type SegmentSource interface {
 // SegmentLog is what a pre-copy needs of the follower's log (log.Log has it).
 type SegmentLog interface {
 	BeginSegmentCopy() (*log.SegmentCopy, error)
+	BeginSegmentCopyAfter(prev *log.SegmentCopy) (*log.SegmentCopy, error)
 }
 
 // PreCopyResult says what a pre-copy did.
@@ -106,12 +107,38 @@ func (f *Follower) PreCopy(ctx context.Context, src SegmentSource) (PreCopyResul
 			return res, ctx.Err()
 		}
 	}
+	return f.copySegments(ctx, sl, src, l, segs, res)
+}
+
+// copySegments streams and installs the segments of segs from res.To on, in order, each
+// segment's bytes streaming while the previous one is installed (its fsync and renames cost
+// about as much as streaming half a segment).
+func (f *Follower) copySegments(ctx context.Context, sl SegmentLog, src SegmentSource, l transfer.Listing,
+	segs []transfer.Segment, res PreCopyResult) (PreCopyResult, error) {
 	var bufs [][]byte
+	var prev *log.SegmentCopy // streamed, being installed by inst
+	var inst chan installed
+	// settle waits for the running install and counts it; false: stop here.
+	settle := func() (bool, error) {
+		if inst == nil {
+			return true, nil
+		}
+		r := <-inst
+		inst = nil
+		if r.err != nil || !r.done {
+			return false, r.err
+		}
+		res.Segments++
+		res.Bytes += r.size
+		res.To = r.end
+		return true, nil
+	}
+	next := res.To
 	for _, s := range segs {
-		if s.Base < res.To {
+		if s.Base < next {
 			continue
 		}
-		if s.Base > res.To || ctx.Err() != nil {
+		if s.Base > next || ctx.Err() != nil {
 			break
 		}
 		if bufs == nil {
@@ -119,15 +146,50 @@ func (f *Follower) PreCopy(ctx context.Context, src SegmentSource) (PreCopyResul
 				bufs = append(bufs, durable.AlignedBuffer(transfer.ChunkBytes))
 			}
 		}
-		end, done, err := f.copySegment(ctx, sl, src, s, l, bufs)
-		if err != nil || !done {
-			return res, err
+		c, err := f.beginCopy(sl, prev)
+		if err != nil || c == nil {
+			_, serr := settle()
+			return res, errors.Join(err, serr)
 		}
-		res.Segments++
-		res.Bytes += s.Size
-		res.To = end
+		whole, err := streamSegment(ctx, src, s, c, bufs)
+		ok, serr := settle()
+		if err != nil || serr != nil || !whole || !ok {
+			c.Abort()
+			return res, errors.Join(err, serr)
+		}
+		prev, next = c, c.End()
+		inst = make(chan installed, 1)
+		go func(c *log.SegmentCopy, size int64) {
+			end, done, err := f.installCopy(c, l)
+			inst <- installed{end: end, done: done, err: err, size: size}
+		}(c, s.Size)
 	}
-	return res, nil
+	_, err := settle()
+	return res, err
+}
+
+// installed is the outcome of one segment's install.
+type installed struct {
+	end  int64
+	done bool
+	err  error
+	size int64
+}
+
+// beginCopy starts the copy of the segment at the log's end offset, or after prev when prev
+// is being installed. nil (no error): the log cannot take a copy (it holds records at its end).
+func (f *Follower) beginCopy(sl SegmentLog, prev *log.SegmentCopy) (*log.SegmentCopy, error) {
+	var c *log.SegmentCopy
+	var err error
+	if prev == nil {
+		c, err = sl.BeginSegmentCopy()
+	} else {
+		c, err = sl.BeginSegmentCopyAfter(prev)
+	}
+	if errors.Is(err, log.ErrNotEmptyActive) {
+		return nil, nil
+	}
+	return c, err
 }
 
 // oldestOffset is the log's first retained offset when it tells it, else -1 (a log that does
@@ -159,23 +221,11 @@ func sealedSegments(segs []transfer.Segment) []transfer.Segment {
 	return segs
 }
 
-// copySegment streams segment s into a SegmentCopy and installs it: epochs first (as a fetch
-// records them before its frames), then the segment, then the HWM. done=false (no error):
-// the follower cannot pre-copy it (see PreCopy) and leaves it to the fetch.
-func (f *Follower) copySegment(ctx context.Context, sl SegmentLog, src SegmentSource, s transfer.Segment,
-	l transfer.Listing, bufs [][]byte) (end int64, done bool, err error) {
-	c, err := sl.BeginSegmentCopy()
-	if errors.Is(err, log.ErrNotEmptyActive) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, err
-	}
+// installCopy installs a streamed copy: epochs first (as a fetch records them before its
+// frames), then the segment, then the HWM. done=false (no error): the log took records
+// meanwhile and the fetch goes on from them. The copy is aborted unless installed.
+func (f *Follower) installCopy(c *log.SegmentCopy, l transfer.Listing) (end int64, done bool, err error) {
 	defer c.Abort() // a no-op once installed
-	whole, err := streamSegment(ctx, src, s, c, bufs)
-	if err != nil || !whole {
-		return 0, false, err
-	}
 	for _, e := range epochsCovering(listedEpochs(l.Epochs), c.Base(), c.End()) {
 		if err := f.Epochs.Assign(e.Epoch, max(e.Start, c.Base())); err != nil {
 			return 0, false, err
@@ -189,7 +239,7 @@ func (f *Follower) copySegment(ctx context.Context, sl SegmentLog, src SegmentSo
 			return 0, false, errors.Join(err, terr)
 		}
 		if errors.Is(err, log.ErrNotEmptyActive) {
-			return 0, false, nil // the log took records meanwhile: the fetch goes on from them
+			return 0, false, nil
 		}
 		return 0, false, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/testwait"
 	"narad.dev/broker/internal/transfer"
 )
 
@@ -207,11 +208,17 @@ func TestPreCopyLeavesToTheFetchWhatItCannotCopy(t *testing.T) {
 		ld := leaderOverEpochs(t, a)
 		fw := follow(b, a, ld)
 		src := &segSource{n: a}
+		fetched := false
 		src.onStream = func(base int64) {
-			if base > 0 && b.log.NextOffset() == base { // after the first install: a fetch lands
-				if err := fw.FetchOnce(context.Background()); err != nil {
-					t.Error(err)
-				}
+			if base == 0 || fetched {
+				return
+			}
+			// The second segment streams while the first installs: once that install ends, a
+			// fetch lands on the log, ahead of the second segment's install.
+			fetched = true
+			testwait.For(t, 10*time.Second, "the first install", func() bool { return b.log.NextOffset() == base })
+			if err := fw.FetchOnce(context.Background()); err != nil {
+				t.Error(err)
 			}
 		}
 		res, err := fw.PreCopy(context.Background(), src)
@@ -350,4 +357,49 @@ func noTemps(t *testing.T, n *node) {
 			t.Fatalf("temp file left: %s", e.Name())
 		}
 	}
+}
+
+// heldHWM holds the first HWM move of a pre-copy (the end of the first segment's install)
+// until the next segment's stream opens, and records whether it did.
+type heldHWM struct {
+	*log.Log
+	opened     chan int64
+	held       bool
+	overlapped bool
+}
+
+func (h *heldHWM) AdvanceHWM(hwm int64) error {
+	if !h.held {
+		h.held = true
+		<-h.opened // the first segment's stream
+		select {
+		case <-h.opened:
+			h.overlapped = true
+		case <-time.After(5 * time.Second):
+		}
+	}
+	return h.Log.AdvanceHWM(hwm)
+}
+
+func TestPreCopyStreamsTheNextSegmentWhileOneInstalls(t *testing.T) {
+	a, b := newNode(t, "a"), newNode(t, "b")
+	ld := leaderOverEpochs(t, a)
+	end, sealed := sealedEnd(t, a)
+	opened := make(chan int64, 1024)
+	src := &segSource{n: a, onStream: func(base int64) { opened <- base }}
+	fw := follow(b, a, ld)
+	held := &heldHWM{Log: b.log, opened: opened}
+	fw.Log = held
+	res, err := fw.PreCopy(context.Background(), src)
+	if err != nil || res.Segments != sealed || res.To != end {
+		t.Fatalf("PreCopy = %+v, %v; want %d segments to %d", res, err, sealed, end)
+	}
+	if !held.overlapped {
+		t.Fatal("the second segment's stream did not open while the first segment was being installed")
+	}
+	if b.log.NextOffset() != end || b.log.HighWatermark() != end {
+		t.Fatalf("follower after the pre-copy: next %d hwm %d, want both %d", b.log.NextOffset(), b.log.HighWatermark(), end)
+	}
+	sameRecords(t, a.log, b.log, 0, end)
+	noTemps(t, b)
 }
