@@ -54,8 +54,10 @@ def main():
     runs, order = load(path)
     machine = f"{cores} cores, {kernel}; fsync {fsync}; CPU calibration (broker/cmd/cpucal) {cpucal}; load average {load_avg} at start"
     if md == "1":
-        print("### A = {}, B = {}".format(label_a, label_b))
+        print("### A = {}, B = {}".format(label_a.split()[0], " ".join(label_b.split()[:4]) if label_b.startswith("working tree") else label_b.split()[0]))
         print()
+        print(f"- A: {label_a}")
+        print(f"- B: {label_b}")
         print(f"- Machine: {machine}")
         print(f"- `make bench-compare`, {rounds} rounds, A and B alternating, each run on a fresh single node;")
         print("  generators (`narad bench`, `httpload`) built from the working tree; CPU is the node's utime + stime")
