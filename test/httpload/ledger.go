@@ -17,7 +17,6 @@ type ledger struct {
 
 	nAccepted, nAckedAccepted int64
 	deliveries, duplicates    int64
-	unexpected                int64 // consumed but never accepted
 }
 
 func newLedger(count int) *ledger {
