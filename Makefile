@@ -52,6 +52,10 @@ fuzz-long:
 bench: build ## Benchmarks against a fresh single node; writes docs/benchmarks.md
 	./hack/bench.sh $(NARAD)
 
+.PHONY: bench-compare
+bench-compare: ## Two revisions side by side: BASE=<rev> [NEW=<rev>, default the working tree] [ROUNDS=3] [BENCH_MD=1]; see docs/benchmarks.md
+	@BASE="$(BASE)" NEW="$(NEW)" ROUNDS="$(or $(ROUNDS),3)" BENCH_MD="$(BENCH_MD)" GO=$(GO) ./hack/bench-compare.sh
+
 .PHONY: bench-replication
 bench-replication: build ## Failover time and empty-follower catch-up on three fresh nodes (prints a docs/benchmarks.md section)
 	./hack/bench-replication.sh $(NARAD)
