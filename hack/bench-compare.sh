@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Compares two narad builds side by side on this machine (`make bench-compare BASE=<rev>`):
 # builds revision BASE (A) in a temporary git worktree and the working tree (B; or revision
-# NEW), then for ROUNDS rounds runs every scenario against a fresh single dev node of A, then
-# of B, so both builds meet the same machine noise. For each run it reads the node's own CPU
+# NEW), then for ROUNDS rounds runs every scenario against a fresh single dev node of each
+# build in turn (A then B in odd rounds, B then A in even ones), so both meet the same noise. For each run it reads the node's own CPU
 # time (utime + stime from /proc) before and after the load, so the load generator sharing
 # the cores is not counted. Prints per scenario and figure each build's median and min–max,
 # and the ratio B/A with its spread over the rounds' pairs. docs/benchmarks.md, "Comparing two
@@ -142,8 +142,10 @@ PY
 results="$work/results"
 : >"$results"
 for r in $(seq 1 "$rounds"); do
+  # Odd rounds run A first, even rounds B first, so neither build always follows the other.
+  order="A B"; if [ $((r % 2)) -eq 0 ]; then order="B A"; fi
   for s in $scenarios; do
-    for b in A B; do one "$b" "$s" "$r"; done
+    for b in $order; do one "$b" "$s" "$r"; done
   done
 done
 
