@@ -107,6 +107,7 @@ func (l *Log) appendLocked(entries []Entry, committedAtMs int64) (first int64, s
 	}
 	l.next = first + int64(len(entries))
 	l.nextA.Store(l.next)
+	l.ends.add(l.next, boundaryPos{segBase: seg.base, pos: end})
 	return first, seg, end, nil
 }
 

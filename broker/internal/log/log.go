@@ -64,6 +64,10 @@ type Log struct {
 	failed atomic.Bool
 	closed atomic.Bool
 	bound  atomic.Pointer[boundaryPos]
+	// ends are the boundaries of recent appends, for AdvanceHWM (ends.go).
+	ends appendEnds
+	// walks counts AdvanceHWM's header walks (tests read it). Guarded by hmu.
+	walks int
 
 	// mu guards segs and the open files: readers hold it shared; segs is replaced only by a
 	// holder of both wmu and mu (so a wmu holder may read segs without mu).

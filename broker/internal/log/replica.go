@@ -102,6 +102,7 @@ func (l *Log) appendFrames(frames []byte, direct bool) (leo int64, err error) {
 	}
 	l.next = next
 	l.nextA.Store(next)
+	l.ends.add(next, boundaryPos{segBase: seg.base, pos: end})
 	l.rollIfFull(seg, end)
 	l.releaseScratch()
 	l.Broadcast()
@@ -150,6 +151,10 @@ func (l *Log) alignedBoundary(off int64) (boundaryPos, error) {
 	if seg == nil {
 		return boundaryPos{segBase: l.segs[0].base}, nil
 	}
+	if b, ok := l.ends.find(off); ok && b.segBase == seg.base {
+		return b, nil // the end of a recent append: no walk
+	}
+	l.walks++
 	size := seg.size.Load()
 	b := boundaryPos{segBase: seg.base, pos: size}
 	aligned := off == l.nextA.Load()
@@ -194,6 +199,7 @@ func (l *Log) TruncateTail(end int64) error {
 		return fmt.Errorf("%w: %d < hwm %d", ErrBelowHWM, end, l.hwm.Load())
 	}
 	b, err := l.alignedBoundary(end)
+	l.ends.clear() // offsets past end will be other frames' (and TruncateTail is rare)
 	if err != nil {
 		return err
 	}

@@ -522,3 +522,77 @@ func TestAdvanceHWMDoesNotWaitForAnAppendOnDisk(t *testing.T) {
 		t.Fatalf("advance after the append: %v, hwm %d", err, l.HighWatermark())
 	}
 }
+
+// wantBoundary is the committed boundary a header walk finds for h.
+func wantBoundary(t *testing.T, l *Log, h int64) boundaryPos {
+	t.Helper()
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	b, err := l.computeBoundary(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestAdvanceHWMToARecentAppendEndWalksNoHeaders: an HWM moved to where a recent append ended
+// takes the boundary the append recorded, the same one a walk finds, across segment rolls; an
+// older end is walked to; a truncation forgets the ends, so a reused offset inside a new
+// frame is still refused.
+func TestAdvanceHWMToARecentAppendEndWalksNoHeaders(t *testing.T) {
+	l := openReplicaLog(t, t.TempDir(), 4096)
+	var ends []int64
+	for i := range 3 * appendEndsKept {
+		_, leo, err := l.Append(testEntries(string(rune('a'+i%26)), 1+i%3, 90+i%50), int64(1000+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, leo)
+	}
+	if len(l.segs) < 4 {
+		t.Fatalf("the test needs segment rolls, has %d segments", len(l.segs))
+	}
+	old := ends[len(ends)-appendEndsKept-1] // evicted
+	if err := l.AdvanceHWM(old); err != nil {
+		t.Fatal(err)
+	}
+	if l.walks != 1 || *l.bound.Load() != wantBoundary(t, l, old) {
+		t.Fatalf("an evicted end: %d walks, boundary %+v, walked %+v", l.walks, *l.bound.Load(), wantBoundary(t, l, old))
+	}
+	rolled := 0
+	for _, h := range ends[len(ends)-appendEndsKept:] {
+		if err := l.AdvanceHWM(h); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := *l.bound.Load(), wantBoundary(t, l, h); got != want {
+			t.Fatalf("AdvanceHWM(%d): boundary %+v, a walk finds %+v", h, got, want)
+		}
+		if b := l.bound.Load(); b.pos == 0 {
+			rolled++ // an end where the segment rolled: its boundary is the next segment's start
+		}
+	}
+	if l.walks != 1+rolled {
+		t.Fatalf("%d walks for %d recent ends of which %d at a roll, want %d", l.walks, appendEndsKept, rolled, 1+rolled)
+	}
+
+	m := openReplicaLog(t, t.TempDir(), 1<<20)
+	for _, tag := range []string{"A", "B", "C"} { // frames [0,1) [1,2) [2,3)
+		if _, _, err := m.Append(testEntries(tag, 1, 40), 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.TruncateTail(1); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.Append(testEntries("D", 3, 40), 1000); err != nil { // one frame [1,4)
+		t.Fatal(err)
+	}
+	if err := m.AdvanceHWM(2); !errors.Is(err, ErrNotFrameBoundary) {
+		t.Fatalf("AdvanceHWM(2) inside the new frame = %v, want ErrNotFrameBoundary", err)
+	}
+	if err := m.AdvanceHWM(4); err != nil || *m.bound.Load() != wantBoundary(t, m, 4) {
+		t.Fatalf("AdvanceHWM(4) = %v, boundary %+v", err, *m.bound.Load())
+	}
+}

@@ -55,6 +55,7 @@ func (l *Log) ResetTo(start int64) error {
 	}
 	l.next = start
 	l.nextA.Store(start)
+	l.ends.clear()
 	l.advance(start)
 	l.oldest.Store(start)
 	l.bound.Store(&boundaryPos{segBase: start})
