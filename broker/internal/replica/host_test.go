@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/errcode"
+	"narad.dev/broker/internal/testwait"
 )
 
 func TestHostFetchWaitsThenAnswersEmptyOrEarlyOnANewHWM(t *testing.T) {
@@ -31,8 +32,8 @@ func TestHostFetchWaitsThenAnswersEmptyOrEarlyOnANewHWM(t *testing.T) {
 	if _, err := b.log.AppendFrames(rep.Frames); err != nil {
 		t.Fatal(err)
 	}
-	// The next fetch reports b's LEO, which commits the records: it answers at once, with the
-	// new HWM, though there is nothing new to send.
+	// The next fetch reports b's LEO, which commits the records: it answers with the new HWM,
+	// though there is nothing new to send, once the linger for records to send with it ends.
 	done := make(chan FetchReply, 1)
 	go func() {
 		rep, _ := h.Fetch(ctx, "t", 0, "inc", FetchRequest{Follower: "b", Epoch: 1, Offset: end, HWM: 0}, time.Minute)
@@ -193,4 +194,68 @@ func TestAFollowerThatLostItsCopyIsSentTheStateAgain(t *testing.T) {
 	if rep := serve(0); string(rep.ConsumerState) != "s" || string(rep.FanoutCursors) != "c" {
 		t.Fatalf("after the follower lost its copy: state %q cursors %q", rep.ConsumerState, rep.FanoutCursors)
 	}
+}
+
+// TestHostFetchSendsANewHWMWithTheRecordsThatFollowIt: a parked fetch whose only news is a
+// newer HWM waits up to the linger for records, and answers both at once; with none, the HWM
+// comes alone when the linger ends.
+func TestHostFetchSendsANewHWMWithTheRecordsThatFollowIt(t *testing.T) {
+	a, b := newNode(t, "a"), newNode(t, "b")
+	ld := a.lead(t, 1, []string{"a", "b"}, []string{"a", "b"}, 2, nil)
+	h := NewHost()
+	h.hwmLinger = time.Minute
+	h.Lead("t", 0, "inc", ld, a.log, a.epochs)
+	ctx := context.Background()
+	_, end := produce(t, a, ld, "x", 2)
+	rep, err := h.Fetch(ctx, "t", 0, "inc", FetchRequest{Follower: "b", Epoch: 1}, time.Minute)
+	if err != nil || rep.Next != end {
+		t.Fatalf("fetch with records: next %d, %v", rep.Next, err)
+	}
+	if _, err := b.log.AppendFrames(rep.Frames); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan FetchReply, 1)
+	go func() { // reports b's LEO: the HWM moves to end, and the fetch lingers
+		rep, _ := h.Fetch(ctx, "t", 0, "inc", FetchRequest{Follower: "b", Epoch: 1, Offset: end, HWM: 0}, time.Minute)
+		done <- rep
+	}()
+	testwait.For(t, 10*time.Second, "the HWM to move", func() bool { return a.log.HighWatermark() == end })
+	select {
+	case rep := <-done:
+		t.Fatalf("answered with the HWM alone (%d bytes, hwm %d) before the linger ended", len(rep.Frames), rep.HWM)
+	case <-time.After(50 * time.Millisecond):
+	}
+	_, next := produce(t, a, ld, "y", 3)
+	select {
+	case rep := <-done:
+		if rep.HWM != end || rep.Next != next || len(rep.Frames) == 0 {
+			t.Fatalf("answer: hwm %d next %d with %d bytes; want hwm %d and the records to %d", rep.HWM, rep.Next,
+				len(rep.Frames), end, next)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("records appended during the linger were not sent")
+	}
+
+	h.hwmLinger = 30 * time.Millisecond
+	if _, err := b.log.AppendFrames(mustFrames(t, a, end)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep, err = h.Fetch(ctx, "t", 0, "inc", FetchRequest{Follower: "b", Epoch: 1, Offset: next, HWM: end}, time.Minute)
+	if err != nil || rep.HWM != next || len(rep.Frames) != 0 {
+		t.Fatalf("HWM-only answer: hwm %d, %d bytes, %v; want hwm %d", rep.HWM, len(rep.Frames), err, next)
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("the HWM alone waited %v, not the linger", waited)
+	}
+}
+
+// mustFrames reads n's frames from off to its end.
+func mustFrames(t *testing.T, n *node, off int64) []byte {
+	t.Helper()
+	frames, _, err := n.log.ReadFrames(off, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return frames
 }
