@@ -23,7 +23,7 @@ func (s *server) consume(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, forbiddenf("no consume grant for topic %q", name))
 		return
 	}
-	cq, err := parseConsumeQuery(r.URL.Query(), s.maxWait)
+	cq, err := parseConsumeQuery(queryParams(r), s.maxWait)
 	if err != nil {
 		s.writeErr(w, r, op, err)
 		return
