@@ -83,6 +83,9 @@ func (e *Engine) probeRemote(ctx context.Context, o owner, t meta.Topic, max int
 // here, each remote owner gets one AckBatch (op 31), concurrently; results stay in request
 // order. An entry whose owner is dead or unreachable answers 503.
 func (e *Engine) Ack(ctx context.Context, t meta.Topic, entries []service.AckEntry) []error {
+	if len(entries) == 1 && e.ownerOf(t.Name, entries[0].Partition).local {
+		return e.AckLocal(t, entries) // the single-message ack: no routing tables
+	}
 	out := make([]error, len(entries))
 	var local []int
 	remote := map[string][]int{} // cluster addr → entry indexes
