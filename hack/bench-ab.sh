@@ -9,7 +9,9 @@
 #
 # Scenarios: "p64" (50,000 × 1 KiB produced by 64 producers, 3 partitions), "batch"
 # (500,000 × 1 KiB, batches of 100, 64 producers + 64 consumers, 8 partitions) and "flow"
-# (30,000 × 1 KiB single-message full flow: produce, consume, ack, 64 + 64, 3 partitions).
+# (30,000 × 1 KiB single-message full flow: produce, consume, ack, 64 + 64, 3 partitions);
+# "flow2k" is that flow produced at 2,000 msg/s, so both builds do the same work per second
+# and CPU per message is not swayed by how fast each run happened to go.
 # AB_SCENARIOS picks them (default "p64 batch"); AB_HOST the loopback address (default 127.0.0.31).
 set -euo pipefail
 a="$1"; b="$2"; rounds="${3:-3}"
@@ -36,6 +38,9 @@ one() { # binary label scenario
     flow) n=30000
       out="$("$bin" bench -s "http://$addr" ab --create --partitions 3 --count "$n" --size 1024 --workers 64 \
         --consumers 64 --consume --json 2>/dev/null)" ;;
+    flow2k) n=30000
+      out="$("$bin" bench -s "http://$addr" ab --create --partitions 3 --count "$n" --size 1024 --workers 64 \
+        --consumers 64 --consume --rate 2000 --json 2>/dev/null)" ;;
   esac
   t1="$(cpu_ticks "$pid")"
   kill "$pid"; wait "$pid" 2>/dev/null || true
