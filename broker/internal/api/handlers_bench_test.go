@@ -42,7 +42,7 @@ func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) WriteHeader(code int)        { w.status = code }
 func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 
-// BenchmarkHotHandlers runs the three requests of the single-message full flow (issue 17)
+// BenchmarkHotHandlers runs the three requests of the single-message full flow (docs/benchmarks.md)
 // through the whole handler (auth off, routing, observation), one 1 KiB message: a change
 // that allocates per request shows in allocs/op.
 func BenchmarkHotHandlers(b *testing.B) {
