@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"narad.dev/broker/internal/service"
 )
 
 // closedAt returns n open channels of which the one at idx is closed.
@@ -47,5 +49,29 @@ func TestParkFewChannelsAllocatesOnlyTheTimer(t *testing.T) {
 	})
 	if allocs > timer {
 		t.Fatalf("%v allocations per park, want at most the timer's %v", allocs, timer)
+	}
+}
+
+// TestAckOfOneLocalEntryAllocatesOnlyItsResult guards the single-message ack: an entry this
+// node owns goes straight to its shard, without the routing tables and the sort of a batch.
+func TestAckOfOneLocalEntryAllocatesOnlyItsResult(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	top := n.createTopic(service.CreateTopicRequest{Name: "orders", Partitions: 3})
+	n.produce(top, service.ProduceRecord{Partition: 0, Payload: []byte("a")})
+	var msgs []service.Message
+	eventually(t, 10*time.Second, func() bool {
+		var err error
+		msgs, err = n.e.Consume(n.ctx(), top, queueReq(time.Second, 1))
+		return err == nil && len(msgs) == 1
+	}, "the message to be consumable")
+	extend := []service.AckEntry{ackEntry(t, msgs[0], service.OpExtend)}
+	ctx := n.ctx()
+	allocs := testing.AllocsPerRun(100, func() {
+		if errs := n.e.Ack(ctx, top, extend); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+	})
+	if allocs > 1 {
+		t.Fatalf("%v allocations per single ack, want at most 1 (the result)", allocs)
 	}
 }
