@@ -78,3 +78,23 @@ func TestConsumeAnswersDoNotShareBuffers(t *testing.T) {
 		prev = got
 	}
 }
+
+// TestMuxRedirectPassesThroughUnmatched proves the answers the mux writes itself while it
+// looks for a route (here the redirect of an unclean path) reach the client unchanged and
+// are labelled unmatched, now that the mux routes each request only once.
+func TestMuxRedirectPassesThroughUnmatched(t *testing.T) {
+	env := newEnv(t)
+	rec := env.do("GET", "/v1/./topics", "alice", nil)
+	redirect := rec.Code
+	if redirect/100 != 3 || rec.Header().Get("Location") != "/v1/topics" {
+		t.Fatalf("status %d, Location %q; want a redirect to /v1/topics", rec.Code, rec.Header().Get("Location"))
+	}
+	rec = env.do("GET", "/v1/topics", "alice", nil)
+	expectStatus(t, rec, http.StatusOK)
+	env.obs.mu.Lock()
+	defer env.obs.mu.Unlock()
+	want := []string{fmt.Sprintf("unmatched|GET|%d", redirect), "GET /v1/topics|GET|200"}
+	if fmt.Sprint(env.obs.routes) != fmt.Sprint(want) {
+		t.Fatalf("observed %q, want %q", env.obs.routes, want)
+	}
+}
