@@ -7,11 +7,16 @@
 #
 #   hack/bench-ab.sh OLD_NARAD NEW_NARAD [ROUNDS]
 #
-# Scenarios: "p64" (50,000 × 1 KiB produced by 64 producers, 3 partitions) and "batch"
-# (500,000 × 1 KiB, batches of 100, 64 producers + 64 consumers, 8 partitions).
+# Scenarios: "p64" (50,000 × 1 KiB produced by 64 producers, 3 partitions), "batch"
+# (500,000 × 1 KiB, batches of 100, 64 producers + 64 consumers, 8 partitions) and "flow"
+# (30,000 × 1 KiB single-message full flow: produce, consume, ack, 64 + 64, 3 partitions);
+# "flow2k" is that flow produced at 2,000 msg/s, so both builds do the same work per second
+# and CPU per message is not swayed by how fast each run happened to go.
+# AB_SCENARIOS picks them (default "p64 batch"); AB_HOST the loopback address (default 127.0.0.31).
 set -euo pipefail
 a="$1"; b="$2"; rounds="${3:-3}"
-addr=127.0.0.31:17942
+host="${AB_HOST:-127.0.0.31}"
+addr="$host:17942"
 tck="$(getconf CLK_TCK)"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -20,7 +25,7 @@ one() { # binary label scenario
   local bin="$1" label="$2" scenario="$3" dir out n pid t0 t1
   dir="$(mktemp -d)"
   "$bin" serve --dev --node-id ab --data-dir "$dir/data" --http-addr "$addr" \
-    --cluster-addr 127.0.0.31:17943 --log-level warn >"$dir/log" 2>&1 &
+    --cluster-addr "$host:17943" --log-level warn >"$dir/log" 2>&1 &
   pid=$!
   for _ in $(seq 1 150); do curl -fsS "http://$addr/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
   t0="$(cpu_ticks "$pid")"
@@ -30,6 +35,12 @@ one() { # binary label scenario
     batch) n=500000
       out="$("$bin" bench -s "http://$addr" ab --create --partitions 8 --count "$n" --size 1024 --workers 64 \
         --consumers 64 --consume --batch 100 --json 2>/dev/null)" ;;
+    flow) n=30000
+      out="$("$bin" bench -s "http://$addr" ab --create --partitions 3 --count "$n" --size 1024 --workers 64 \
+        --consumers 64 --consume --json 2>/dev/null)" ;;
+    flow2k) n=30000
+      out="$("$bin" bench -s "http://$addr" ab --create --partitions 3 --count "$n" --size 1024 --workers 64 \
+        --consumers 64 --consume --rate 2000 --json 2>/dev/null)" ;;
   esac
   t1="$(cpu_ticks "$pid")"
   kill "$pid"; wait "$pid" 2>/dev/null || true
@@ -45,7 +56,7 @@ PY
 }
 
 for r in $(seq 1 "$rounds"); do
-  for scenario in p64 batch; do
+  for scenario in ${AB_SCENARIOS:-p64 batch}; do
     one "$a" A "$scenario"
     one "$b" B "$scenario"
   done

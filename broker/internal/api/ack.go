@@ -20,7 +20,7 @@ func (s *server) ack(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, forbiddenf("no consume grant for topic %q", name))
 		return
 	}
-	h, ackOp, err := parseAckQuery(r.URL.Query())
+	h, ackOp, err := parseAckQuery(queryParams(r))
 	if err != nil {
 		s.writeErr(w, r, op, err)
 		return

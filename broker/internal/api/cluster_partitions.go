@@ -46,7 +46,7 @@ func (s *server) partitions(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, opPartitions, err)
 		return
 	}
-	limit, token, err := parseListQuery(q)
+	limit, token, err := parseListQuery(valuesParams(q, nil))
 	if err != nil {
 		s.writeErr(w, r, opPartitions, err)
 		return

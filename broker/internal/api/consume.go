@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"narad.dev/broker/internal/meta"
@@ -23,7 +24,7 @@ func (s *server) consume(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, forbiddenf("no consume grant for topic %q", name))
 		return
 	}
-	cq, err := parseConsumeQuery(r.URL.Query(), s.maxWait)
+	cq, err := parseConsumeQuery(queryParams(r), s.maxWait)
 	if err != nil {
 		s.writeErr(w, r, op, err)
 		return
@@ -66,8 +67,20 @@ func (s *server) consume(w http.ResponseWriter, r *http.Request) {
 	if len(msgs) > req.Max {
 		msgs = msgs[:req.Max]
 	}
-	writeRawJSON(w, http.StatusOK, encodeMessages(msgs, cq.Multi))
+	buf := answerBufs.Get().(*[]byte)
+	*buf = encodeMessages(*buf, msgs, cq.Multi)
+	writeRawJSON(w, http.StatusOK, *buf)
+	if cap(*buf) <= maxPooledAnswer { // the writer has copied it: net/http buffers or sends it
+		answerBufs.Put(buf)
+	}
 }
+
+// answerBufs holds consume answer buffers between requests (*[]byte).
+var answerBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledAnswer bounds the buffers answerBufs keeps (bytes): larger batch answers are
+// left to the collector rather than pinned.
+const maxPooledAnswer = 256 << 10
 
 // waitOutcome labels a long-poll for narad_consume_wait_seconds: hit, timeout or
 // cancelled (the client went away).

@@ -222,7 +222,7 @@ func TestParseConsumeQueryInvariants(t *testing.T) {
 	}
 	for q, ok := range cases {
 		vals, _ := url.ParseQuery(q)
-		cq, err := parseConsumeQuery(vals, time.Second)
+		cq, err := parseConsumeQuery(valuesParams(vals, nil), time.Second)
 		if (err == nil) != ok {
 			t.Errorf("%q: err %v, want ok=%v", q, err, ok)
 			continue

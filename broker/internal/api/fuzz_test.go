@@ -24,7 +24,7 @@ func FuzzParseConsumeQuery(f *testing.F) {
 		if err != nil {
 			return // the HTTP server hands handlers only what url.ParseQuery accepted
 		}
-		cq, err := parseConsumeQuery(q, ceiling)
+		cq, err := parseConsumeQuery(valuesParams(q, nil), ceiling)
 		if err != nil {
 			if statusOf(err) != 400 {
 				t.Fatalf("%q: error %v maps to %d, want 400", raw, err, statusOf(err))

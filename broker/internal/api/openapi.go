@@ -33,8 +33,22 @@ func (t *routeTable) HandleFunc(pattern string, h func(http.ResponseWriter, *htt
 	t.Handle(pattern, http.HandlerFunc(h))
 }
 
-// Handle registers h for pattern.
+// Handle registers h for pattern, behind routed: the mux is the only router, and the
+// handler tells ServeHTTP which route it serves.
 func (t *routeTable) Handle(pattern string, h http.Handler) {
-	t.mux.Handle(pattern, h)
+	t.mux.Handle(pattern, routed{pattern: pattern, h: h})
 	t.patterns = append(t.patterns, pattern)
+}
+
+// routed marks a request as matched by pattern before h serves it (see statusWriter).
+type routed struct {
+	pattern string
+	h       http.Handler
+}
+
+func (rt routed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.matched(rt.pattern)
+	}
+	rt.h.ServeHTTP(w, r)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -186,13 +187,13 @@ func appendMessage(dst []byte, m *service.Message) []byte {
 
 // encodeMessages encodes a consume answer: one Message object, or {"messages":[...]} when
 // multi, followed by "\n".
-func encodeMessages(msgs []service.Message, multi bool) []byte {
+func encodeMessages(dst []byte, msgs []service.Message, multi bool) []byte {
 	size := 16
 	for i := range msgs {
 		// Worst case of the base64 form (4/3) plus the fixed fields; JSON text needs less.
 		size += len(msgs[i].Payload)*4/3 + len(msgs[i].Key) + len(msgs[i].Topic) + len(msgs[i].ReceiptHandle) + 160
 	}
-	dst := make([]byte, 0, size)
+	dst = slices.Grow(dst[:0], size)
 	if !multi {
 		dst = appendMessage(dst, &msgs[0])
 		return append(dst, '\n')

@@ -79,7 +79,7 @@ func BenchmarkEncodeMessagesBatch(b *testing.B) {
 	b.SetBytes(int64(len(body) * len(msgs)))
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = encodeMessages(msgs, true)
+		_ = encodeMessages(nil, msgs, true)
 	}
 }
 

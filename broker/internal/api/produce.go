@@ -19,7 +19,7 @@ func (s *server) produce(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, forbiddenf("no produce grant for topic %q", name))
 		return
 	}
-	pq, err := parseProduceQuery(r.URL.Query())
+	pq, err := parseProduceQuery(queryParams(r))
 	if err != nil {
 		s.writeErr(w, r, op, err)
 		return

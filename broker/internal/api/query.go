@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/url"
 	"strconv"
 	"time"
 
@@ -17,15 +16,15 @@ const (
 )
 
 // singleParam returns the value of key and whether it was given; giving it twice is a 400.
-func singleParam(q url.Values, key string) (string, bool, error) {
-	vs, ok := q[key]
-	if !ok {
+func singleParam(q params, key string) (string, bool, error) {
+	v, n := q.lookup(key)
+	if n == 0 {
 		return "", false, nil
 	}
-	if len(vs) > 1 {
+	if n > 1 {
 		return "", false, invalidf("query parameter %q given more than once", key)
 	}
-	return vs[0], true, nil
+	return v, true, nil
 }
 
 // parseNonNegInt parses a base-10 integer ≥ 0 that fits an int32 (partitions, counts).
@@ -50,7 +49,7 @@ type produceQuery struct {
 // maxKeyBytes, else 400); partition, when
 // given, a non-negative base-10 integer. Either given twice → 400. The range against the
 // topic is checked later, in check order.
-func parseProduceQuery(q url.Values) (produceQuery, error) {
+func parseProduceQuery(q params) (produceQuery, error) {
 	pq := produceQuery{Partition: -1}
 	key, _, err := singleParam(q, "key")
 	if err != nil {
@@ -90,7 +89,7 @@ type consumeQuery struct {
 //
 // The result always has 0 ≤ Wait ≤ maxWait, 1 ≤ Max ≤ 1000, Offset ≥ -1, and Multi only
 // when Max > 1.
-func parseConsumeQuery(q url.Values, maxWait time.Duration) (consumeQuery, error) {
+func parseConsumeQuery(q params, maxWait time.Duration) (consumeQuery, error) {
 	cq := consumeQuery{Offset: -1, Max: 1}
 	if ws, given, err := singleParam(q, "wait"); err != nil {
 		return cq, err
@@ -154,7 +153,7 @@ func parseWait(s string, maxWait time.Duration) (time.Duration, error) {
 
 // parseListQuery applies docs/internals/http-api.md §2.3: limit default 100, < 1 or non-integer → 400, > 1000
 // capped; page_token opaque.
-func parseListQuery(q url.Values) (limit int, after string, err error) {
+func parseListQuery(q params) (limit int, after string, err error) {
 	limit = defaultListLimit
 	if ls, given, err := singleParam(q, "limit"); err != nil {
 		return 0, "", err
@@ -174,7 +173,7 @@ func parseListQuery(q url.Values) (limit int, after string, err error) {
 
 // parseDescribeQuery parses the optional partition of GET /v1/topics/{topic} (-1 = all).
 // A negative value passes here and fails the range check after the 404 (docs/internals/http-api.md §2.4).
-func parseDescribeQuery(q url.Values) (partition int, given bool, err error) {
+func parseDescribeQuery(q params) (partition int, given bool, err error) {
 	ps, given, err := singleParam(q, "partition")
 	if err != nil || !given {
 		return -1, false, err
@@ -202,8 +201,8 @@ func parseExtend(s string) (service.AckOp, error) {
 
 // parseAckQuery applies docs/internals/http-api.md §2.11: receipt_handle required and well-formed, extend valid;
 // for both, a repeated parameter's first value wins.
-func parseAckQuery(q url.Values) (consume.Handle, service.AckOp, error) {
-	hs := q.Get("receipt_handle")
+func parseAckQuery(q params) (consume.Handle, service.AckOp, error) {
+	hs := q.get("receipt_handle")
 	if hs == "" {
 		return consume.Handle{}, 0, invalidf("query parameter \"receipt_handle\" is required")
 	}
@@ -211,7 +210,7 @@ func parseAckQuery(q url.Values) (consume.Handle, service.AckOp, error) {
 	if err != nil {
 		return consume.Handle{}, 0, invalidf("malformed receipt_handle %q", hs)
 	}
-	op, err := parseExtend(q.Get("extend"))
+	op, err := parseExtend(q.get("extend"))
 	if err != nil {
 		return consume.Handle{}, 0, err
 	}
@@ -220,7 +219,7 @@ func parseAckQuery(q url.Values) (consume.Handle, service.AckOp, error) {
 
 // flagQuery parses an optional boolean query parameter: absent or "false" → false, "true" →
 // true; any other value, or the parameter given twice, → 400.
-func flagQuery(q url.Values, key string) (bool, error) {
+func flagQuery(q params, key string) (bool, error) {
 	v, given, err := singleParam(q, key)
 	switch {
 	case err != nil:

@@ -181,45 +181,47 @@ const unmatchedRoute = "unmatched"
 
 // ServeHTTP runs, in order: in-flight accounting, panic recovery, authentication (spec
 // §1.2: before routing, so unknown routes also answer 401), then the mux, whose text 404/405
-// answers are rewritten as JSON.
+// answers are rewritten as JSON. The mux routes once: a matched route's handler reports its
+// pattern through statusWriter.matched; when none runs, the mux's own answer was held back
+// and is rewritten here.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	if s.obs != nil {
 		s.obs.InFlight(1)
 	}
-	sw := &statusWriter{ResponseWriter: w}
-	_, pattern := s.mux.Handler(r)
-	route := pattern
-	if route == "" {
-		route = unmatchedRoute
-	}
+	sw := &statusWriter{ResponseWriter: w, route: unmatchedRoute}
 	defer func() {
 		if v := recover(); v != nil {
+			sw.routing = false // whatever was held back, the 500 goes to the client
 			if v == http.ErrAbortHandler {
-				s.observe(route, r, sw, start)
+				s.observe(sw.route, r, sw, start)
 				panic(v)
 			}
-			s.log.Error("http handler panic", "route", route, "panic", v, "stack", string(debug.Stack()))
+			s.log.Error("http handler panic", "route", sw.route, "panic", v, "stack", string(debug.Stack()))
 			if !sw.wroteHeader {
 				writeErrorBody(sw, http.StatusInternalServerError, "internal error", nil)
 			}
 		}
-		s.observe(route, r, sw, start)
+		s.observe(sw.route, r, sw, start)
 	}()
 
 	if !exemptFromAuth(r) {
 		u, err := s.authenticate(r)
 		if err != nil {
+			if _, pattern := s.mux.Handler(r); pattern != "" {
+				sw.route = pattern // a refused request still counts on its route
+			}
 			s.writeErr(sw, r, opAuthenticate, err)
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, u))
 	}
-	if pattern == "" {
-		s.serveUnmatched(sw, r)
-		return
-	}
+	sw.routing = true
 	s.mux.ServeHTTP(sw, r)
+	if sw.routing { // no route matched: the mux answered into sw.muxAnswer
+		sw.routing = false
+		s.serveUnmatched(sw, sw.muxAnswer)
+	}
 }
 
 func (s *server) observe(route string, r *http.Request, sw *statusWriter, start time.Time) {
@@ -252,11 +254,12 @@ func exemptFromAuth(r *http.Request) bool {
 	return false
 }
 
-// serveUnmatched lets the mux decide between redirect, 404 and 405 and rewrites its text
-// error answers as JSON, keeping the Allow header.
-func (s *server) serveUnmatched(w *statusWriter, r *http.Request) {
-	c := &captureWriter{header: http.Header{}}
-	s.mux.ServeHTTP(c, r)
+// serveUnmatched passes on the mux's own answer c to a request no route matched
+// (redirect, 404 or 405), its text error answers rewritten as JSON, keeping the Allow header.
+func (s *server) serveUnmatched(w *statusWriter, c *captureWriter) {
+	if c == nil {
+		c = &captureWriter{}
+	}
 	if c.status == 0 {
 		c.status = http.StatusOK
 	}
@@ -313,15 +316,45 @@ func (s *server) authenticate(r *http.Request) (*meta.User, error) {
 }
 
 // statusWriter records the status and body size of a response for observation and for
-// the panic handler (which may only write a 500 if nothing was written yet).
+// the panic handler (which may only write a 500 if nothing was written yet). While routing
+// is set (the mux is looking for a route) anything written goes to muxAnswer instead: only
+// the mux's own redirect, 404 and 405 handlers write then, since a matched route's handler
+// clears routing first (matched).
 type statusWriter struct {
 	http.ResponseWriter
 	status      int
 	bytes       int64
 	wroteHeader bool
+	route       string // metrics label: the matched pattern, else unmatchedRoute
+	routing     bool
+	muxAnswer   *captureWriter // allocated on the mux's first write while routing
+}
+
+// matched records that the mux found pattern; from here on writes reach the client.
+func (w *statusWriter) matched(pattern string) {
+	w.route, w.routing = pattern, false
+}
+
+// held returns the buffer of the mux's own answer.
+func (w *statusWriter) held() *captureWriter {
+	if w.muxAnswer == nil {
+		w.muxAnswer = &captureWriter{header: http.Header{}}
+	}
+	return w.muxAnswer
+}
+
+func (w *statusWriter) Header() http.Header {
+	if w.routing {
+		return w.held().Header()
+	}
+	return w.ResponseWriter.Header()
 }
 
 func (w *statusWriter) WriteHeader(code int) {
+	if w.routing {
+		w.held().WriteHeader(code)
+		return
+	}
 	if !w.wroteHeader {
 		w.status = code
 		w.wroteHeader = true
@@ -330,6 +363,9 @@ func (w *statusWriter) WriteHeader(code int) {
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.routing {
+		return w.held().Write(b)
+	}
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}

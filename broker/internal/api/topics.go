@@ -60,7 +60,7 @@ func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
 // listTopics is GET /v1/topics (docs/internals/http-api.md §2.3): keyset pagination in byte order of name.
 func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
 	const op = "list topics"
-	limit, after, err := parseListQuery(r.URL.Query())
+	limit, after, err := parseListQuery(queryParams(r))
 	if err != nil {
 		s.writeErr(w, r, op, err)
 		return
@@ -77,7 +77,7 @@ func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
 // (404) → partition range (400).
 func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
 	const op = "describe topic"
-	p, given, err := parseDescribeQuery(r.URL.Query())
+	p, given, err := parseDescribeQuery(queryParams(r))
 	if err != nil {
 		s.writeErr(w, r, op, err)
 		return
@@ -164,7 +164,7 @@ func (s *server) alterTopic(w http.ResponseWriter, r *http.Request) {
 // received (docs/fanout.md, Deleting a parent).
 func (s *server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	const op = "delete topic"
-	detach, err := flagQuery(r.URL.Query(), "detach_children")
+	detach, err := flagQuery(queryParams(r), "detach_children")
 	if err != nil {
 		s.writeErr(w, r, op, err)
 		return

@@ -35,9 +35,14 @@ func (h Handle) String() string {
 // ParseHandle parses a receipt handle. Anything but three plain base-10 non-negative integers
 // (no signs, no spaces) with a positive nonce is ErrBadHandle.
 func ParseHandle(s string) (Handle, error) {
-	parts := strings.Split(s, ":")
-	if len(parts) != 3 {
-		return Handle{}, ErrBadHandle
+	var parts [3]string // split in place: a receipt handle is parsed on every ack
+	rest := s
+	for i := range parts {
+		var found bool
+		parts[i], rest, found = strings.Cut(rest, ":")
+		if found != (i < len(parts)-1) {
+			return Handle{}, ErrBadHandle
+		}
 	}
 	for _, p := range parts {
 		if p == "" || len(p) > 20 {

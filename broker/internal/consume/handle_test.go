@@ -68,3 +68,15 @@ func FuzzHandleStringRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestParseHandleDoesNotAllocate guards the ack path: a handle is parsed on every ack.
+func TestParseHandleDoesNotAllocate(t *testing.T) {
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := ParseHandle("2:123456:789"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per parse, want 0", allocs)
+	}
+}

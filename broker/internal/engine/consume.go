@@ -247,10 +247,20 @@ const (
 func park(ctx context.Context, chans []<-chan struct{}, d time.Duration) int {
 	tm := time.NewTimer(d)
 	defer tm.Stop()
-	if len(chans) == 1 {
+	if len(chans) <= len(parkFixed{}) {
+		// The common shape, without reflect.Select's allocations; unused slots stay nil, and
+		// a nil channel never becomes ready.
+		var c parkFixed
+		copy(c[:], chans)
 		select {
-		case <-chans[0]:
+		case <-c[0]:
 			return 0
+		case <-c[1]:
+			return 1
+		case <-c[2]:
+			return 2
+		case <-c[3]:
+			return 3
 		case <-tm.C:
 			return parkTimeout
 		case <-ctx.Done():
@@ -274,10 +284,17 @@ func park(ctx context.Context, chans []<-chan struct{}, d time.Duration) int {
 	return chosen - 2
 }
 
+// parkFixed is the channel set park selects on without reflection: a long-poll on up to
+// three local partitions plus the remote-notice token.
+type parkFixed [4]<-chan struct{}
+
 // AckLocal applies entries on this node's shards (the owner side of op 31); an entry for a
 // partition this node does not own answers ErrNotOwner (421 on the node plane).
 func (e *Engine) AckLocal(t meta.Topic, entries []service.AckEntry) []error {
 	lim := limitsOf(t)
+	if len(entries) == 1 {
+		return []error{e.ackOne(t, entries[0], lim)}
+	}
 	out := make([]error, len(entries))
 	// Apply in ascending (partition, offset) order: an ack of the frontier hole then collapses
 	// the run before the acks above it are judged against the acked-ahead cap, so a batch never

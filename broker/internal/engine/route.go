@@ -83,6 +83,15 @@ func (e *Engine) probeRemote(ctx context.Context, o owner, t meta.Topic, max int
 // here, each remote owner gets one AckBatch (op 31), concurrently; results stay in request
 // order. An entry whose owner is dead or unreachable answers 503.
 func (e *Engine) Ack(ctx context.Context, t meta.Topic, entries []service.AckEntry) []error {
+	if len(entries) == 1 && e.ownerOf(t.Name, entries[0].Partition).local {
+		return e.AckLocal(t, entries) // the single-message ack: no routing tables
+	}
+	return e.ackRouted(ctx, t, entries)
+}
+
+// ackRouted is Ack for entries that may have other owners. Its goroutines capture t, which
+// therefore lives on the heap: kept out of Ack's single-entry path.
+func (e *Engine) ackRouted(ctx context.Context, t meta.Topic, entries []service.AckEntry) []error {
 	out := make([]error, len(entries))
 	var local []int
 	remote := map[string][]int{} // cluster addr → entry indexes

@@ -349,7 +349,7 @@ func (p *process) serveHTTP() error {
 		SecurityEnabled: cfg.SecurityEnabled,
 		MaxConsumeWait:  cfg.MaxConsumeWait,
 		MaxPartitions:   cfg.TopicMaxPartitions,
-		Observer:        httpObserver{m},
+		Observer:        newHTTPObserver(m),
 		APIObserver:     apiObserver{m},
 		Metrics:         promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
 		Cluster:         &clusterService{store: p.store, peers: p.nodes, mv: p.mv},
