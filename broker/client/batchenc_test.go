@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 )
 
@@ -13,11 +14,17 @@ type batchRequest struct {
 
 func genericBatch(t testing.TB, records []BatchRecord) []byte {
 	t.Helper()
-	b, err := marshalJSON(batchRequest{Records: records})
+	b, err := genericBatchOK(records)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bytes.TrimRight(b, "\n")
+	return b
+}
+
+// genericBatchOK is genericBatch's encoding, or the generic encoder's refusal.
+func genericBatchOK(records []BatchRecord) ([]byte, error) {
+	b, err := marshalJSON(batchRequest{Records: records})
+	return bytes.TrimRight(b, "\n"), err
 }
 
 func TestBatchEncoderMatchesTheGenericEncoder(t *testing.T) {
@@ -59,7 +66,17 @@ func FuzzBatchEncoderMatchesTheGenericEncoder(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encode: %v", err)
 		}
-		if want := genericBatch(t, records); !bytes.Equal(got, want) {
+		want, err := genericBatchOK(records)
+		if err != nil {
+			// encoding/json refuses some valid JSON payloads the hand-written encoder passes on
+			// verbatim (a number literal beyond float64's range): there is no reference then,
+			// but the body must still be one valid JSON value.
+			if !json.Valid(got) {
+				t.Fatalf("hand-written encoder wrote invalid JSON %q (generic encoder: %v)", got, err)
+			}
+			return
+		}
+		if !bytes.Equal(got, want) {
 			t.Fatalf("hand-written encoder:\n%q\ngeneric encoder:\n%q", got, want)
 		}
 	})
