@@ -29,10 +29,10 @@ const (
 	bulkRecordBytes = 256 << 10 // 80 MiB in all, in one partition: one sealed segment and more
 )
 
-// fillPartition produces n records of size bytes ("r19-bulk-<seq>-" padded with the sequence
+// fillPartition produces n records of size bytes ("<prefix>-<seq>-" padded with the sequence
 // number) to partition p through ep, four at a time, each recorded in h; it returns how many
 // got a 202.
-func fillPartition(h *harness.History, ep harness.Endpoint, topic string, p, n, size int) int {
+func fillPartition(h *harness.History, ep harness.Endpoint, topic, prefix string, p, n, size int) int {
 	var ok atomic.Int32
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
@@ -42,7 +42,7 @@ func fillPartition(h *harness.History, ep harness.Endpoint, topic string, p, n, 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			id := fmt.Sprintf("r19-bulk-%04d-", seq)
+			id := fmt.Sprintf("%s-%04d-", prefix, seq)
 			payload := id + strings.Repeat(fmt.Sprintf("%04d", seq), size/4)[:size-len(id)]
 			rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			err := ep.Client.Produce(rctx, topic, []byte(payload), client.ProduceOptions{Partition: &p})
@@ -94,7 +94,7 @@ var _ = Describe("A wiped follower far behind its leader", func() {
 		leader := c.Index(st.Leader)
 		h := harness.NewHistory()
 		began := time.Now()
-		Expect(fillPartition(h, c.Endpoint(leader), topic, p, bulkRecords, bulkRecordBytes)).To(Equal(bulkRecords),
+		Expect(fillPartition(h, c.Endpoint(leader), topic, "r19-bulk", p, bulkRecords, bulkRecordBytes)).To(Equal(bulkRecords),
 			"every bulk record is accepted by a healthy cluster")
 		logf("p%d: %d records of %d KiB accepted in %s", p, bulkRecords, bulkRecordBytes>>10, time.Since(began).Round(time.Millisecond))
 

@@ -273,7 +273,7 @@ func TestPC18FrontierPersistence(t *testing.T) {
 	go func() { runDone <- c.Run(ctx) }()
 
 	l := Limits{VisibilityTimeout: time.Hour, MaxInFlight: total, MaxAckedAhead: total}
-	ds, _ := s.Reserve(l, total)
+	ds, _ := s.Reserve(l, total, 0)
 	if len(ds) != total {
 		t.Fatalf("reserved %d", len(ds))
 	}
@@ -337,7 +337,7 @@ func TestPC18FrontierPersistence(t *testing.T) {
 			t.Fatalf("recovered acked-ahead %d was never acked", o)
 		}
 	}
-	again, _ := s2.Reserve(l, total)
+	again, _ := s2.Reserve(l, total, 0)
 	got := map[int64]bool{}
 	for _, d := range again {
 		o := d.Handle.Offset
@@ -368,7 +368,7 @@ func TestAppendsAfterStaleJournalTailSurviveRecovery(t *testing.T) {
 	}
 	c := NewCommitter(CommitterOptions{Now: cf.clock.Now})
 	c.Add(s)
-	ds, _ := s.Reserve(lim, 1)
+	ds, _ := s.Reserve(lim, 1, 0)
 	if err := s.Ack(ds[0].Handle.Offset, ds[0].Handle.Nonce, lim); err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestPC13SingleLiveHolder(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(g), 7))
 			var pending []Delivery
 			for !done() && time.Now().Before(deadline) && !failed.Load() {
-				ds, _ := s.Reserve(l, 1+rng.IntN(3))
+				ds, _ := s.Reserve(l, 1+rng.IntN(3), 0)
 				bk.Lock()
 				for _, d := range ds {
 					if h := holder[d.Handle.Offset]; h != 0 {
@@ -116,11 +116,11 @@ func TestReserveAckAllocatesOnlyTheResult(t *testing.T) {
 	l := Limits{VisibilityTimeout: time.Minute, MaxInFlight: 1024, MaxAckedAhead: 1024}
 	// Warm up the map and heaps.
 	for i := 0; i < 5000; i++ {
-		ds, _ := s.Reserve(l, 1)
+		ds, _ := s.Reserve(l, 1, 0)
 		_ = s.Ack(ds[0].Handle.Offset, ds[0].Handle.Nonce, l)
 	}
 	allocs := testing.AllocsPerRun(2000, func() {
-		ds, _ := s.Reserve(l, 1)
+		ds, _ := s.Reserve(l, 1, 0)
 		_ = s.Ack(ds[0].Handle.Offset, ds[0].Handle.Nonce, l)
 	})
 	if allocs > 1.05 {
@@ -138,7 +138,7 @@ func BenchmarkReserveAck(b *testing.B) {
 	l := Limits{VisibilityTimeout: 30 * time.Second, MaxInFlight: 1024, MaxAckedAhead: 1024}
 	b.ReportAllocs()
 	for b.Loop() {
-		ds, _ := s.Reserve(l, 1)
+		ds, _ := s.Reserve(l, 1, 0)
 		if err := s.Ack(ds[0].Handle.Offset, ds[0].Handle.Nonce, l); err != nil {
 			b.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func BenchmarkReserveAckParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			ds, _ := s.Reserve(l, 1)
+			ds, _ := s.Reserve(l, 1, 0)
 			for _, d := range ds {
 				for {
 					err := s.Ack(d.Handle.Offset, d.Handle.Nonce, l)

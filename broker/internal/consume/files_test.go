@@ -203,11 +203,11 @@ func TestRecoveredFrontierNotClampedToHighWatermark(t *testing.T) {
 	if s.State().Committed != 100 {
 		t.Fatalf("frontier clamped to %d", s.State().Committed)
 	}
-	if ds, out := s.Reserve(lim, 5); out != Empty || len(ds) != 0 {
+	if ds, out := s.Reserve(lim, 5, 0); out != Empty || len(ds) != 0 {
 		t.Fatalf("reserve below recovered frontier = %v %v", offsetsOf(ds), out)
 	}
 	src.set(func(f *fakeSource) { f.hwm = 103 })
-	if ds, _ := s.Reserve(lim, 5); !equalOffsets(offsetsOf(ds), []int64{101, 102}) {
+	if ds, _ := s.Reserve(lim, 5, 0); !equalOffsets(offsetsOf(ds), []int64{101, 102}) {
 		t.Fatalf("reserved %v, want [101 102]", offsetsOf(ds))
 	}
 }
@@ -220,7 +220,7 @@ func TestRecoveredAckedAheadNeverRedelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ds, _ := s.Reserve(lim, 10)
+	ds, _ := s.Reserve(lim, 10, 0)
 	if !equalOffsets(offsetsOf(ds), []int64{2, 5, 7}) {
 		t.Fatalf("reserved %v, want [2 5 7]", offsetsOf(ds))
 	}

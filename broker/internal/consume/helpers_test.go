@@ -29,7 +29,8 @@ type fakeSource struct {
 	oldest     int64
 	corrupt    map[int64]bool
 	transient  map[int64]bool
-	onRead     func(offset int64) // called before each read, without locks
+	onRead     func(offset int64)     // called before each read, without locks
+	size       func(offset int64) int // payload bytes of a record; nil: none
 	broadcasts atomic.Int64
 	reads      atomic.Int64
 }
@@ -67,7 +68,11 @@ func (f *fakeSource) Read(offset int64) (Message, error) {
 	case f.transient[offset]:
 		return Message{}, errTransient
 	}
-	return Message{Offset: offset, CommittedAt: 1000 + offset}, nil
+	m := Message{Offset: offset, CommittedAt: 1000 + offset}
+	if f.size != nil {
+		m.Payload = make([]byte, f.size(offset))
+	}
+	return m, nil
 }
 
 func (f *fakeSource) Broadcast() { f.broadcasts.Add(1) }
@@ -125,12 +130,12 @@ func (fx *fixture) open() *Shard {
 // reserve reserves up to n and returns the offsets and handles.
 func (fx *fixture) reserve(lim Limits, n int) ([]Delivery, Outcome) {
 	fx.t.Helper()
-	return fx.s.Reserve(lim, n)
+	return fx.s.Reserve(lim, n, 0)
 }
 
 func (fx *fixture) mustReserve(lim Limits, n int, want ...int64) []Delivery {
 	fx.t.Helper()
-	ds, out := fx.s.Reserve(lim, n)
+	ds, out := fx.s.Reserve(lim, n, 0)
 	if out != Reserved {
 		fx.t.Fatalf("Reserve outcome = %v, want reserved (state %+v)", out, fx.s.State())
 	}

@@ -9,15 +9,23 @@ import (
 // is read, and the read happens without the lock. An unreadable record is skipped for good
 // (corrupt set, frontier advances over it) and the next offset is tried; a record that aged
 // out meanwhile resolves the same way. Any other read error releases that lease and ends the
-// call. The Outcome is Reserved whenever at least one message is returned.
-func (s *Shard) Reserve(lim Limits, max int) ([]Delivery, Outcome) {
+// call. taken is how many key and payload bytes the answer these messages join holds already
+// (from other partitions): the first message that would take the answer past lim.MaxBytes
+// ends the call, and its lease and those after it are released unread by anyone, except
+// that an answer still empty gets its first message whatever its size. The Outcome is
+// Reserved whenever at least one message is returned.
+func (s *Shard) Reserve(lim Limits, max, taken int) ([]Delivery, Outcome) {
 	if max < 1 {
 		max = 1
 	}
 	lim = lim.normalized()
+	if taken < 0 {
+		taken = 0
+	}
 	var out []Delivery
 	outcome := Empty
 	broadcast := false
+	bytes := taken // key and payload bytes in the answer
 	for len(out) < max {
 		start := len(out)
 		nowMs := s.now().UnixMilli()
@@ -40,7 +48,7 @@ func (s *Shard) Reserve(lim Limits, max int) ([]Delivery, Outcome) {
 			break
 		}
 		// step 9: read only after the reservations exist.
-		w, again := start, true
+		w, again, full := start, true, false
 		for i := start; i < len(out); i++ {
 			d := out[i]
 			msg, err := s.src.Read(d.Handle.Offset)
@@ -50,6 +58,14 @@ func (s *Shard) Reserve(lim Limits, max int) ([]Delivery, Outcome) {
 				}
 				continue
 			}
+			// step 10: the byte bound. The leases past it go back unread by anyone.
+			size := len(msg.Key) + len(msg.Payload)
+			if (w > 0 || bytes > 0) && bytes+size > lim.MaxBytes {
+				s.release(out[i:])
+				broadcast, full = true, true
+				break
+			}
+			bytes += size
 			msg.Offset = d.Handle.Offset
 			out[w] = Delivery{Message: msg, Handle: d.Handle}
 			w++
@@ -59,7 +75,7 @@ func (s *Shard) Reserve(lim Limits, max int) ([]Delivery, Outcome) {
 		out = out[:w]
 		// Another round only when offsets were skipped for good: each such round makes
 		// progress, so the loop ends.
-		if !again || len(out) >= max || skipped == 0 {
+		if full || !again || len(out) >= max || skipped == 0 {
 			break
 		}
 	}
@@ -209,6 +225,19 @@ func (s *Shard) readFailed(h Handle, err error) bool {
 		s.logger.Warn("record read failed; lease released", "offset", h.Offset, "err", err)
 	}
 	return cont
+}
+
+// release drops the leases of ds that are still theirs and queues their offsets for the next
+// reserve, as an expiry would, without counting a delivery.
+func (s *Shard) release(ds []Delivery) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range ds {
+		if r, ok := s.reservations[d.Handle.Offset]; ok && r.nonce == d.Handle.Nonce {
+			delete(s.reservations, d.Handle.Offset)
+			s.released.push(d.Handle.Offset)
+		}
+	}
 }
 
 func (s *Shard) observeDropped(n int64) {

@@ -253,7 +253,7 @@ func TestPC19HandleFromPreviousShardNeverValidates(t *testing.T) {
 	for _, gap := range []time.Duration{0, time.Second} {
 		fx.clock.Advance(gap)
 		s2 := fx.open()
-		ds, out := s2.Reserve(lim, 5)
+		ds, out := s2.Reserve(lim, 5, 0)
 		if out != Reserved || len(ds) != 5 {
 			t.Fatalf("gap %v: reserve on new shard = %d %v", gap, len(ds), out)
 		}
@@ -422,5 +422,49 @@ func TestEmptyAtHighWatermark(t *testing.T) {
 	fx.mustReserve(lim, 5, 0)
 	if _, out := fx.reserve(lim, 1); out != Empty {
 		t.Fatalf("outcome %v, want empty", out)
+	}
+}
+
+func TestReserveStopsAtTheByteBoundAndReleasesTheRest(t *testing.T) {
+	fx := newFixture(t, 10)
+	fx.src.size = func(off int64) int {
+		if off == 0 {
+			return 300 // larger than the bound alone: still handed out, on its own
+		}
+		return 100
+	}
+	small := Limits{VisibilityTimeout: lim.VisibilityTimeout, MaxBytes: 250}
+	fx.mustReserve(small, 10, 0)
+	before := fx.src.broadcasts.Load()
+	ds := fx.mustReserve(small, 10, 1, 2)
+	if fx.src.broadcasts.Load() == before {
+		t.Fatal("releasing the leases past the bound woke no waiter")
+	}
+	if st := fx.s.State(); st.InFlight != 3 {
+		t.Fatalf("in flight %d, want 3: the leases past the bound were kept", st.InFlight)
+	}
+	// The released offsets come back first, to the next call, with no lease to wait out.
+	fx.mustReserve(small, 1, 3)
+	if err := fx.ack(ds[0], lim); err != nil {
+		t.Fatalf("ack of a message within the bound: %v", err)
+	}
+	// An answer that other partitions filled to 200 bytes has room for no 100-byte record:
+	// nothing, and the lease taken to read it is released.
+	if ds, out := fx.s.Reserve(small, 10, 200); len(ds) != 0 || out == Reserved {
+		t.Fatalf("reserved %v into a full answer (outcome %v)", offsetsOf(ds), out)
+	}
+	if ds, _ := fx.s.Reserve(small, 10, 100); !equalOffsets(offsetsOf(ds), []int64{4}) {
+		t.Fatalf("reserved %v into an answer holding 100 bytes, want [4]", offsetsOf(ds))
+	}
+	// Without a bound of its own, a call takes DefaultMaxBytes: all of what is left here.
+	fx.mustReserve(lim, 10, 5, 6, 7, 8, 9)
+}
+
+func TestDefaultByteBoundCapsOneReserve(t *testing.T) {
+	fx := newFixture(t, 100)
+	fx.src.size = func(int64) int { return 1 << 20 }
+	ds, _ := fx.reserve(lim, 100)
+	if len(ds) != DefaultMaxBytes>>20 {
+		t.Fatalf("reserved %d messages of 1 MiB, want %d (DefaultMaxBytes)", len(ds), DefaultMaxBytes>>20)
 	}
 }

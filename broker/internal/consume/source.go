@@ -73,6 +73,7 @@ const (
 	DefaultVisibilityTimeout = 30 * time.Second // lease length; extend restarts a full window
 	DefaultMaxInFlight       = 1024             // live reservations per partition
 	DefaultMaxAckedAhead     = 1024             // out-of-order acks parked above the frontier
+	DefaultMaxBytes          = 8 << 20          // key and payload bytes of one consume answer
 )
 
 // Limits are a topic's live consume settings, passed on every call so a topic alter takes
@@ -81,6 +82,9 @@ type Limits struct {
 	VisibilityTimeout time.Duration // lease length; ≤ 0 → DefaultVisibilityTimeout
 	MaxInFlight       int           // ≤ 0 → DefaultMaxInFlight
 	MaxAckedAhead     int           // ≤ 0 → DefaultMaxAckedAhead
+	// MaxBytes bounds the key and payload bytes of one consume answer (Reserve's taken
+	// counts those other partitions put in it). ≤ 0 → DefaultMaxBytes.
+	MaxBytes int
 }
 
 func (l Limits) normalized() Limits {
@@ -92,6 +96,9 @@ func (l Limits) normalized() Limits {
 	}
 	if l.MaxAckedAhead <= 0 {
 		l.MaxAckedAhead = DefaultMaxAckedAhead
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
 	}
 	return l
 }

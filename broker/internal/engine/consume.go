@@ -36,7 +36,8 @@ func limitsOf(t meta.Topic) consume.Limits {
 	if ahead <= 0 {
 		ahead = meta.DefaultMaxAckedAhead
 	}
-	return consume.Limits{VisibilityTimeout: time.Duration(vt) * time.Millisecond, MaxInFlight: int(inflight), MaxAckedAhead: int(ahead)}
+	return consume.Limits{VisibilityTimeout: time.Duration(vt) * time.Millisecond, MaxInFlight: int(inflight), MaxAckedAhead: int(ahead),
+		MaxBytes: consume.DefaultMaxBytes}
 }
 
 // Consume implements api.Backend: replay, pinned queue and queue consumes, routed to the
@@ -52,7 +53,7 @@ func (e *Engine) Consume(ctx context.Context, t meta.Topic, req service.ConsumeR
 		case o.local && req.Offset >= 0:
 			return e.replay(t, req.Partition, req.Offset, req.Max)
 		case o.local:
-			return e.reserve(ctx, t, []int{req.Partition}, nil, req.Max, req.Wait)
+			return e.reserve(ctx, t, []int{req.Partition}, nil, req)
 		case req.LocalOnly:
 			return nil, fmt.Errorf("%s/%d: %w", t.Name, req.Partition, errcode.ErrNotOwner)
 		case !o.known || o.dead || e.peers == nil:
@@ -71,9 +72,9 @@ func (e *Engine) Consume(ctx context.Context, t meta.Topic, req service.ConsumeR
 		return msgs, nil // the owner counted the deliveries
 	}
 	if req.LocalOnly || e.peers == nil {
-		return e.reserve(ctx, t, e.ownedPartitions(t), nil, req.Max, req.Wait)
+		return e.reserve(ctx, t, e.ownedPartitions(t), nil, req)
 	}
-	return e.reserve(ctx, t, e.ownedPartitions(t), e.remoteOwners, req.Max, req.Wait)
+	return e.reserve(ctx, t, e.ownedPartitions(t), e.remoteOwners, req)
 }
 
 // replay reads up to max records from offset without touching queue state.
@@ -121,8 +122,13 @@ func (e *Engine) replay(t meta.Topic, p int, offset int64, max int) ([]service.M
 // wakes every local waiter, and all but one of them would otherwise go on to ask every other
 // node for nothing. A peer's notice wakes one waiter; a waiter that filled its batch from a
 // remote owner passes the token on, so a burst drains without waiting for the interval.
-func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes func(meta.Topic) []owner, max int, wait time.Duration) ([]service.Message, error) {
+//
+// An answer holds at most consume.DefaultMaxBytes of keys and payloads (with req.Taken, those
+// of the answer a probing node already holds), or one message alone: each shard and each
+// probed owner is told how many the answer holds so far.
+func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes func(meta.Topic) []owner, req service.ConsumeRequest) ([]service.Message, error) {
 	lim := limitsOf(t)
+	max, wait, taken := req.Max, req.Wait, req.Taken
 	deadline := time.Now().Add(wait)
 	start := int(e.roundRobin("\x00consume/" + t.Name).Add(1))
 	chans := make([]<-chan struct{}, 0, len(parts)+1)
@@ -143,16 +149,17 @@ func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes
 			token = e.remote.token(t.Name)
 			chans = append(chans, token) // index 0: the remote-notice token
 		}
-		out := e.reserveLocal(t, parts, start, lim, max, &chans)
-		if remotes != nil && len(out) < max && (woken || time.Since(lastProbe) >= reprobeInterval) {
+		out, bytes := e.reserveLocal(t, parts, start, lim, max, taken, &chans)
+		if remotes != nil && len(out) < max && bytes < lim.MaxBytes && (woken || time.Since(lastProbe) >= reprobeInterval) {
 			lastProbe = time.Now()
 			others := remotes(t)
 			fromRemote := 0
-			for i := 0; i < len(others) && len(out) < max; i++ {
+			for i := 0; i < len(others) && len(out) < max && bytes < lim.MaxBytes; i++ {
 				o := others[(start+i)%len(others)]
-				got := e.probeRemote(ctx, o, t, max-len(out))
+				got := e.probeRemote(ctx, o, t, max-len(out), bytes)
 				fromRemote += len(got)
 				out = append(out, got...)
+				bytes += messageBytes(got)
 			}
 			if woken && fromRemote > 0 && len(out) >= max {
 				e.remote.wakeOne(t.Name) // there may be more: pass the token on
@@ -200,9 +207,14 @@ func (e *Engine) refreshLocal(t meta.Topic, parts []int, routed bool) []int {
 
 // reserveLocal is one non-blocking pass over local partitions; it appends each probed
 // partition's notify channel to chans (snapshotted before the probe).
-func (e *Engine) reserveLocal(t meta.Topic, parts []int, start int, lim consume.Limits, max int, chans *[]<-chan struct{}) []service.Message {
+// taken is the key and payload bytes the answer holds already; it returns the answer's with
+// the messages added, and stops at lim.MaxBytes.
+func (e *Engine) reserveLocal(t meta.Topic, parts []int, start int, lim consume.Limits, max, taken int, chans *[]<-chan struct{}) ([]service.Message, int) {
 	var out []service.Message
 	for i := range parts {
+		if taken >= lim.MaxBytes {
+			break
+		}
 		p := parts[(start+i)%len(parts)]
 		pt, err := e.parts.Get(t, p)
 		if err != nil {
@@ -214,7 +226,7 @@ func (e *Engine) reserveLocal(t meta.Topic, parts []int, start int, lim consume.
 			e.log.Error("open consume shard", "topic", t.Name, "partition", p, "err", err)
 			continue
 		}
-		ds, _ := shard.Reserve(lim, max-len(out))
+		ds, _ := shard.Reserve(lim, max-len(out), taken)
 		if len(ds) == 0 {
 			continue
 		}
@@ -226,6 +238,7 @@ func (e *Engine) reserveLocal(t meta.Topic, parts []int, start int, lim consume.
 				ReceiptHandle: d.Handle.String(),
 			})
 			bytes += len(d.Message.Payload)
+			taken += len(d.Message.Key) + len(d.Message.Payload)
 		}
 		e.m.MessagesConsumed.WithLabelValues(pt.Labels()[0], pt.Labels()[1]).Add(float64(len(ds)))
 		e.m.BytesConsumed.WithLabelValues(pt.Labels()[0], pt.Labels()[1]).Add(float64(bytes))
@@ -233,7 +246,16 @@ func (e *Engine) reserveLocal(t meta.Topic, parts []int, start int, lim consume.
 			break
 		}
 	}
-	return out
+	return out, taken
+}
+
+// messageBytes is the key and payload bytes of msgs.
+func messageBytes(msgs []service.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Key) + len(m.Payload)
+	}
+	return n
 }
 
 // park results other than the index of the channel that fired.

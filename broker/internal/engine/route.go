@@ -65,10 +65,10 @@ func (e *Engine) remoteOwners(t meta.Topic) []owner {
 
 // probeRemote is one non-blocking queue probe of a remote owner's partitions of t (op 2 with
 // local_only). Every failure, including 421, counts as empty.
-func (e *Engine) probeRemote(ctx context.Context, o owner, t meta.Topic, max int) []service.Message {
+func (e *Engine) probeRemote(ctx context.Context, o owner, t meta.Topic, max, taken int) []service.Message {
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	msgs, err := e.peers.Consume(pctx, o.addr, t.Name, service.ConsumeRequest{Partition: -1, Offset: -1, Max: max}, true)
+	msgs, err := e.peers.Consume(pctx, o.addr, t.Name, service.ConsumeRequest{Partition: -1, Offset: -1, Max: max, Taken: taken}, true)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.probeSuspects.set(o.id, time.Now().Add(probeBench))

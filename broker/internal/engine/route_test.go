@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"narad.dev/broker/internal/consume"
 	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/meta"
@@ -141,6 +143,45 @@ func TestQueueConsumeProbesRemoteOwnersWhenNothingIsLocal(t *testing.T) {
 	calls := fp.consumeCalls()
 	if len(calls) != 1 || calls[0].addr != "127.0.0.1:4" || !calls[0].localOnly || calls[0].req.Wait != 0 || calls[0].req.Max != 5 {
 		t.Fatalf("probe calls = %+v; want one non-blocking local_only probe of n2 carrying max 5", calls)
+	}
+}
+
+func TestAConsumeAnswerStopsAtItsByteBoundAndTellsProbedOwnersWhatItHolds(t *testing.T) {
+	fp := &fakePeers{}
+	fp.onConsume = func(addr string, req service.ConsumeRequest, localOnly bool) ([]service.Message, error) {
+		return []service.Message{{Topic: "routed", Partition: 1, Offset: 0, Payload: []byte("remote"), ReceiptHandle: "1:0:9"}}, nil
+	}
+	n, top := twoNodeTopic(t, fp)
+	mib := strings.Repeat("m", 1<<20)
+	for range consume.DefaultMaxBytes>>20 + 2 {
+		n.mustCommit(top, 0, mib)
+	}
+	// A full answer from the local partition: no probe, and the records past the bound stay
+	// free for the next call.
+	msgs, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: -1, Offset: -1, Max: 1000})
+	if err != nil || len(msgs) != consume.DefaultMaxBytes>>20 {
+		t.Fatalf("consume = %d messages, %v; want %d of 1 MiB", len(msgs), err, consume.DefaultMaxBytes>>20)
+	}
+	if calls := fp.consumeCalls(); len(calls) != 0 {
+		t.Fatalf("a full answer probed peers: %+v", calls)
+	}
+	// Two records of 1 MiB left: the probe carries them as what the answer holds.
+	msgs, err = n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: -1, Offset: -1, Max: 1000})
+	if err != nil || len(msgs) != 3 || string(msgs[2].Payload) != "remote" {
+		t.Fatalf("consume = %d messages, %v; want the last 2 local ones and the remote one", len(msgs), err)
+	}
+	calls := fp.consumeCalls()
+	if len(calls) != 1 || calls[0].req.Taken != 2<<20 || calls[0].req.Max != 998 {
+		t.Fatalf("probe calls = %+v; want one carrying max 998 and 2 MiB taken", calls)
+	}
+	// An owner asked on behalf of a partly full answer adds only what fits.
+	for range 3 {
+		n.mustCommit(top, 0, mib)
+	}
+	msgs, err = n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: -1, Offset: -1, Max: 1000, LocalOnly: true,
+		Taken: consume.DefaultMaxBytes - 2<<20})
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("probe of a partly full answer = %d messages, %v; want the 2 that fit", len(msgs), err)
 	}
 }
 

@@ -69,7 +69,8 @@ func (p Peers) Consume(ctx context.Context, addr, topic string, req service.Cons
 		return nil, err
 	}
 	rep, err := c.Consume(ctx, &nodepb.ConsumeRequest{Topic: topic, Partition: int32(req.Partition), Offset: req.Offset,
-		WaitMs: req.Wait.Milliseconds(), LocalOnly: localOnly, MaxMessages: int32(req.Max), LeaderEpoch: wireEpoch(req.Epoch)})
+		WaitMs: req.Wait.Milliseconds(), LocalOnly: localOnly, MaxMessages: int32(req.Max), LeaderEpoch: wireEpoch(req.Epoch),
+		TakenBytes: int64(req.Taken)})
 	if err != nil {
 		return nil, transportError(addr, err)
 	}

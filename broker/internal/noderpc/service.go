@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"narad.dev/broker/internal/audit"
+	"narad.dev/broker/internal/consume"
 	"narad.dev/broker/internal/engine"
 	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/meta"
@@ -102,8 +103,12 @@ func (s *Service) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (*nod
 	}
 	// The owner side never forwards: a reply about a partition owned elsewhere is a 421, so
 	// two nodes with diverging replicas can never bounce a request between them.
+	taken := 0 // a negative or oversized count from a peer is read as none or a full answer
+	if req.TakenBytes > 0 {
+		taken = int(min(req.TakenBytes, consume.DefaultMaxBytes))
+	}
 	msgs, err := s.e.Consume(ctx, t, service.ConsumeRequest{Partition: int(req.Partition), Offset: req.Offset,
-		Wait: time.Duration(req.WaitMs) * time.Millisecond, Max: max, LocalOnly: true})
+		Wait: time.Duration(req.WaitMs) * time.Millisecond, Max: max, LocalOnly: true, Taken: taken})
 	if err != nil {
 		st, reason, msg := errcode.Consume.Reply(err)
 		return &nodepb.ConsumeReply{Status: st, Error: msg, Reason: string(reason)}, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"narad.dev/broker/internal/consume"
 	"narad.dev/broker/internal/dispatch"
 	"narad.dev/broker/internal/engine"
 	"narad.dev/broker/internal/meta"
@@ -197,5 +198,39 @@ func TestNodeStatusReportsIdleCaughtUpNode(t *testing.T) {
 			t.Fatalf("node status while draining: %+v (err %v), want refusing produce with 0 in flight", rep, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A queue probe (op 2, local_only) adds no message that would take the answer it is for past
+// its byte bound: taken_bytes is what that answer holds already, read as none when negative.
+func TestQueueProbeAddsOnlyWhatFitsTheAnswer(t *testing.T) {
+	s, e, store := newNodeService(t)
+	top := createTopic(t, e, "probed")
+	ctx := context.Background()
+	owned := -1
+	for _, a := range store.Assignments(top.Name) {
+		if a.Owner == "n1" {
+			owned = a.Partition
+		}
+	}
+	if err := e.Produce(ctx, top, []service.ProduceRecord{{Partition: owned, Payload: []byte("0123456789")}}); err != nil {
+		t.Fatal(err)
+	}
+	probe := func(taken int64) *nodepb.ConsumeReply {
+		t.Helper()
+		rep, err := s.Consume(ctx, &nodepb.ConsumeRequest{Topic: top.Name, Partition: -1, Offset: -1, LocalOnly: true,
+			MaxMessages: 10, TakenBytes: taken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	for _, taken := range []int64{consume.DefaultMaxBytes - 9, consume.DefaultMaxBytes, 1 << 40} {
+		if rep := probe(taken); rep.Status != 204 {
+			t.Fatalf("probe for an answer holding %d bytes: %d with %d messages, want 204", taken, rep.Status, len(rep.Messages))
+		}
+	}
+	if rep := probe(-1); rep.Status != 200 || len(rep.Messages) != 1 {
+		t.Fatalf("probe with a negative taken_bytes: %d with %d messages, want the record", rep.Status, len(rep.Messages))
 	}
 }

@@ -276,7 +276,7 @@ func TestANewLeaderStartsFromTheConsumerStateTheOldOneHad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, _ := sh.Reserve(consume.Limits{}, 3)
+	ds, _ := sh.Reserve(consume.Limits{}, 3, 0)
 	if len(ds) != 3 {
 		t.Fatalf("reserved %d", len(ds))
 	}
@@ -309,7 +309,7 @@ func TestANewLeaderStartsFromTheConsumerStateTheOldOneHad(t *testing.T) {
 	if f := bsh.Frontier(); f.Frontier != 0 || !slices.Equal(f.AckedAhead, []int64{2}) {
 		t.Fatalf("the new leader starts from %+v, want frontier 0 with 2 acked ahead", f)
 	}
-	again, _ := bsh.Reserve(consume.Limits{}, 10)
+	again, _ := bsh.Reserve(consume.Limits{}, 10, 0)
 	var offs []int64
 	for _, d := range again {
 		offs = append(offs, d.Message.Offset)

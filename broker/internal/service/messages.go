@@ -23,6 +23,10 @@ type ConsumeRequest struct {
 	// Epoch, on the node-to-node plane, is the leader epoch a pinned partition of a
 	// replicated topic was addressed under (docs/internals/replication.md §7).
 	Epoch LeaderEpoch
+	// Taken, on the node-to-node plane, is how many key and payload bytes the answer a
+	// queue probe contributes to holds already: the owner adds no message that would take
+	// it past the answer's byte bound (docs/internals/consume-and-leases.md §4).
+	Taken int
 }
 
 // LeaderEpoch is a leader epoch a node-to-node request names, or none (Set false: an

@@ -153,7 +153,11 @@ type ConsumeRequest struct {
 	// The leader epoch of a pinned partition of a replicated topic, as the sender's replica
 	// shows it (docs/internals/replication.md §7); absent otherwise. The owner refuses any
 	// other epoch than the one it leads under with stale_epoch (409).
-	LeaderEpoch   *uint64 `protobuf:"varint,7,opt,name=leader_epoch,json=leaderEpoch,proto3,oneof" json:"leader_epoch,omitempty"`
+	LeaderEpoch *uint64 `protobuf:"varint,7,opt,name=leader_epoch,json=leaderEpoch,proto3,oneof" json:"leader_epoch,omitempty"`
+	// Key and payload bytes the answer a queue probe contributes to holds already: the owner
+	// adds no message that would take it past the answer's bound of 8 MiB
+	// (docs/internals/consume-and-leases.md §4). 0 from a peer that predates it.
+	TakenBytes    int64 `protobuf:"varint,8,opt,name=taken_bytes,json=takenBytes,proto3" json:"taken_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -233,6 +237,13 @@ func (x *ConsumeRequest) GetMaxMessages() int32 {
 func (x *ConsumeRequest) GetLeaderEpoch() uint64 {
 	if x != nil && x.LeaderEpoch != nil {
 		return *x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *ConsumeRequest) GetTakenBytes() int64 {
+	if x != nil {
+		return x.TakenBytes
 	}
 	return 0
 }
@@ -3770,7 +3781,7 @@ var File_nodepb_node_proto protoreflect.FileDescriptor
 
 const file_nodepb_node_proto_rawDesc = "" +
 	"\n" +
-	"\x11nodepb/node.proto\x12\rnarad.node.v1\"\xf0\x01\n" +
+	"\x11nodepb/node.proto\x12\rnarad.node.v1\"\x91\x02\n" +
 	"\x0eConsumeRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
@@ -3779,7 +3790,9 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\n" +
 	"local_only\x18\x05 \x01(\bR\tlocalOnly\x12!\n" +
 	"\fmax_messages\x18\x06 \x01(\x05R\vmaxMessages\x12&\n" +
-	"\fleader_epoch\x18\a \x01(\x04H\x00R\vleaderEpoch\x88\x01\x01B\x0f\n" +
+	"\fleader_epoch\x18\a \x01(\x04H\x00R\vleaderEpoch\x88\x01\x01\x12\x1f\n" +
+	"\vtaken_bytes\x18\b \x01(\x03R\n" +
+	"takenBytesB\x0f\n" +
 	"\r_leader_epoch\"\xba\x01\n" +
 	"\aMessage\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
