@@ -357,3 +357,66 @@ func TestSegmentCopyAfterStreamsAheadOfTheInstall(t *testing.T) {
 		t.Fatalf("temp files left: %v", tmps)
 	}
 }
+
+// A crash while the next segment streams behind an install (BeginSegmentCopyAfter) keeps
+// what the installs made durable and nothing of the streamed copy: whether the install
+// failed after its rename (the copy recovers as the active segment) or completed (the next
+// copy's temp file, whole or partial, is removed by Open), the log reopens at the last
+// installed copy's end with no temp file left.
+func TestPipelinedCopyCrashKeepsOnlyInstalledSegments(t *testing.T) {
+	leader, segs := leaderWithSealed(t)
+	for _, tc := range []struct {
+		name        string
+		failInstall bool  // the fault fires inside the first install, after its rename
+		streamed    int64 // bytes of the second segment streamed before the crash; -1: all
+	}{
+		{"install failed, next copy whole", true, -1},
+		{"install failed, next copy partial", true, 100},
+		{"installed, next copy whole", false, -1},
+		{"installed, next copy partial", false, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(9, uint64(tc.streamed)))
+			dir := t.TempDir()
+			f := openReplicaLog(t, dir, 1<<20)
+			first := copyIn(t, f, segmentBytes(t, leader, segs[0]), rng)
+			second, err := f.BeginSegmentCopyAfter(first)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := segmentBytes(t, leader, segs[1])
+			if tc.streamed >= 0 {
+				b = b[:tc.streamed]
+			}
+			if err := second.Write(b); err != nil {
+				t.Fatal(err)
+			}
+			if tc.failInstall {
+				armFault(t, FaultInstallSegment, errors.New("injected"))
+				if _, err := first.Install(); !errors.Is(err, ErrFailed) {
+					t.Fatalf("Install with the fault armed = %v, want ErrFailed", err)
+				}
+			} else if _, err := first.Install(); err != nil {
+				t.Fatal(err)
+			}
+			second.closeFiles() // the crash: the streamed copy neither installed nor aborted
+			f.Close()
+
+			again := openReplicaLog(t, dir, 1<<20)
+			if again.NextOffset() != segs[1].Base || again.Failed() {
+				t.Fatalf("reopened at %d (failed %v), want the first copy's end %d", again.NextOffset(), again.Failed(), segs[1].Base)
+			}
+			if err := again.AdvanceHWM(segs[1].Base); err != nil {
+				t.Fatal(err)
+			}
+			for _, off := range []int64{0, segs[1].Base - 1} {
+				if r, err := again.Read(off); err != nil || r.Offset != off {
+					t.Fatalf("Read(%d) = %+v, %v", off, r, err)
+				}
+			}
+			if tmps, _ := filepath.Glob(filepath.Join(dir, "*tmp-*")); len(tmps) != 0 {
+				t.Fatalf("temp files left: %v", tmps)
+			}
+		})
+	}
+}
