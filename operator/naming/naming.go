@@ -168,3 +168,17 @@ const (
 	// last); the plugin and users set it to a timestamp.
 	RestartedAtAnnotation = "narad.dev/restartedAt"
 )
+
+// ParseScalePreview reads the replica count of a ScalePreviewAnnotation value,
+// "<replicas>/<request id>": a whole number of at least 1 and a non-empty request id.
+func ParseScalePreview(v string) (int32, error) {
+	n, id, ok := strings.Cut(v, "/")
+	if !ok || id == "" {
+		return 0, fmt.Errorf("annotation %s=%q is not <replicas>/<request id>", ScalePreviewAnnotation, v)
+	}
+	replicas, err := strconv.ParseInt(n, 10, 32)
+	if err != nil || replicas < 1 {
+		return 0, fmt.Errorf("annotation %s=%q: replicas must be a whole number of at least 1", ScalePreviewAnnotation, v)
+	}
+	return int32(replicas), nil
+}

@@ -1,6 +1,8 @@
 package naming
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,4 +55,45 @@ func TestTLSIsOffForAnEmptyTLSObject(t *testing.T) {
 	if TLSSecret(nc) != "n-tls" {
 		t.Fatalf("cert-manager secret = %q", TLSSecret(nc))
 	}
+}
+
+func TestParseScalePreview(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int32
+		ok   bool
+	}{
+		{"3/abc", 3, true},
+		{"12/x/y", 12, true},
+		{"0/abc", 0, false},
+		{"-1/abc", 0, false},
+		{"3/", 0, false},
+		{"3", 0, false},
+		{"/abc", 0, false},
+		{"three/abc", 0, false},
+	} {
+		got, err := ParseScalePreview(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseScalePreview(%q) = %d, %v", tc.in, got, err)
+		}
+	}
+}
+
+// Whatever a user writes in the annotation, the parser either refuses it or returns the
+// replica count written before the slash, at least 1, with a non-empty request id after it.
+func FuzzParseScalePreview(f *testing.F) {
+	for _, s := range []string{"3/abc", "0/x", "-1/x", "3/", "/x", "3", "2147483648/x", "+4/y", "5/a/b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		n, err := ParseScalePreview(v)
+		if err != nil {
+			return
+		}
+		head, id, ok := strings.Cut(v, "/")
+		want, perr := strconv.ParseInt(head, 10, 32)
+		if !ok || id == "" || perr != nil || n < 1 || int64(n) != want {
+			t.Fatalf("ParseScalePreview(%q) = %d, accepted a value it should refuse", v, n)
+		}
+	})
 }

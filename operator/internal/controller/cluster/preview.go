@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -34,7 +32,7 @@ func (r *Reconciler) preview(ctx context.Context, nc *naradv1.NaradCluster, curr
 	p := &naradv1.ScalePreview{Request: request, ObservedAt: metav1.NewTime(r.scaleNow())}
 	st.ScalePreview = p
 	scalePreviews.WithLabelValues(nc.Namespace, nc.Name).Inc()
-	replicas, err := parsePreviewRequest(request)
+	replicas, err := naming.ParseScalePreview(request)
 	if err != nil {
 		p.Error = err.Error()
 		return
@@ -72,17 +70,4 @@ func (r *Reconciler) preview(ctx context.Context, nc *naradv1.NaradCluster, curr
 			p.Allowed = p.Allowed && v.Allowed
 		}
 	}
-}
-
-// parsePreviewRequest reads the replica count of a "<replicas>/<request id>" annotation value.
-func parsePreviewRequest(v string) (int32, error) {
-	n, id, ok := strings.Cut(v, "/")
-	if !ok || id == "" {
-		return 0, fmt.Errorf("annotation %s=%q is not <replicas>/<request id>", naming.ScalePreviewAnnotation, v)
-	}
-	replicas, err := strconv.ParseInt(n, 10, 32)
-	if err != nil || replicas < 1 {
-		return 0, fmt.Errorf("annotation %s=%q: replicas must be a whole number of at least 1", naming.ScalePreviewAnnotation, v)
-	}
-	return int32(replicas), nil
 }

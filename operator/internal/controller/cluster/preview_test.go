@@ -113,25 +113,3 @@ func TestPreviewReportsErrors(t *testing.T) {
 		t.Fatalf("preview without brokers = %+v", p)
 	}
 }
-
-func TestPreviewRequestParsing(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int32
-		ok   bool
-	}{
-		{"3/abc", 3, true},
-		{"12/x/y", 12, true},
-		{"0/abc", 0, false},
-		{"-1/abc", 0, false},
-		{"3/", 0, false},
-		{"3", 0, false},
-		{"/abc", 0, false},
-		{"three/abc", 0, false},
-	} {
-		got, err := parsePreviewRequest(tc.in)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("parsePreviewRequest(%q) = %d, %v", tc.in, got, err)
-		}
-	}
-}
