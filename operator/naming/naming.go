@@ -4,6 +4,8 @@
 package naming
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -181,4 +183,25 @@ func ParseScalePreview(v string) (int32, error) {
 		return 0, fmt.Errorf("annotation %s=%q: replicas must be a whole number of at least 1", ScalePreviewAnnotation, v)
 	}
 	return int32(replicas), nil
+}
+
+// MaxRackLen is the broker's limit on a rack name (--rack).
+const MaxRackLen = 64
+
+// RackName turns s into a rack name the broker accepts (1-64 characters of A-Z a-z 0-9 . _ -):
+// other characters become '-', and a longer name keeps its first 55 characters and a hash of
+// the whole, so two long names stay distinct. "" stays "" (no rack).
+func RackName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			b[i] = '-'
+		}
+	}
+	if len(b) <= MaxRackLen {
+		return string(b)
+	}
+	sum := sha256.Sum256([]byte(s))
+	return string(b[:MaxRackLen-9]) + "-" + hex.EncodeToString(sum[:4])
 }

@@ -97,3 +97,34 @@ func FuzzParseScalePreview(f *testing.F) {
 		}
 	})
 }
+
+func TestRackNameGivesBrokerRackNames(t *testing.T) {
+	long := strings.Repeat("n", 70)
+	for in, want := range map[string]string{
+		"eu-west-1a": "eu-west-1a", "zone/a b": "zone-a-b", "": "",
+	} {
+		if got := RackName(in); got != want {
+			t.Errorf("RackName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	a, b := RackName(long), RackName(long+"x")
+	if len(a) != MaxRackLen || len(b) != MaxRackLen || a == b {
+		t.Fatalf("long names: %q %q", a, b)
+	}
+}
+
+func FuzzRackName(f *testing.F) {
+	f.Add("eu-west-1a")
+	f.Add("ünïcode zone/with:colons")
+	f.Fuzz(func(t *testing.T, s string) {
+		r := RackName(s)
+		if len(r) > MaxRackLen || (s != "" && r == "") {
+			t.Fatalf("RackName(%q) = %q", s, r)
+		}
+		for _, c := range []byte(r) {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+				t.Fatalf("RackName(%q) = %q has %q", s, r, c)
+			}
+		}
+	})
+}

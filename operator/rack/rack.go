@@ -6,8 +6,6 @@ package rack
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"narad.dev/operator/naming"
 )
 
 // The pod contract between the operator's StatefulSet and the init container.
@@ -38,8 +38,6 @@ const (
 
 	// ZoneLabel is the well-known zone label of a Node.
 	ZoneLabel = "topology.kubernetes.io/zone"
-	// MaxLen is the broker's limit on a rack name (--rack).
-	MaxLen = 64
 )
 
 // ErrNoNodeName is returned when the node is not named (the downward API variable is unset).
@@ -51,27 +49,9 @@ func Path() string { return filepath.Join(MountPath, FileName) }
 // Of is the rack of node: its zone label, else its name, as a valid broker rack name.
 func Of(node *corev1.Node) string {
 	if z := node.Labels[ZoneLabel]; z != "" {
-		return Sanitize(z)
+		return naming.RackName(z)
 	}
-	return Sanitize(node.Name)
-}
-
-// Sanitize turns s into a rack name the broker accepts (1-64 characters of A-Z a-z 0-9 . _ -):
-// other characters become '-', and a longer name keeps its first 55 characters and a hash of
-// the whole, so two long names stay distinct. "" stays "" (no rack).
-func Sanitize(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
-		if !ok {
-			b[i] = '-'
-		}
-	}
-	if len(b) <= MaxLen {
-		return string(b)
-	}
-	sum := sha256.Sum256([]byte(s))
-	return string(b[:MaxLen-9]) + "-" + hex.EncodeToString(sum[:4])
+	return naming.RackName(node.Name)
 }
 
 // Write reads the Node nodeName and writes its rack to path, replacing the file whole. It

@@ -71,34 +71,3 @@ func TestRunFailsWithoutANodeOrForAMissingOne(t *testing.T) {
 		t.Fatal("a stray argument was accepted")
 	}
 }
-
-func TestSanitizeGivesBrokerRackNames(t *testing.T) {
-	long := strings.Repeat("n", 70)
-	for in, want := range map[string]string{
-		"eu-west-1a": "eu-west-1a", "zone/a b": "zone-a-b", "": "",
-	} {
-		if got := Sanitize(in); got != want {
-			t.Errorf("Sanitize(%q) = %q, want %q", in, got, want)
-		}
-	}
-	a, b := Sanitize(long), Sanitize(long+"x")
-	if len(a) != MaxLen || len(b) != MaxLen || a == b {
-		t.Fatalf("long names: %q %q", a, b)
-	}
-}
-
-func FuzzSanitize(f *testing.F) {
-	f.Add("eu-west-1a")
-	f.Add("ünïcode zone/with:colons")
-	f.Fuzz(func(t *testing.T, s string) {
-		r := Sanitize(s)
-		if len(r) > MaxLen || (s != "" && r == "") {
-			t.Fatalf("Sanitize(%q) = %q", s, r)
-		}
-		for _, c := range []byte(r) {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-				t.Fatalf("Sanitize(%q) = %q has %q", s, r, c)
-			}
-		}
-	})
-}
