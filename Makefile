@@ -26,13 +26,17 @@ run: build ## Single-node broker on 127.0.0.1:7942, data in ./.narad/data, auth 
 	mkdir -p .narad/data
 	$(NARAD) serve --dev --data-dir ./.narad/data
 
+# Each stage of make test prints how long it took ("== make test: unit 512s"): the whole
+# must stay under 30 minutes on a fresh machine.
+STAGE = s=$$(date +%s); $(MAKE) $(1); rc=$$?; echo "== make test: $(1) $$(( $$(date +%s) - s ))s"; exit $$rc
+
 test: build ## Everything: vet, unit tests with -race, short fuzz runs, black-box suites
 	./hack/test-deps.sh
 	./hack/setup-envtest.sh >/dev/null
-	$(MAKE) lint
-	$(MAKE) unit
-	$(MAKE) fuzz
-	$(MAKE) blackbox
+	@$(call STAGE,lint)
+	@$(call STAGE,unit)
+	@$(call STAGE,fuzz)
+	@$(call STAGE,blackbox)
 
 unit:
 	cd broker && $(GO) test -race -count=1 -timeout 15m ./...
