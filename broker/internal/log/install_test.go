@@ -309,6 +309,19 @@ func wholeRun(b []byte) (bool, int64) {
 	return true, next
 }
 
+// copyThenNext opens a log in dir, copies the leader's first segment into it uninstalled, and
+// begins the copy of the next one behind it.
+func copyThenNext(t *testing.T, dir string, leader *Log, segs []SegmentInfo, rng *rand.Rand) (f *Log, first, second *SegmentCopy) {
+	t.Helper()
+	f = openReplicaLog(t, dir, 1<<20)
+	first = copyIn(t, f, segmentBytes(t, leader, segs[0]), rng)
+	second, err := f.BeginSegmentCopyAfter(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, first, second
+}
+
 // TestSegmentCopyAfterStreamsAheadOfTheInstall: the next segment's copy begins where an
 // uninstalled copy ends, cannot be installed before it, and installs once it has; a copy
 // that does not end on a frame has no successor.
@@ -316,12 +329,7 @@ func TestSegmentCopyAfterStreamsAheadOfTheInstall(t *testing.T) {
 	leader, segs := leaderWithSealed(t)
 	rng := rand.New(rand.NewPCG(7, 8))
 	dir := t.TempDir()
-	f := openReplicaLog(t, dir, 1<<20)
-	first := copyIn(t, f, segmentBytes(t, leader, segs[0]), rng)
-	second, err := f.BeginSegmentCopyAfter(first)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, first, second := copyThenNext(t, dir, leader, segs, rng)
 	if second.Base() != segs[1].Base {
 		t.Fatalf("the next copy starts at %d, the leader's second segment at %d", second.Base(), segs[1].Base)
 	}
@@ -378,12 +386,7 @@ func TestPipelinedCopyCrashKeepsOnlyInstalledSegments(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(9, uint64(tc.streamed)))
 			dir := t.TempDir()
-			f := openReplicaLog(t, dir, 1<<20)
-			first := copyIn(t, f, segmentBytes(t, leader, segs[0]), rng)
-			second, err := f.BeginSegmentCopyAfter(first)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f, first, second := copyThenNext(t, dir, leader, segs, rng)
 			b := segmentBytes(t, leader, segs[1])
 			if tc.streamed >= 0 {
 				b = b[:tc.streamed]
