@@ -506,9 +506,12 @@ func (m *Manager) emptyInSync(s Slot, pt *partition.Partition) bool {
 
 // emptyReplica reports whether pt holds no record and no leader epoch although s's topic was
 // created before this process started (a topic created since starts empty everywhere;
-// CreatedAt 0 is unknown).
+// CreatedAt 0 is unknown). CreatedAt is whole seconds: a topic created in the second this
+// process started counts as older, since a lost disk must never lead or stay in the ISR
+// empty; a new topic whose replica so takes itself for one that lost its records only hands
+// its leadership on or leaves the ISR until its first fetch (docs/internals/replication.md §6).
 func (m *Manager) emptyReplica(s Slot, pt *partition.Partition) bool {
-	if s.Topic.CreatedAt <= 0 || s.Topic.CreatedAt >= m.started.Unix() {
+	if s.Topic.CreatedAt <= 0 || s.Topic.CreatedAt > m.started.Unix() {
 		return false
 	}
 	_, hasEpoch := pt.Epochs().Latest()
