@@ -21,8 +21,9 @@ import (
 // that tests can prove a wake-up came from a notice, not from the re-probe timer.
 var reprobeInterval = 250 * time.Millisecond
 
-// replayMaxBytes bounds the payload bytes of one replay-many answer.
-const replayMaxBytes = 8 << 20
+// replayMaxBytes bounds the key and payload bytes of one replay-many answer: the same bound
+// as a queue consume answer's (docs/internals/consume-and-leases.md §4).
+const replayMaxBytes = consume.DefaultMaxBytes
 
 func limitsOf(t meta.Topic) consume.Limits {
 	vt := t.VisibilityTimeoutMs
