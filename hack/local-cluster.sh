@@ -23,6 +23,7 @@
 # Environment:
 #   NARAD_LOCAL_HTTP_PORT (7942), NARAD_LOCAL_CLUSTER_PORT (7943)  ports on every node's host
 #   NARAD_LOCAL_ARGS      extra `narad serve` flags for every node, e.g. "--log-level debug"
+#   NARAD_LOCAL_PPROF_PORT  serve pprof on every node's host at this port (--pprof-addr)
 #   NARAD_BIN             use this binary instead of building bin/narad
 #
 # Try it:  hack/local-cluster.sh start 3
@@ -104,6 +105,7 @@ start_node() {
   fi
   # shellcheck disable=SC2206 # NARAD_LOCAL_ARGS is split on purpose
   args+=(${NARAD_LOCAL_ARGS:-})
+  [ -n "${NARAD_LOCAL_PPROF_PORT:-}" ] && args+=(--pprof-addr "$(host "$i"):$NARAD_LOCAL_PPROF_PORT")
   NARAD_CLUSTER_SECRET="$(cat "$base/secret")" nohup "$narad" "${args[@]}" >>"$dir/narad.log" 2>&1 &
   echo $! >"$dir/pid"
   wait_ready "$i"

@@ -57,6 +57,12 @@ func (e *Engine) Produce(ctx context.Context, t meta.Topic, recs []service.Produ
 // one (the first in pick order is answered) leaves the others committed (a retry duplicates
 // them); a failed wait means the outcome of that batch is unknown.
 //
+// The keyless records of one request all go to one partition, the next in the topic's
+// round-robin: one leader commit and one replication round trip for the batch instead of one
+// per partition, in larger groups (per-record round-robin would spread a batch of 100 over
+// every leader and make it wait for the slowest). Successive requests still take the
+// partitions in turn.
+//
 // Keyless records avoid partitions that cannot take them (replica_reroute.go): the pick skips
 // a partition whose ISR, in the local replica, is below min_insync_replicas, and a keyless
 // batch its leader refuses with not_enough_replicas goes to another partition. Keyed and
@@ -69,10 +75,17 @@ func (e *Engine) produceReplicated(ctx context.Context, t meta.Topic, recs []ser
 	}
 	groups := map[group][]wal.Record{}
 	var order []group
+	keyless := -1 // the one partition of this request's keyless records
 	for _, r := range recs {
-		g := group{p: e.pickPartition(t, r), loose: r.Partition < 0 && r.Key == ""}
-		if g.loose {
-			g.p = e.writablePartition(t, g.p)
+		g := group{loose: r.Partition < 0 && r.Key == ""}
+		switch {
+		case !g.loose:
+			g.p = e.pickPartition(t, r)
+		case keyless < 0:
+			keyless = e.writablePartition(t, e.pickPartition(t, r))
+			fallthrough
+		default:
+			g.p = keyless
 		}
 		if _, ok := groups[g]; !ok {
 			order = append(order, g)

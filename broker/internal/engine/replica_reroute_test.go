@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -134,7 +135,7 @@ func TestReplicatedProduceCommitsPartitionsConcurrently(t *testing.T) {
 	}
 	var recs []service.ProduceRecord
 	for i := range 3 {
-		recs = append(recs, service.ProduceRecord{Partition: -1, Payload: []byte(fmt.Sprintf("m%d", i))})
+		recs = append(recs, service.ProduceRecord{Partition: i, Payload: []byte(fmt.Sprintf("m%d", i))})
 	}
 	done := make(chan error, 1)
 	go func() { done <- n.e.Produce(n.ctx(), tp, recs) }()
@@ -156,5 +157,67 @@ func TestReplicatedProduceCommitsPartitionsConcurrently(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The keyless records of one produce to a replicated topic all go to one partition (one
+// leader commit, one replication round trip), and successive produces take the partitions in
+// turn; a keyed record in the same request keeps its own partition.
+func TestKeylessRecordsOfOneReplicatedProduceShareAPartition(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	tp := rerouteTopic(t, n)
+	for p := range 3 {
+		eventually(t, 5*time.Second, func() bool { _, ok := n.e.ReplicaHost().Leader("rr", p); return ok }, "n1 leads rr")
+		follow(t, n, tp, p)
+	}
+	ends := func() (out [3]int64) {
+		for p := range 3 {
+			if pt := n.e.parts.Peek("rr", p); pt != nil {
+				out[p] = pt.Log().NextOffset()
+			}
+		}
+		return out
+	}
+	seen := map[int]bool{}
+	for req := range 3 {
+		before := ends()
+		var recs []service.ProduceRecord
+		for i := range 10 {
+			recs = append(recs, service.ProduceRecord{Partition: -1, Payload: []byte(fmt.Sprintf("r%d-m%d", req, i))})
+		}
+		if err := n.e.Produce(n.ctx(), tp, recs); err != nil {
+			t.Fatalf("produce %d: %v", req, err)
+		}
+		after := ends()
+		took := -1
+		for p := range 3 {
+			switch d := after[p] - before[p]; d {
+			case 0:
+			case 10:
+				took = p
+			default:
+				t.Fatalf("produce %d: rr/%d took %d of its 10 keyless records, want all or none", req, p, d)
+			}
+		}
+		if took < 0 || seen[took] {
+			t.Fatalf("produce %d went to rr/%d, want a partition no earlier produce took (ends %v → %v)", req, took, before, after)
+		}
+		seen[took] = true
+	}
+	key := "k0"
+	kp := keyPartition(key, 3)
+	before := ends()
+	recs := []service.ProduceRecord{{Partition: -1, Payload: []byte("loose")}, {Partition: -1, Key: key, Payload: []byte("keyed")},
+		{Partition: -1, Payload: []byte("loose too")}}
+	if err := n.e.Produce(n.ctx(), tp, recs); err != nil {
+		t.Fatal(err)
+	}
+	after := ends()
+	var grew []int64
+	for p := range 3 {
+		grew = append(grew, after[p]-before[p])
+	}
+	if grew[kp] < 1 || grew[0]+grew[1]+grew[2] != 3 || slices.Max(grew) < 2 {
+		t.Fatalf("mixed produce grew the partitions by %v, want the keyed record on rr/%d and both keyless ones together", grew, kp)
 	}
 }
