@@ -28,6 +28,20 @@ const GRPCBulkTag byte = 0x03
 // MaxControlMessageBytes is the largest control-class request a node reads.
 const MaxControlMessageBytes = 256 << 10
 
+// Flow-control windows of every node RPC connection, both ends, fixed. gRPC's default
+// estimates the bandwidth-delay product instead, with a PING sent (and answered by the peer)
+// for nearly every DATA frame a connection receives while the estimate is below its 16 MiB
+// cap: node RPC's small request-and-reply calls (a follower's fetch, a forwarded produce)
+// never reach the cap, so each call cost two more writes and reads on each side (counted in
+// docs/benchmarks.md, "Node RPC without flow-control pings"). Both windows are that cap, what
+// the estimate reaches on a connection that carries bulk data: a peer's connection buffers no
+// more than before, and a follower's 8 MiB catch-up answer flows without waiting for window
+// updates (with 4 MiB per stream a catch-up copied a third slower).
+const (
+	streamWindow = 16 << 20
+	connWindow   = 16 << 20
+)
+
 // bulkMethods are the methods of the bulk class; every other method is control.
 var bulkMethods = map[string]bool{
 	nodepb.Node_CommitProduceBatch_FullMethodName: true,

@@ -26,6 +26,8 @@ type stubNode struct {
 	block    chan struct{} // non-nil: Consume waits until it is closed
 	inflight atomic.Int64  // Consume calls inside the handler now
 	maxIn    atomic.Int64  // the most Consume calls ever inside the handler at once
+
+	statusDelay time.Duration // NodeStatus answers after this long, as a parked long poll does
 }
 
 func (s *stubNode) note(ctx context.Context) {
@@ -44,6 +46,7 @@ func (s *stubNode) note(ctx context.Context) {
 
 func (s *stubNode) NodeStatus(ctx context.Context, _ *nodepb.NodeStatusRequest) (*nodepb.NodeStatusReply, error) {
 	s.note(ctx)
+	time.Sleep(s.statusDelay)
 	return &nodepb.NodeStatusReply{Status: 200, AppliedIndex: 7, CaughtUp: true}, nil
 }
 

@@ -63,6 +63,8 @@ func NewPool(secret []byte, opts ...Option) *Pool {
 				grpc.MaxCallSendMsgSize(c.maxRecv),
 			),
 			grpc.WithConnectParams(reconnectBackoff),
+			grpc.WithStaticStreamWindowSize(streamWindow),
+			grpc.WithStaticConnWindowSize(connWindow),
 			experimental.WithBufferPool(Buffers),
 		}
 	}

@@ -178,3 +178,67 @@ func TestResetBackoffReachesARestartedPeerAtOnce(t *testing.T) {
 		t.Fatal("ResetBackoff replaced a ready connection")
 	}
 }
+
+// writeCountingListener counts the writes the server made on all its connections.
+type writeCountingListener struct {
+	net.Listener
+	writes atomic.Int64
+}
+
+func (l *writeCountingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &writeCountingConn{Conn: c, n: &l.writes}, nil
+}
+
+type writeCountingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c *writeCountingConn) Write(p []byte) (int, error) {
+	c.n.Add(1)
+	return c.Conn.Write(p)
+}
+
+// A small call that waits before it answers (as a follower's fetch waits for records) costs
+// the server one write, its answer: node RPC's connections have fixed flow-control windows,
+// so neither end sends a bandwidth-estimating PING (and its answer) for the DATA frames of
+// every call, which gRPC's default does.
+func TestASmallCallCostsTheServerOneWrite(t *testing.T) {
+	secret := []byte("s3cret")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := &writeCountingListener{Listener: ln}
+	n := startNodeOn(t, wl, secret, 0, &stubNode{statusDelay: 2 * time.Millisecond})
+	p := NewPool(secret)
+	defer p.Close()
+	c, err := p.Client(n.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := c.NodeStatus(ctx, &nodepb.NodeStatusRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 { // the connection's setup (settings, their acks) is not counted
+		call()
+	}
+	time.Sleep(50 * time.Millisecond)
+	const calls = 200
+	before := wl.writes.Load()
+	for range calls {
+		call()
+	}
+	time.Sleep(50 * time.Millisecond) // a PING answered late still counts
+	if got := wl.writes.Load() - before; got > calls*5/4 {
+		t.Fatalf("the server wrote %d times for %d calls, want about one write per call", got, calls)
+	}
+}

@@ -75,6 +75,8 @@ func newClassServer(secret []byte, impl nodepb.NodeServer, o options, c messageC
 		grpc.MaxRecvMsgSize(c.maxRecv),
 		grpc.MaxSendMsgSize(maxGRPCMessage),
 		grpc.MaxConcurrentStreams(o.maxStreams),
+		grpc.StaticStreamWindowSize(streamWindow),
+		grpc.StaticConnWindowSize(connWindow),
 		grpc.ConnectionTimeout(HandshakeTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionIdle: ConnMaxIdle,
