@@ -70,6 +70,10 @@ bench-replication: build ## Failover time and empty-follower catch-up on three f
 bench-replication-cpu: build ## Cluster CPU per message and full-flow rate, R = 1 against R = 3, on three local nodes
 	./hack/bench-replication-cpu.sh $(NARAD)
 
+.PHONY: bench-nodes-cpu
+bench-nodes-cpu: build ## Broker CPU per message of one node against three (R = 1), full flow
+	./hack/bench-nodes-cpu.sh $(NARAD)
+
 chaos: build ## Long crash/soak loops (not part of make test)
 	cd test && NARAD_BIN=$(NARAD) NARAD_CHAOS=1 $(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -v '/test/kube$$')
 
