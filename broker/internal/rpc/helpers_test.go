@@ -118,10 +118,11 @@ func startNodeOn(t testing.TB, ln net.Listener, secret []byte, handshake time.Du
 	return &testNode{addr: ln.Addr().String(), mux: m, srv: srv, impl: impl}
 }
 
-// countingListener counts the bytes the server read from all its connections.
+// countingListener counts the bytes the server read from all its connections, and the writes
+// it made on them.
 type countingListener struct {
 	net.Listener
-	read atomic.Int64
+	read, writes atomic.Int64
 }
 
 func (l *countingListener) Accept() (net.Conn, error) {
@@ -129,12 +130,20 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &countingConn{Conn: c, n: &l.read}, nil
+	return &countingConn{Conn: c, n: &l.read, writes: &l.writes}, nil
 }
 
+// countingConn adds the bytes read to n and counts the writes in writes (when not nil).
 type countingConn struct {
 	net.Conn
-	n *atomic.Int64
+	n, writes *atomic.Int64
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	if c.writes != nil {
+		c.writes.Add(1)
+	}
+	return c.Conn.Write(p)
 }
 
 func (c *countingConn) Read(p []byte) (int, error) {

@@ -179,30 +179,6 @@ func TestResetBackoffReachesARestartedPeerAtOnce(t *testing.T) {
 	}
 }
 
-// writeCountingListener counts the writes the server made on all its connections.
-type writeCountingListener struct {
-	net.Listener
-	writes atomic.Int64
-}
-
-func (l *writeCountingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &writeCountingConn{Conn: c, n: &l.writes}, nil
-}
-
-type writeCountingConn struct {
-	net.Conn
-	n *atomic.Int64
-}
-
-func (c *writeCountingConn) Write(p []byte) (int, error) {
-	c.n.Add(1)
-	return c.Conn.Write(p)
-}
-
 // A small call that waits before it answers (as a follower's fetch waits for records) costs
 // the server one write, its answer: node RPC's connections have fixed flow-control windows,
 // so neither end sends a bandwidth-estimating PING (and its answer) for the DATA frames of
@@ -213,7 +189,7 @@ func TestASmallCallCostsTheServerOneWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wl := &writeCountingListener{Listener: ln}
+	wl := &countingListener{Listener: ln}
 	n := startNodeOn(t, wl, secret, 0, &stubNode{statusDelay: 2 * time.Millisecond})
 	p := NewPool(secret)
 	defer p.Close()
