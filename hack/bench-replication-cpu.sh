@@ -6,8 +6,8 @@
 # BENCH_SINGLE_COUNT) and batches of 100 (--count 200000, BENCH_BATCH_COUNT), R = 1 and R = 3
 # alternating. For each run it prints the full-flow rate, the produce p99 and the three nodes'
 # utime+stime per message (from /proc), which the load generator on the same cores does not
-# inflate. On a machine where the nodes share the
-# cores, the R = 3 / R = 1 throughput ratio can be no better than the inverse of the CPU ratio.
+# inflate. On a machine where the nodes share the cores, the R = 3 / R = 1 throughput ratio
+# can be no better than the inverse of the CPU ratio.
 #
 #   hack/bench-replication-cpu.sh [NARAD_BIN] [ROUNDS]
 set -euo pipefail
