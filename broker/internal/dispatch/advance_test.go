@@ -93,28 +93,47 @@ func TestRunLeavesTheDurableCheckpointAtTheLastPass(t *testing.T) {
 	}
 }
 
-// After a pass that found less than a window, the next one waits PartialPause: a trickle of
-// appends is committed in a few larger commits rather than one commit per record.
+// After a pass that found less than a window while more records were accepted during it,
+// the next one waits PartialPause: a stream of appends is committed in a few larger commits
+// rather than one commit per append.
 func TestPartialPassesPauseSoRecordsGatherIntoFewerCommits(t *testing.T) {
 	commits := func(pause time.Duration) int {
 		h := newHarness(t, Options{IdlePoll: time.Millisecond, PartialPause: pause})
+		h.com.fail = func(string, int) error { time.Sleep(2 * time.Millisecond); return nil } // an owner's fsync
 		h.topo.set("t", "A", 1)
 		h.start(t)
 		defer h.stop()
-		for range 20 {
+		for range 60 {
 			h.appendRecs(t, "t", "A", 0, 1)
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(time.Millisecond)
 		}
-		testwait.For(t, 20*time.Second, "20 committed", func() bool { return len(h.com.snapshot()) == 20 })
+		testwait.For(t, 20*time.Second, "60 committed", func() bool { return len(h.com.snapshot()) == 60 })
 		return h.com.attemptsFor("t", 0)
 	}
 	paced, unpaced := commits(400*time.Millisecond), commits(-1)
-	// 20 appends 5 ms apart span about 100 ms: with a 400 ms pause, the first record's pass
-	// and at most one or two after it; without a pause, a commit every few appends at most.
+	// 60 appends about 1 ms apart, commits of 2 ms: with a 400 ms pause, the first append's
+	// pass, then the rest after the pause; without one, a commit every two or three appends.
 	if paced > 3 {
-		t.Fatalf("with a 400 ms pause the trickle took %d commits, want ≤ 3", paced)
+		t.Fatalf("with a 400 ms pause the stream took %d commits, want ≤ 3", paced)
 	}
-	if unpaced < 8 {
-		t.Fatalf("without a pause the trickle took only %d commits; the comparison proves nothing", unpaced)
+	if unpaced < 10 {
+		t.Fatalf("without a pause the stream took only %d commits; the comparison proves nothing", unpaced)
+	}
+}
+
+// A pass during which nothing more was accepted pauses nothing: records that come one at a
+// time (a producer that waits for each answer) are each committed as soon as they are
+// accepted, not after the pause of the one before.
+func TestALoneRecordIsCommittedWithoutWaitingForThePause(t *testing.T) {
+	h := newHarness(t, Options{IdlePoll: time.Hour, PartialPause: time.Hour})
+	h.topo.set("t", "A", 1)
+	h.start(t)
+	defer h.stop()
+	for i := range 5 {
+		h.appendRecs(t, "t", "A", 0, 1)
+		testwait.For(t, 10*time.Second, "the lone record committed", func() bool { return len(h.com.snapshot()) == i+1 })
+	}
+	if got := h.com.attemptsFor("t", 0); got != 5 {
+		t.Fatalf("5 lone records took %d commits, want one each", got)
 	}
 }

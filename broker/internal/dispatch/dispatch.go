@@ -54,9 +54,11 @@ type Options struct {
 	RerouteGrace time.Duration
 	// IdlePoll: pass interval when no append wakes the dispatcher (0 → 10 ms).
 	IdlePoll time.Duration
-	// PartialPause: after a pass that found records but less than a window, the next pass
-	// starts no sooner than this (0 → 2 ms; negative → none), so records gather into fewer,
-	// larger commits instead of a commit per few records.
+	// PartialPause: after a pass that found records but less than a window, while more were
+	// accepted during it, the next pass starts no sooner than this (0 → 2 ms; negative →
+	// none), so a stream gathers into fewer, larger commits instead of a commit per few
+	// records. With nothing accepted during the pass there is no pause: a record that comes
+	// alone (a producer waiting for each answer) is committed as soon as it is accepted.
 	PartialPause time.Duration
 	// CommitFanout: commits in flight at once (0 → 16).
 	CommitFanout int
@@ -119,14 +121,15 @@ type Dispatcher struct {
 	running atomic.Bool
 
 	// Owned by the Run goroutine.
-	window  int
-	partial bool                    // the last pass found records, but less than a window
-	ahead   *seqSet                 // committedAhead; base = checkpoint
-	stuck   map[partKey]*stuckState // failing destinations
-	dead    map[partKey]time.Time   // dead owners already logged → last seen
-	confirm map[topicInc]time.Time  // discard confirmations: no re-ask before this time
-	scratch passScratch             // reused per pass
-	hung    map[partKey]time.Time   // destinations with a detached commit in flight → its start
+	window   int
+	partial  bool                    // the last pass found records, but less than a window
+	passNext uint64                  // the WAL's next seq when the last pass began
+	ahead    *seqSet                 // committedAhead; base = checkpoint
+	stuck    map[partKey]*stuckState // failing destinations
+	dead     map[partKey]time.Time   // dead owners already logged → last seen
+	confirm  map[topicInc]time.Time  // discard confirmations: no re-ask before this time
+	scratch  passScratch             // reused per pass
+	hung     map[partKey]time.Time   // destinations with a detached commit in flight → its start
 
 	lateMu   sync.Mutex
 	late     []*group       // detached commits that finished, for the next pass to account
@@ -179,10 +182,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if d.partial && d.opts.PartialPause > 0 {
+		if d.partial && d.opts.PartialPause > 0 && d.w.NextSeq() > d.passNext {
 			// The commit of a few records costs an owner about what a window's costs; with
 			// the checkpoint written off the pass's path, back-to-back passes would split a
-			// steady stream into many small commits.
+			// steady stream into many small commits. Records accepted while the pass ran
+			// are that stream; a lone record waits for no one.
 			idle.Reset(d.opts.PartialPause)
 			select {
 			case <-ctx.Done():

@@ -96,6 +96,7 @@ func (d *Dispatcher) pass(ctx context.Context) bool {
 	cp := d.ahead.base
 	d.partial = false
 	next := d.w.NextSeq()
+	d.passNext = next
 	horizon := min(next, cp+uint64(d.window)*Lookahead)
 	scanEnd, err := d.scan(cp, horizon)
 	if err != nil {
