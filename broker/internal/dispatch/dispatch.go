@@ -29,7 +29,7 @@ const (
 	WindowPerPartition   = 64    // next window = 64 × distinct partitions seen
 	Lookahead            = 16    // scan horizon in windows past the checkpoint
 	DefaultIdlePoll      = 10 * time.Millisecond
-	DefaultPartialPause  = 2 * time.Millisecond
+	DefaultPartialPause  = 5 * time.Millisecond
 	DefaultCommitFanout  = 16
 	DefaultCommitTimeout = 30 * time.Second // a slow fsync is not a dead node
 	DefaultBackoff       = time.Second      // per-destination retry pacing after a failure
@@ -55,7 +55,7 @@ type Options struct {
 	// IdlePoll: pass interval when no append wakes the dispatcher (0 → 10 ms).
 	IdlePoll time.Duration
 	// PartialPause: after a pass that found records but less than a window, while more were
-	// accepted during it, the next pass starts no sooner than this (0 → 2 ms; negative →
+	// accepted during it, the next pass starts no sooner than this (0 → 5 ms; negative →
 	// none), so a stream gathers into fewer, larger commits instead of a commit per few
 	// records. With nothing accepted during the pass there is no pause: a record that comes
 	// alone (a producer waiting for each answer) is committed as soon as it is accepted.
