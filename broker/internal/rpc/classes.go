@@ -36,7 +36,7 @@ const MaxControlMessageBytes = 256 << 10
 // docs/benchmarks.md, "Node RPC without flow-control pings"). Both windows are that cap, what
 // the estimate reaches on a connection that carries bulk data: a peer's connection buffers no
 // more than before, and a follower's 8 MiB catch-up answer flows without waiting for window
-// updates (with 4 MiB per stream a catch-up copied a third slower).
+// updates (the two catch-ups measured with 4 MiB per stream came out slower).
 const (
 	streamWindow = 16 << 20
 	connWindow   = 16 << 20
