@@ -8,7 +8,6 @@ import (
 
 	"narad.dev/broker/internal/errcode"
 	"narad.dev/broker/internal/faults"
-	plog "narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/wal"
 )
@@ -31,12 +30,14 @@ const FaultCommitAfterGate = "engine.commit_after_gate"
 //  2. Get opens the log: a failure wraps errcode.ErrUnavailable;
 //  3. the fast freeze gate: ErrFrozen (wrapping errcode.ErrUnavailable);
 //  4. the commit time t0 is stamped before the produce lock;
-//  5. under the produce lock, ownership, registration (a log closed meanwhile wraps
+//  5. the batch joins the partition's append group (group.go): concurrent commits go to the
+//     log as one, at the latest of their commit times;
+//  6. under the produce lock, ownership, registration (a log closed meanwhile wraps
 //     errcode.ErrUnavailable) and the freeze are checked again, so a refused commit appends
 //     nothing; the commit time is raised to the partition's floor (Deps.RaiseFloor);
-//  6. the log's append → fsync → verify → hwm persist → advance; a failure wraps
-//     errcode.ErrUnavailable, and a failed or closed log is closed so the next Get reopens
-//     it and recovery decides the tail.
+//  7. the log's append → fsync → verify → hwm persist → advance, once for the group; a
+//     failure wraps errcode.ErrUnavailable for every batch of it, and a failed or closed log
+//     is closed so the next Get reopens it and recovery decides the tail.
 //
 // It returns the first assigned offset. Invariant: commit times never decrease along a
 // partition within this process.
@@ -64,44 +65,16 @@ func (r *Registry) Commit(t meta.Topic, p int, recs []wal.Record) (int64, error)
 	}
 	t0 := r.d.Now().UnixMilli() // seed: stamped before the produce lock
 
-	pt.commitMu.Lock()
-	defer pt.commitMu.Unlock()
-	if !r.d.Owns(topic, p) { // seed: gate re-checked under the lock, nothing appended on a hit
-		return 0, fmt.Errorf("%s/%d: %w", topic, p, errcode.ErrNotOwner)
-	}
-	if r.Peek(topic, p) != pt {
-		return 0, fmt.Errorf("%s/%d closed during commit: %w", topic, p, errcode.ErrUnavailable)
-	}
-	if pt.Frozen() { // seed: a freeze armed since the fast gate refuses with nothing appended
-		return 0, frozenErr(topic, p)
-	}
-	ts := r.d.RaiseFloor(topic, p, t0)
-	return r.appendLocked(pt, recs, ts)
-}
-
-// appendLocked commits recs to pt's log at commit time ts. Caller holds pt.commitMu.
-func (r *Registry) appendLocked(pt *Partition, recs []wal.Record, ts int64) (int64, error) {
-	topic, p := pt.key.topic, pt.key.p
-	entries := make([]plog.Entry, len(recs))
-	var bytes int
-	for i := range recs {
-		entries[i] = plog.Entry{Key: []byte(recs[i].Key), Payload: recs[i].Payload}
-		bytes += len(recs[i].Payload)
-	}
+	// Concurrent commits of the partition (several dispatchers, fan-out, peers) join into one
+	// log commit (group.go), which re-checks the gate under the produce lock.
 	taken := r.d.Taker(topic) // before the commit wakes local waiters
-	first, err := pt.log.Commit(entries, ts)
-	if err != nil {
-		r.d.Metrics.Errors.WithLabelValues("messaging", "append").Inc()
-		if errors.Is(err, plog.ErrFailed) || errors.Is(err, plog.ErrClosed) {
-			// The log needs a reopen so recovery decides the tail; the next Get does it.
-			go r.ClosePartition(pt)
-		}
-		return 0, fmt.Errorf("commit %s/%d: %w: %v", topic, p, errcode.ErrUnavailable, err)
+	b := newGroupBatch(nil, recs, t0)
+	r.appendGrouped(pt, b)
+	if b.err != nil {
+		return 0, b.err
 	}
 	r.d.Notify(topic, p, taken)
-	r.d.Metrics.MessagesProduced.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(len(recs)))
-	r.d.Metrics.BytesProduced.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(bytes))
-	return first, nil
+	return b.first, nil
 }
 
 // frozenErr is the 503 of a commit refused by a handoff freeze.

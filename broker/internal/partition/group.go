@@ -15,12 +15,14 @@ import (
 // the caller that appends is always taken, whatever its size.
 const maxGroupBytes = 4 << 20
 
-// appendGroup joins the concurrent CommitReplicated calls of one partition into one log
-// append, so one fsync covers them all (group commit, docs/internals/replication.md §4).
-// Callers queue their batches; one of them, the appender, takes the produce lock, then takes
-// the queue (the batches under its leadership, up to maxGroupBytes), appends them as one and
-// tells each its offsets or the error; then it hands the role to the caller at the head of
-// the queue, if any. While an append is on disk the next group gathers.
+// appendGroup joins the concurrent commits of one partition into one log append, so one
+// fsync covers them all (group commit: docs/internals/replication.md §4 for a replicated
+// partition, docs/internals/produce-path.md §8 for an unreplicated one, where the commit
+// also publishes, so one hwm persist covers them too). Callers queue their batches; one of
+// them, the appender, takes the produce lock, then takes the queue (the batches of its kind:
+// under its leadership, or unreplicated; up to maxGroupBytes), appends them as one and tells
+// each its offsets or the error; then it hands the role to the caller at the head of the
+// queue, if any. While an append is on disk the next group gathers.
 //
 // Invariants: busy is true exactly while an appender is at work or has been chosen; a batch
 // leaves the queue only into a group, and its woken channel is closed exactly once: when its
@@ -31,9 +33,9 @@ type appendGroup struct {
 	busy  bool
 }
 
-// groupBatch is one CommitReplicated call's batch waiting in an appendGroup.
+// groupBatch is one Commit or CommitReplicated call's batch waiting in an appendGroup.
 type groupBatch struct {
-	ld    *replica.Leader
+	ld    *replica.Leader // the leadership it commits under; nil for an unreplicated partition
 	recs  []wal.Record
 	t0    int64 // the commit time stamped before the produce lock
 	bytes int
@@ -74,7 +76,11 @@ func (r *Registry) appendGrouped(pt *Partition, b *groupBatch) {
 	// everything that queued while the previous append was on disk joins it.
 	pt.commitMu.Lock()
 	group := g.take(b)
-	r.appendReplicated(pt, b.ld, group)
+	if b.ld == nil {
+		r.commitUnreplicated(pt, group)
+	} else {
+		r.appendReplicated(pt, b.ld, group)
+	}
 	pt.commitMu.Unlock()
 	for _, x := range group {
 		if x != b {
@@ -85,8 +91,8 @@ func (r *Registry) appendGrouped(pt *Partition, b *groupBatch) {
 }
 
 // take removes from the queue the batches to append with b, the head: those under b's
-// leadership, in queue order, up to maxGroupBytes. A batch of another leadership waits for
-// a group of its own.
+// leadership (or, for b unreplicated, the unreplicated ones), in queue order, up to
+// maxGroupBytes. A batch of another kind waits for a group of its own.
 func (g *appendGroup) take(b *groupBatch) []*groupBatch {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -134,19 +140,52 @@ func (r *Registry) appendReplicated(pt *Partition, ld *replica.Leader, group []*
 		}
 		return
 	}
+	r.appendEach(pt, group, false)
+	if err := ld.Appended(); err != nil {
+		r.d.Logger.Warn("advance hwm after append", "topic", topic, "partition", p, "err", err)
+	}
+}
+
+// commitUnreplicated is the group's locked part for an unreplicated partition (caller holds
+// pt.commitMu): the gate re-checked under the produce lock (ownership, registration, the
+// handoff freeze: a refused group appends nothing), then one commit of every batch of
+// group: one write, one segment fsync, one hwm persist, each batch given its offsets.
+func (r *Registry) commitUnreplicated(pt *Partition, group []*groupBatch) {
+	topic, p := pt.key.topic, pt.key.p
+	var err error
+	switch {
+	case !r.d.Owns(topic, p): // seed: gate re-checked under the lock, nothing appended on a hit
+		err = fmt.Errorf("%s/%d: %w", topic, p, errcode.ErrNotOwner)
+	case r.Peek(topic, p) != pt:
+		err = fmt.Errorf("%s/%d closed during commit: %w", topic, p, errcode.ErrUnavailable)
+	case pt.Frozen(): // seed: a freeze armed since the fast gate refuses with nothing appended
+		err = frozenErr(topic, p)
+	}
+	if err != nil {
+		for _, b := range group {
+			b.err = err
+		}
+		return
+	}
+	r.appendEach(pt, group, true)
+}
+
+// appendEach appends the batches of group as one, at the latest of their commit times raised
+// to the partition's floor (so commit times never decrease along it); publish commits them
+// (visible at once) instead of appending them to the hidden tail. A record too large for the
+// log fails the append with nothing written; the batches are then appended one by one, so
+// only the batch that holds it fails. Caller holds pt.commitMu.
+func (r *Registry) appendEach(pt *Partition, group []*groupBatch, publish bool) {
 	t0 := group[0].t0
 	for _, b := range group[1:] {
 		t0 = max(t0, b.t0)
 	}
-	ts := r.d.RaiseFloor(topic, p, t0)
-	err := r.appendBatches(pt, group, ts)
+	ts := r.d.RaiseFloor(pt.key.topic, pt.key.p, t0)
+	err := r.appendBatches(pt, group, ts, publish)
 	if errors.Is(err, plog.ErrRecordTooLarge) && len(group) > 1 {
 		for i := range group {
-			r.appendBatches(pt, group[i:i+1], ts)
+			r.appendBatches(pt, group[i:i+1], ts, publish)
 		}
-	}
-	if err := ld.Appended(); err != nil {
-		r.d.Logger.Warn("advance hwm after append", "topic", topic, "partition", p, "err", err)
 	}
 }
 
@@ -166,12 +205,16 @@ func (r *Registry) checkLeading(pt *Partition, ld *replica.Leader) error {
 	return nil
 }
 
-// appendBatches appends the records of batches as one log append at commit time ts and sets
-// each batch's outcome; it returns the log's error (nil on success). Caller holds
-// pt.commitMu.
-func (r *Registry) appendBatches(pt *Partition, batches []*groupBatch, ts int64) error {
+// appendBatches appends the records of batches as one log append (publish: one log commit)
+// at commit time ts and sets each batch's outcome; it returns the log's error (nil on
+// success). Caller holds pt.commitMu.
+func (r *Registry) appendBatches(pt *Partition, batches []*groupBatch, ts int64, publish bool) error {
 	topic, p := pt.key.topic, pt.key.p
-	var entries []plog.Entry
+	n := 0
+	for _, b := range batches {
+		n += len(b.recs)
+	}
+	entries := make([]plog.Entry, 0, n)
 	var bytes int
 	for _, b := range batches {
 		for i := range b.recs {
@@ -179,7 +222,13 @@ func (r *Registry) appendBatches(pt *Partition, batches []*groupBatch, ts int64)
 			bytes += len(b.recs[i].Payload)
 		}
 	}
-	first, _, err := pt.log.Append(entries, ts)
+	var first int64
+	var err error
+	if publish {
+		first, err = pt.log.Commit(entries, ts)
+	} else {
+		first, _, err = pt.log.Append(entries, ts)
+	}
 	if err != nil {
 		r.d.Metrics.Errors.WithLabelValues("messaging", "append").Inc()
 		if errors.Is(err, plog.ErrFailed) || errors.Is(err, plog.ErrClosed) {

@@ -31,6 +31,16 @@ type commitResult struct {
 // i sends i+1 records.
 func startCommits(t *testing.T, f *fixture, n int) <-chan commitResult {
 	t.Helper()
+	return startCommitsWith(t, f, n, nil, func(recs []wal.Record) (int64, error) {
+		return f.r.CommitReplicated(context.Background(), f.topic, 0, recs)
+	})
+}
+
+// startCommitsWith starts n concurrent calls of commit one after the other, each once the
+// previous one waits in partition 0's append group, and returns once all of them wait there.
+// Caller i sends i+1 records; between (after each caller queued) runs after the i-th.
+func startCommitsWith(t *testing.T, f *fixture, n int, between func(i int), commit func([]wal.Record) (int64, error)) <-chan commitResult {
+	t.Helper()
 	pt := f.r.Peek("t", 0)
 	out := make(chan commitResult, n)
 	for i := range n {
@@ -39,15 +49,18 @@ func startCommits(t *testing.T, f *fixture, n int) <-chan commitResult {
 			for j := range recs {
 				recs[j] = wal.Record{Payload: fmt.Appendf(nil, "c%d-%d", i, j)}
 			}
-			first, err := f.r.CommitReplicated(context.Background(), f.topic, 0, recs)
+			first, err := commit(recs)
 			out <- commitResult{caller: i, n: i + 1, first: first, err: err}
 		}()
+		testwait.For(t, 5*time.Second, "the commit queued", func() bool {
+			pt.group.mu.Lock()
+			defer pt.group.mu.Unlock()
+			return len(pt.group.queue) == i+1
+		})
+		if between != nil {
+			between(i)
+		}
 	}
-	testwait.For(t, 5*time.Second, "every commit queued", func() bool {
-		pt.group.mu.Lock()
-		defer pt.group.mu.Unlock()
-		return len(pt.group.queue) == n
-	})
 	return out
 }
 
@@ -229,6 +242,127 @@ func TestReplicatedCommitsUnderContention(t *testing.T) {
 	}
 	checkTiles(t, collect(t, out, n*rounds), 0, 2*n*rounds)
 	pt := f.r.Peek("t", 0)
+	pt.group.mu.Lock()
+	defer pt.group.mu.Unlock()
+	if pt.group.busy || len(pt.group.queue) != 0 {
+		t.Fatalf("group left busy=%v with %d queued", pt.group.busy, len(pt.group.queue))
+	}
+}
+
+// startUnreplicated starts n concurrent Commit calls to partition 0 of the fixture's
+// unreplicated topic while the test holds the produce lock (startCommitsWith), stepping the
+// clock a millisecond after each caller stamped its commit time.
+func startUnreplicated(t *testing.T, f *fixture, n int) <-chan commitResult {
+	t.Helper()
+	return startCommitsWith(t, f, n, func(int) { f.step(time.Millisecond) }, func(recs []wal.Record) (int64, error) {
+		return f.r.Commit(f.topic, 0, recs)
+	})
+}
+
+// Concurrent commits to one unreplicated partition (several nodes' dispatchers, fan-out)
+// go to disk as one log commit: one segment fsync, the records visible at once, each
+// caller with its own offsets, all stamped with the latest caller's commit time.
+func TestConcurrentCommitsShareOneLogCommit(t *testing.T) {
+	f := newFixture(t)
+	pt := f.get(t, 0)
+	before := fsyncs(t, f)
+
+	pt.LockCommits()
+	const n = 6
+	t0 := f.clock().UnixMilli()
+	done := startUnreplicated(t, f, n)
+	pt.UnlockCommits()
+	total := int64(n * (n + 1) / 2)
+	checkTiles(t, collect(t, done, n), 0, total)
+	if got := fsyncs(t, f) - before; got != 1 {
+		t.Fatalf("%d concurrent commits made %d fsyncs, want 1", n, got)
+	}
+	if h := pt.Log().HighWatermark(); h != total {
+		t.Fatalf("HWM %d after the group, want %d", h, total)
+	}
+	if f.floored != 1 {
+		t.Fatalf("RaiseFloor called %d times for one group, want 1", f.floored)
+	}
+	// The last caller stamped t0 + n-1 ms (the clock stepped after each queued).
+	for o := range total {
+		r, err := pt.Log().Read(o)
+		if err != nil || r.CommittedAt != t0+n-1 {
+			t.Fatalf("record %d: committed at %d (%v), want %d", o, r.CommittedAt, err, t0+n-1)
+		}
+	}
+
+	// A lone commit after the group commits by itself.
+	if first, err := f.r.Commit(f.topic, 0, batch("z")); err != nil || first != total {
+		t.Fatalf("lone commit: %d, %v; want offset %d", first, err, total)
+	}
+}
+
+// A freeze armed while commits wait for the produce lock refuses the whole group with
+// nothing appended; a failed fsync fails exactly the callers whose batches were in it; the
+// next group commits.
+func TestARefusedOrFailedCommitGroupAppendsNothing(t *testing.T) {
+	t.Cleanup(faults.Reset)
+	f := newFixture(t)
+	pt := f.get(t, 0)
+
+	pt.LockCommits()
+	done := startUnreplicated(t, f, 3)
+	if !f.r.ArmFreeze(pt, "tok", time.Minute) { // lock order commitMu → shardMu holds
+		t.Fatal("arm refused")
+	}
+	pt.UnlockCommits()
+	for _, r := range collect(t, done, 3) {
+		if !errors.Is(r.err, ErrFrozen) || !errors.Is(r.err, errcode.ErrUnavailable) {
+			t.Fatalf("caller %d of the frozen group: %v", r.caller, r.err)
+		}
+	}
+	if got := pt.Log().NextOffset(); got != 0 || f.floored != 0 {
+		t.Fatalf("a refused group appended up to %d (floor raised %d times)", got, f.floored)
+	}
+	f.r.EndFreeze(pt, "tok", "test")
+
+	pt.LockCommits()
+	done = startUnreplicated(t, f, 4)
+	faults.Set(plog.FaultBeforeFsync, errors.New("injected fsync failure"))
+	pt.UnlockCommits()
+	for _, r := range collect(t, done, 4) {
+		if !errors.Is(r.err, errcode.ErrUnavailable) {
+			t.Fatalf("caller %d of the failed commit: %v", r.caller, r.err)
+		}
+	}
+	faults.Clear(plog.FaultBeforeFsync)
+	if got := pt.Log().NextOffset(); got != 0 {
+		t.Fatalf("a failed commit left end offset %d", got)
+	}
+
+	pt.LockCommits()
+	done = startUnreplicated(t, f, 2)
+	pt.UnlockCommits()
+	checkTiles(t, collect(t, done, 2), 0, 3)
+	if h := pt.Log().HighWatermark(); h != 3 {
+		t.Fatalf("HWM %d after the last group, want 3", h)
+	}
+}
+
+// Many callers committing to an unreplicated partition at once, unsynchronised, all commit
+// with disjoint offsets and the group ends idle.
+func TestCommitsUnderContention(t *testing.T) {
+	f := newFixture(t)
+	const n, rounds = 8, 25
+	out := make(chan commitResult, n*rounds)
+	for i := range n {
+		go func() {
+			for range rounds {
+				first, err := f.r.Commit(f.topic, 0, batch("x", "y"))
+				out <- commitResult{caller: i, n: 2, first: first, err: err}
+			}
+		}()
+	}
+	checkTiles(t, collect(t, out, n*rounds), 0, 2*n*rounds)
+	pt := f.r.Peek("t", 0)
+	if h := pt.Log().HighWatermark(); h != 2*n*rounds {
+		t.Fatalf("HWM %d, want %d", h, 2*n*rounds)
+	}
 	pt.group.mu.Lock()
 	defer pt.group.mu.Unlock()
 	if pt.group.busy || len(pt.group.queue) != 0 {

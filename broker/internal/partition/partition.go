@@ -34,7 +34,7 @@ type Partition struct {
 	lastAccess atomic.Int64 // unix nanos of the last Get; Peek never stamps
 
 	commitMu sync.Mutex
-	// group joins concurrent commits of a replicated partition into one append (group.go).
+	// group joins concurrent commits of the partition into one append (group.go).
 	group appendGroup
 
 	// shardMu guards shard, closed and frz. Lock order: commitMu → shardMu → the shard's own.
