@@ -92,7 +92,7 @@ func TestCommitRechecksOwnershipUnderTheProduceLock(t *testing.T) {
 		_, err := n.commit(top, 0, "after-flip")
 		done <- err
 	}()
-	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/partition.(*Registry).Commit")
+	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/partition.(*Registry).appendGrouped")
 
 	// Ownership flips away while it waits.
 	ctx := n.ctx()

@@ -105,7 +105,7 @@ func TestCommitPastTheFastGateIsRefusedUnderTheLockOnceFrozen(t *testing.T) {
 	pt.LockCommits()
 	committed := make(chan error, 1)
 	go func() { _, err := n.commit(top, 0, "late"); committed <- err }()
-	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/partition.(*Registry).Commit")
+	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/partition.(*Registry).appendGrouped")
 	armed := make(chan transfer.Listing, 1)
 	go func() { armed <- n.arm(top, 0, 0) }()
 	waitGoroutine(t, "sync.Mutex.Lock", "narad.dev/broker/internal/partition.(*Partition).LockCommits")
