@@ -7,11 +7,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +33,9 @@ func TestAPILimits(t *testing.T) {
 // budget is the node's produce budget: two of the 7 MB batches below fit at once, three do not.
 const budget = 16 << 20
 
+// answerBudget is the node's consume answer budget, the least it may be: one full answer.
+const answerBudget = 8 << 20
+
 var (
 	node *harness.Node
 	cl   *client.Client
@@ -37,7 +43,7 @@ var (
 
 var _ = BeforeSuite(func() {
 	n, err := harness.NewNode(harness.Options{ID: "n1", Dev: true,
-		Args: []string{"--max-inflight-request-bytes", fmt.Sprint(budget)}})
+		Args: []string{"--max-inflight-request-bytes", fmt.Sprint(budget), "--max-inflight-answer-bytes", fmt.Sprint(answerBudget)}})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(n.Cleanup)
 	Expect(n.StartReady()).To(Succeed())
@@ -121,6 +127,46 @@ var _ = Describe("the client API under hostile load", func() {
 			st, _, _ := raw("POST", "/v1/topics/flood/produce/batch", body)
 			Expect(st).To(Equal(202))
 		}
+	})
+
+	It("holds consume answers to slow readers within the answer budget and answers 503 beyond it", func(ctx SpecContext) {
+		_, err := cl.CreateTopic(ctx, client.CreateTopicRequest{Name: "slow"})
+		Expect(err).NotTo(HaveOccurred())
+		payload := bytes.Repeat([]byte{0xff}, 1_000_000) // binary: base64 in answers, 1.33 MB each
+		for range 16 {
+			st, _, _ := raw("POST", "/v1/topics/slow/produce", payload)
+			Expect(st).To(Equal(202))
+		}
+		Eventually(func() int64 { return storedRecords(ctx, "slow") }).WithTimeout(30 * time.Second).Should(Equal(int64(16)))
+
+		// A reader that asks for everything and reads nothing: its answer (8 messages, all the
+		// budget) stays in the node until the write fails.
+		d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+			return errors.Join(err, serr)
+		}}
+		slow, err := d.DialContext(ctx, "tcp", node.HTTPAddr)
+		Expect(err).NotTo(HaveOccurred())
+		defer slow.Close()
+		_, err = fmt.Fprintf(slow, "GET /v1/topics/slow/consume?max_messages=1000 HTTP/1.1\r\nHost: narad\r\n\r\n")
+		Expect(err).NotTo(HaveOccurred())
+
+		Eventually(func() int {
+			st, h, body := raw("GET", "/v1/topics/slow/consume", nil)
+			if st == 503 {
+				Expect(h.Get("Retry-After")).NotTo(BeEmpty(), "503 without Retry-After")
+				Expect(body["error"]).To(ContainSubstring("consume answer bytes in flight"))
+			}
+			return st
+		}).WithTimeout(10*time.Second).Should(Equal(503), "the node answered beyond its answer budget")
+
+		// The slow reader leaves: its answer's budget comes back, and the next consume is served.
+		Expect(slow.Close()).To(Succeed())
+		Eventually(func() int {
+			st, _, _ := raw("GET", "/v1/topics/slow/consume", nil)
+			return st
+		}).WithTimeout(40 * time.Second).Should(Equal(200))
 	})
 
 	It("refuses keys that are not UTF-8 and returns a valid key exactly", func(ctx SpecContext) {

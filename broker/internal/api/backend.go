@@ -44,8 +44,12 @@ type Backend interface {
 	// Returns ErrDraining / ErrUnavailable (503).
 	Produce(ctx context.Context, t meta.Topic, recs []service.ProduceRecord) error
 	// Consume serves queue, pinned-queue and replay reads (see ConsumeRequest). An empty
-	// result means 204.
+	// result means 204. The messages returned hold part of the node's answer budget until
+	// ReleaseAnswer is called with all of them, once the answer is written; a spent budget
+	// refuses with ErrBusy (503, Retry-After).
 	Consume(ctx context.Context, t meta.Topic, req service.ConsumeRequest) ([]service.Message, error)
+	// ReleaseAnswer gives back the answer budget of everything one Consume returned.
+	ReleaseAnswer(msgs []service.Message)
 	// Ack applies each entry independently; the result slice has one error (nil = 204) per
 	// entry, in order: ErrStale (410), ErrAckedAheadFull (503), ErrUnavailable (503).
 	Ack(ctx context.Context, t meta.Topic, entries []service.AckEntry) []error

@@ -59,6 +59,7 @@ func (s *server) consume(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, op, err)
 		return
 	}
+	defer s.be.ReleaseAnswer(msgs) // all of them: the answer below may be cut to req.Max
 	if len(msgs) == 0 {
 		s.events.ConsumeEmpty(name)
 		writeEmpty(w, http.StatusNoContent)

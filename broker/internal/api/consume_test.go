@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,5 +258,34 @@ func TestLongPollOutcomeLabels(t *testing.T) {
 		if got := waitOutcome(c.ctx, c.n, c.err); got != c.want {
 			t.Errorf("waitOutcome(n=%d, err=%v) = %s, want %s", c.n, c.err, got, c.want)
 		}
+	}
+}
+
+// Everything the backend returned goes back to the node's answer budget once the answer is
+// written, also the messages cut to max_messages and those of an empty answer; a spent budget
+// is a 503 with Retry-After and a JSON error.
+func TestConsumeReleasesItsAnswerAndAnswersASpentBudgetWith503(t *testing.T) {
+	env := newEnv(t)
+	env.be.addTopic(meta.Topic{Name: "orders"})
+	msgs := []service.Message{
+		{Topic: "orders", Offset: 1, Payload: []byte("a"), ReceiptHandle: "0:1:1"},
+		{Topic: "orders", Offset: 2, Payload: []byte("b"), ReceiptHandle: "0:2:1"},
+	}
+	env.be.consumeFn = func(meta.Topic, service.ConsumeRequest) ([]service.Message, error) { return msgs, nil }
+	expectStatus(t, env.do("GET", "/v1/topics/orders/consume?max_messages=1", "alice", nil), 200)
+	env.be.mu.Lock()
+	released := env.be.released
+	env.be.mu.Unlock()
+	if len(released) != 1 || len(released[0]) != 2 {
+		t.Fatalf("released %v; want the two messages the backend returned", released)
+	}
+
+	env.be.consumeFn = func(meta.Topic, service.ConsumeRequest) ([]service.Message, error) {
+		return nil, fmt.Errorf("%w: answers spent", ErrBusy)
+	}
+	rec := env.do("GET", "/v1/topics/orders/consume", "alice", nil)
+	expectStatus(t, rec, 503)
+	if rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), `"error":"memory budget exhausted: answers spent"`) {
+		t.Fatalf("spent budget answered %q, Retry-After %q", rec.Body.String(), rec.Header().Get("Retry-After"))
 	}
 }

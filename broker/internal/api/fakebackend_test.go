@@ -24,6 +24,7 @@ type fakeBackend struct {
 	created  []service.CreateTopicRequest
 	altered  []service.AlterTopicRequest
 	consumed []service.ConsumeRequest
+	released [][]service.Message // ReleaseAnswer's arguments
 	acked    [][]service.AckEntry
 	ready    error
 	shutting bool
@@ -210,6 +211,12 @@ func (f *fakeBackend) Consume(_ context.Context, t meta.Topic, req service.Consu
 		return fn(t, req)
 	}
 	return nil, nil
+}
+
+func (f *fakeBackend) ReleaseAnswer(msgs []service.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.released = append(f.released, msgs)
 }
 
 func (f *fakeBackend) Ack(_ context.Context, _ meta.Topic, entries []service.AckEntry) []error {

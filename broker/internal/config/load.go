@@ -106,6 +106,7 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.ClusterMaxConnectionsPerIP = int(b.integer(optClusterMaxConnectionsPerIP, 32))
 	s.TrustedProxies = b.list(optTrustedProxies)
 	s.MaxInflightRequestBytes = b.integer(optMaxInflightBytes, 64)
+	s.MaxInflightAnswerBytes = b.integer(optMaxInflightAnswerBytes, 64)
 	if b.err != nil {
 		return Serve{}, b.err
 	}

@@ -60,7 +60,7 @@ func TestDefaultsApplyWhenNothingIsSet(t *testing.T) {
 		ForcePromoteAfter: 2 * time.Minute, DeadTargetAbortAfter: 2 * time.Minute, ReplicaFailoverAfter: 10 * time.Second, ReReplicateAfter: 10 * time.Minute, DefaultReplicationFactor: 1,
 		FanoutMaxBatchRecords: 4096, FanoutMaxBatchBytes: 4 << 20, MaxMovesInFlight: 8, MinVoters: 3,
 		MaxConnections: 8192, MaxConnectionsPerIP: 1024, ClusterMaxConnections: 1024, ClusterMaxConnectionsPerIP: 256,
-		MaxInflightRequestBytes: 256 << 20,
+		MaxInflightRequestBytes: 256 << 20, MaxInflightAnswerBytes: 256 << 20,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
@@ -359,6 +359,8 @@ func TestEachValidationErrorNamesItsField(t *testing.T) {
 		{[]string{"--rack-file=/nonexistent/narad-rack"}, nil, "rack-file", "no such file"},
 		{[]string{"--rack=r1", "--rack-file=/nonexistent/narad-rack"}, nil, "rack-file", "not both"},
 		{[]string{"--max-inflight-request-bytes=8388607"}, nil, "max-inflight-request-bytes", "below 8388608"},
+		{[]string{"--max-inflight-answer-bytes=8388607"}, nil, "max-inflight-answer-bytes", "below 8388608, one full consume answer"},
+		{nil, map[string]string{"NARAD_MAX_INFLIGHT_ANSWER_BYTES": "1024"}, "max-inflight-answer-bytes", "(from env NARAD_MAX_INFLIGHT_ANSWER_BYTES)"},
 		{[]string{"--topic-default-retention-ms=315360000001"}, nil, "topic-default-retention-ms", "at most 315360000000"},
 		{nil, map[string]string{"NARAD_MAX_INFLIGHT_REQUEST_BYTES": "lots"}, "max-inflight-request-bytes", ""},
 	}
@@ -425,7 +427,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"remote-allowed-hosts": "[]",
 		"max-connections":      "8192", "max-connections-per-ip": "1024",
 		"cluster-max-connections": "1024", "cluster-max-connections-per-ip": "256",
-		"max-inflight-request-bytes": "268435456",
+		"max-inflight-request-bytes": "268435456", "max-inflight-answer-bytes": "268435456",
 	}
 	names := []string{"dev", "data-dir", "http-addr", "cluster-addr", "advertise-addr", "node-id", "join",
 		"bootstrap", "config", "log-level", "log-format", "pprof-addr", "security-enabled", "admin-user",
@@ -438,7 +440,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"rack-file", "default-min-insync-replicas", "remote-allowed-hosts",
 		"fanout-max-batch-records", "fanout-max-batch-bytes", "max-moves-in-flight", "min-voters",
 		"max-connections", "max-connections-per-ip", "cluster-max-connections", "cluster-max-connections-per-ip",
-		"trusted-proxies", "max-inflight-request-bytes"}
+		"trusted-proxies", "max-inflight-request-bytes", "max-inflight-answer-bytes"}
 	for _, n := range names {
 		f := fs.Lookup(n)
 		if f == nil {

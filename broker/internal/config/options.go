@@ -97,6 +97,7 @@ const (
 	DefaultClusterMaxConnectionsPerIP = 256
 	optTrustedProxies                 = "trusted-proxies"
 	optMaxInflightBytes               = "max-inflight-request-bytes"
+	optMaxInflightAnswerBytes         = "max-inflight-answer-bytes"
 )
 
 // Defaults that do not depend on other settings.
@@ -148,6 +149,11 @@ const (
 	// MinInflightRequestBytes is the smallest budget: one full batch produce body (8 MiB)
 	// must fit, or it would be refused forever.
 	MinInflightRequestBytes = int64(8 << 20)
+	// DefaultMaxInflightAnswerBytes is the node's budget of message bytes held in consume and
+	// replay answers at once: 256 MiB, 32 full answers.
+	DefaultMaxInflightAnswerBytes = int64(256 << 20)
+	// MinInflightAnswerBytes is the smallest answer budget: one full answer (8 MiB).
+	MinInflightAnswerBytes = int64(8 << 20)
 )
 
 // options lists every setting in the order errors are reported.
@@ -190,6 +196,7 @@ var options = []option{
 	{name: optDeadTargetAbort, kind: kDuration, def: DefaultDeadTargetAbortAfter.String(), help: "how long a move's destination may be dead before the controller clears the move; change only for tests"},
 	{name: optRemoteAllowedHosts, kind: kList, help: "comma-separated hosts, host:port or CIDRs that remote fan-out children may target (empty: any host; set it in production)"},
 	{name: optTrustedProxies, kind: kList, help: "comma-separated IPs or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client address the failed-login throttle keys on (default none: the TCP peer is the client)"},
+	{name: optMaxInflightAnswerBytes, kind: kInt64, def: strconv.FormatInt(DefaultMaxInflightAnswerBytes, 10), help: "budget of message bytes held in consume and replay answers at once; a consume that finds it spent is answered 503 with Retry-After (at least 8388608)"},
 	{name: optMaxInflightBytes, kind: kInt64, def: strconv.FormatInt(DefaultMaxInflightRequestBytes, 10), help: "budget of produce request body bytes held in memory at once; a produce over it is answered 503 with Retry-After (at least 8388608)"},
 	{name: optHeartbeatTimeout, kind: kDuration, def: DefaultHeartbeatTimeout.String(), help: "heartbeat age after which a member is marked dead, above heartbeat-interval; change only for tests and unusual networks"},
 	{name: optFanoutMaxRecords, kind: kInt, def: strconv.Itoa(DefaultFanoutMaxBatchRecords), help: "most parent records one fan-out slab carries to its children (1-65536)"},

@@ -96,6 +96,10 @@ type Serve struct {
 	// MaxInflightRequestBytes is the budget of produce body bytes held at once (≥ 8 MiB,
 	// default 256 MiB); a produce over it is answered 503 with Retry-After.
 	MaxInflightRequestBytes int64
+	// MaxInflightAnswerBytes is the budget of message bytes held in consume and replay
+	// answers at once (≥ 8 MiB, default 256 MiB); a consume that finds it spent is answered
+	// 503 with Retry-After.
+	MaxInflightAnswerBytes int64
 
 	// FanoutMaxBatchRecords (1 … 65,536, default 4,096) and FanoutMaxBatchBytes (1 KiB …
 	// 8 MiB, default 4 MiB) cap one fan-out slab (seed: fanout.max_batch_records / _bytes).
@@ -176,6 +180,7 @@ func (s Serve) LogValue() slog.Value {
 		slog.Int("max_moves_in_flight", s.MaxMovesInFlight),
 		slog.Int("min_voters", s.MinVoters),
 		slog.Int64("max_inflight_request_bytes", s.MaxInflightRequestBytes),
+		slog.Int64("max_inflight_answer_bytes", s.MaxInflightAnswerBytes),
 		slog.String("config_file", s.ConfigFile),
 	)
 }

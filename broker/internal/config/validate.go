@@ -220,6 +220,12 @@ func validate(s *Serve, origin func(string) string) error {
 			}
 			return nil
 		},
+		func() error {
+			if s.MaxInflightAnswerBytes < MinInflightAnswerBytes {
+				return fieldErr(optMaxInflightAnswerBytes, "%d is below %d, one full consume answer%s", s.MaxInflightAnswerBytes, MinInflightAnswerBytes, origin(optMaxInflightAnswerBytes))
+			}
+			return nil
+		},
 		func() error { return checkTLSFiles(s, origin) },
 		func() error {
 			if samePort(s.HTTPAddr, s.ClusterAddr) {

@@ -52,7 +52,7 @@ func (e *Engine) Consume(ctx context.Context, t meta.Topic, req service.ConsumeR
 		o := e.ownerOf(t.Name, req.Partition)
 		switch {
 		case o.local && req.Offset >= 0:
-			return e.replay(t, req.Partition, req.Offset, req.Max)
+			return e.replay(ctx, t, req.Partition, req.Offset, req.Max, req.Taken)
 		case o.local:
 			return e.reserve(ctx, t, []int{req.Partition}, nil, req)
 		case req.LocalOnly:
@@ -60,11 +60,22 @@ func (e *Engine) Consume(ctx context.Context, t meta.Topic, req service.ConsumeR
 		case !o.known || o.dead || e.peers == nil:
 			return nil, fmt.Errorf("partition %d: %w", req.Partition, errcode.ErrOwnerDown)
 		}
+		// The owner's answer is held here until it is written, so it counts on this node's
+		// answer budget. The call may park at the owner for the whole wait, which must not hold
+		// budget, so the budget only admits it (it must have room for the answer now) and
+		// takes what the answer brings once it is here, past the limit if it must.
+		grant, err := e.takeAnswer(ctx, req.Max, req.Taken, time.Time{})
+		if err != nil {
+			return nil, err
+		}
+		e.answers.settle(grant, 0)
 		cctx, cancel := context.WithTimeout(ctx, req.Wait+pinnedRPCSlack)
 		defer cancel()
 		req.Epoch = e.addressedEpoch(t, req.Partition)
 		msgs, err := e.peers.Consume(cctx, o.addr, t.Name, req, false)
+		e.answers.settle(0, messageBytes(msgs))
 		if err != nil {
+			e.ReleaseAnswer(msgs)
 			if errors.Is(err, errcode.ErrGone) || errors.Is(err, errcode.ErrNotFound) {
 				return nil, err
 			}
@@ -78,8 +89,9 @@ func (e *Engine) Consume(ctx context.Context, t meta.Topic, req service.ConsumeR
 	return e.reserve(ctx, t, e.ownedPartitions(t), e.remoteOwners, req)
 }
 
-// replay reads up to max records from offset without touching queue state.
-func (e *Engine) replay(t meta.Topic, p int, offset int64, max int) ([]service.Message, error) {
+// replay reads up to max records from offset without touching queue state, into an answer
+// that holds taken bytes already (a peer's), under a grant of the answer budget.
+func (e *Engine) replay(ctx context.Context, t meta.Topic, p int, offset int64, max, taken int) ([]service.Message, error) {
 	if !e.owns(t.Name, p) {
 		return nil, fmt.Errorf("partition %d: %w", p, errcode.ErrOwnerDown)
 	}
@@ -90,7 +102,16 @@ func (e *Engine) replay(t meta.Topic, p int, offset int64, max int) ([]service.M
 	if offset >= pt.Log().HighWatermark() {
 		return nil, nil
 	}
-	recs, err := pt.Log().ReadRange(offset, max, replayMaxBytes)
+	grant, err := e.takeAnswer(ctx, max, taken, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	recs, err := pt.Log().ReadRange(offset, max, min(grant, replayMaxBytes-taken))
+	held := 0
+	for _, r := range recs {
+		held += len(r.Key) + len(r.Payload)
+	}
+	e.answers.settle(grant, held)
 	if len(recs) == 0 && err != nil {
 		if errors.Is(err, plog.ErrOffsetOutOfRange) || errors.Is(err, plog.ErrCorruptRecord) {
 			return nil, fmt.Errorf("offset %d: %w", offset, errcode.ErrGone)
@@ -126,7 +147,9 @@ func (e *Engine) replay(t meta.Topic, p int, offset int64, max int) ([]service.M
 //
 // An answer holds at most consume.DefaultMaxBytes of keys and payloads (with req.Taken, those
 // of the answer a probing node already holds), or one message alone: each shard and each
-// probed owner is told how many the answer holds so far.
+// probed owner is told how many the answer holds so far. Each pass reads within a grant of
+// the node's answer budget; what the answer holds stays taken until the caller's
+// ReleaseAnswer, and a spent budget refuses with errAnswersBusy (503).
 func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes func(meta.Topic) []owner, req service.ConsumeRequest) ([]service.Message, error) {
 	lim := limitsOf(t)
 	max, wait, taken := req.Max, req.Wait, req.Taken
@@ -150,6 +173,13 @@ func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes
 			token = e.remote.token(t.Name)
 			chans = append(chans, token) // index 0: the remote-notice token
 		}
+		// Each pass reads under a grant of the node's answer budget (answers.go) and keeps only
+		// what its messages hold: a long-poll holds nothing while it waits.
+		grant, err := e.takeAnswer(ctx, max, taken, deadline)
+		if err != nil {
+			return nil, err
+		}
+		lim.MaxBytes = taken + grant
 		out, bytes := e.reserveLocal(t, parts, start, lim, max, taken, &chans)
 		if remotes != nil && len(out) < max && bytes < lim.MaxBytes && (woken || time.Since(lastProbe) >= reprobeInterval) {
 			lastProbe = time.Now()
@@ -157,7 +187,8 @@ func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes
 			fromRemote := 0
 			for i := 0; i < len(others) && len(out) < max && bytes < lim.MaxBytes; i++ {
 				o := others[(start+i)%len(others)]
-				got := e.probeRemote(ctx, o, t, max-len(out), bytes)
+				// The owner counts the grant's unused part as free room, the rest as taken.
+				got := e.probeRemote(ctx, o, t, max-len(out), bytes+consume.DefaultMaxBytes-lim.MaxBytes)
 				fromRemote += len(got)
 				out = append(out, got...)
 				bytes += messageBytes(got)
@@ -166,6 +197,7 @@ func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes
 				e.remote.wakeOne(t.Name) // there may be more: pass the token on
 			}
 		}
+		e.answers.settle(grant, bytes-taken)
 		if len(out) > 0 {
 			return out, nil
 		}

@@ -77,6 +77,10 @@ type Config struct {
 	// node's senders (derived from the configured cluster secret). nil: no cluster secret was
 	// configured; an attach with a password is refused (docs/fanout.md, Remote children).
 	LinkKey *credseal.Key
+	// MaxInflightAnswerBytes is the node's budget of key and payload bytes held in consume and
+	// replay answers at once (--max-inflight-answer-bytes); not positive →
+	// DefaultMaxInflightAnswerBytes.
+	MaxInflightAnswerBytes int64
 	// ReplicaLagMax is how long an in-sync follower may stay behind before its leader drops
 	// it from the ISR; 0 → replication.DefaultReplicaLagMax (tests lower it).
 	ReplicaLagMax time.Duration
@@ -107,6 +111,7 @@ type Engine struct {
 	parts   *partition.Registry
 	offsets *consume.Committer
 	now     func() time.Time
+	answers *answerBudget // bytes held in consume and replay answers (answers.go)
 
 	// draining is the local decommission flag; admitted counts produces between admission
 	// and answer (docs/internals/produce-path.md §2 step 1: increment before reading the flag).
@@ -192,6 +197,7 @@ func New(cfg Config, store *meta.Store, w appender) *Engine {
 		floor:      map[partKey]int64{},
 		createGate: make(chan struct{}),
 		peers:      cfg.Peers,
+		answers:    newAnswerBudget(cfg.MaxInflightAnswerBytes),
 	}
 	e.offsets = consume.NewCommitter(consume.CommitterOptions{Logger: cfg.Logger, Now: cfg.Now})
 	e.parts = partition.New(partition.Deps{

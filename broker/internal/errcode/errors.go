@@ -31,7 +31,7 @@ var (
 	ErrThrottled       = errors.New("too many failed authentication attempts") // 429
 	ErrForbidden       = errors.New("forbidden")                               // 403
 	ErrTooLarge        = errors.New("request body too large")                  // 413
-	ErrBusy            = errors.New("produce memory budget exhausted")         // 503 with Retry-After
+	ErrBusy            = errors.New("memory budget exhausted")                 // 503 with Retry-After
 	ErrTargetCheck     = errors.New("remote target check failed")              // 422
 	// ErrNotEnoughMembers: a replication factor above the live members that may hold a
 	// replica (docs/internals/replication.md §3).

@@ -113,6 +113,9 @@ func (s *Service) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (*nod
 		st, reason, msg := errcode.Consume.Reply(err)
 		return &nodepb.ConsumeReply{Status: st, Error: msg, Reason: string(reason)}, nil
 	}
+	// The reply holds the messages until gRPC has encoded it, after this returns; the budget
+	// is given back here, so a node's replies to peers are bounded by their own budgets.
+	defer s.e.ReleaseAnswer(msgs)
 	if len(msgs) == 0 {
 		return &nodepb.ConsumeReply{Status: 204}, nil
 	}

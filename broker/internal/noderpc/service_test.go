@@ -23,6 +23,12 @@ import (
 // with a second live member "n2" so placement puts some partitions elsewhere.
 func newNodeService(t *testing.T) (*Service, *engine.Engine, *meta.Store) {
 	t.Helper()
+	return newNodeServiceWith(t, nil)
+}
+
+// newNodeServiceWith is newNodeService with mod adjusting the engine's config.
+func newNodeServiceWith(t *testing.T, mod func(*engine.Config)) (*Service, *engine.Engine, *meta.Store) {
+	t.Helper()
 	dir := t.TempDir()
 	var eng atomic.Pointer[engine.Engine]
 	store, err := meta.Open(meta.Config{
@@ -61,7 +67,11 @@ func newNodeService(t *testing.T) (*Service, *engine.Engine, *meta.Store) {
 		store.Close()
 		t.Fatal(err)
 	}
-	e = engine.New(engine.Config{NodeID: "n1", DataDir: dir}, store, in)
+	cfg := engine.Config{NodeID: "n1", DataDir: dir}
+	if mod != nil {
+		mod(&cfg)
+	}
+	e = engine.New(cfg, store, in)
 	eng.Store(e)
 	e.DispatcherStarted(in.Undispatched)
 	e.OpenCreateGate()
@@ -232,5 +242,41 @@ func TestQueueProbeAddsOnlyWhatFitsTheAnswer(t *testing.T) {
 	}
 	if rep := probe(-1); rep.Status != 200 || len(rep.Messages) != 1 {
 		t.Fatalf("probe with a negative taken_bytes: %d with %d messages, want the record", rep.Status, len(rep.Messages))
+	}
+}
+
+// A probe's messages go back to the owner's answer budget once the reply is built: five
+// probes for 1 MiB messages each are answered by a node whose budget holds three.
+func TestQueueProbesGiveTheirAnswerBudgetBack(t *testing.T) {
+	s, e, store := newNodeServiceWith(t, func(c *engine.Config) { c.MaxInflightAnswerBytes = 3 << 20 })
+	top := createTopic(t, e, "probed")
+	ctx := context.Background()
+	owned := -1
+	for _, a := range store.Assignments(top.Name) {
+		if a.Owner == "n1" {
+			owned = a.Partition
+		}
+	}
+	mib := make([]byte, 1<<20)
+	for range 5 {
+		if err := e.Produce(ctx, top, []service.ProduceRecord{{Partition: owned, Payload: mib}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for got < 5 {
+		rep, err := s.Consume(ctx, &nodepb.ConsumeRequest{Topic: top.Name, Partition: -1, Offset: -1, LocalOnly: true, MaxMessages: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case rep.Status == 200:
+			got += len(rep.Messages)
+		case rep.Status != 204 || time.Now().After(deadline):
+			t.Fatalf("probe %d: status %d (%s), want the next message", got+1, rep.Status, rep.Error)
+		default:
+			time.Sleep(5 * time.Millisecond) // not dispatched yet
+		}
 	}
 }

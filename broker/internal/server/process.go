@@ -291,6 +291,7 @@ func (p *process) newEngine() error {
 		LinkKey:                  linkKey,
 		Peers:                    p.nodes,
 		PlacementLock:            p.ctrl.PlacementLock(),
+		MaxInflightAnswerBytes:   cfg.MaxInflightAnswerBytes,
 	}, p.store, p.in)
 	p.e = e
 	// The fan-out runner is built over the engine, so it is bound to it after New.

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"narad.dev/broker/internal/consume"
+	"narad.dev/broker/internal/errcode"
+	"narad.dev/broker/internal/service"
+)
+
+// DefaultMaxInflightAnswerBytes is the node's budget of message bytes held in consume and
+// replay answers at once when Config.MaxInflightAnswerBytes is not positive: 32 full answers,
+// or thousands of typical ones (docs/operating.md, Limits).
+const DefaultMaxInflightAnswerBytes = 256 << 20
+
+// minAnswerGrant is the least room a read of messages starts with: the largest message (a
+// 1 MiB payload and a 4 KiB key) fits, so the rule that an answer holds at least one message
+// never takes it past its grant.
+const minAnswerGrant = 1<<20 + 4<<10
+
+// errAnswersBusy is the refusal of a consume or replay that found messages while the
+// node's answer budget was spent: 503 with Retry-After, retried by clients.
+var errAnswersBusy = errcode.Sub("too many consume answer bytes in flight on this node; retry after a moment", errcode.ErrBusy)
+
+// answerBudget bounds the key and payload bytes this node holds in consume and replay
+// answers: the messages a consume or replay has read and not yet answered, here or for a
+// peer's probe (docs/internals/consume-and-leases.md §4). A read takes a grant before it reads,
+// keeps what its messages hold and gives the rest back at once; the answer's holder gives
+// the rest back (Engine.ReleaseAnswer) once the answer is written. A long-poll holds
+// nothing while it waits. Safe for concurrent use.
+type answerBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+func newAnswerBudget(limit int64) *answerBudget {
+	if limit <= 0 {
+		limit = DefaultMaxInflightAnswerBytes
+	}
+	return &answerBudget{limit: limit}
+}
+
+// grant takes up to want bytes (at most consume.DefaultMaxBytes): all of it if free, else
+// what is free if that is at least minAnswerGrant (or want, when want is smaller); 0 when
+// the budget cannot give that much.
+func (b *answerBudget) grant(want int) int {
+	want = min(want, consume.DefaultMaxBytes)
+	if want <= 0 {
+		return 0
+	}
+	least := int64(min(want, minAnswerGrant))
+	for {
+		cur := b.used.Load()
+		n := min(int64(want), b.limit-cur)
+		if n < least {
+			return 0
+		}
+		if b.used.CompareAndSwap(cur, cur+n) {
+			return int(n)
+		}
+	}
+}
+
+// settle ends a read under a grant of granted bytes whose messages hold held bytes: the
+// difference goes back (or, for messages whose size the read bounded differently, is
+// taken). held stays taken until release.
+func (b *answerBudget) settle(granted, held int) {
+	if d := int64(held - granted); d != 0 {
+		b.add(d)
+	}
+}
+
+// release gives back n bytes held by an answer.
+func (b *answerBudget) release(n int) {
+	if n > 0 {
+		b.add(-int64(n))
+	}
+}
+
+func (b *answerBudget) add(d int64) {
+	if b.used.Add(d) < 0 {
+		panic("engine: answer budget released more than was taken")
+	}
+}
+
+// inUse is the number of bytes taken now.
+func (b *answerBudget) inUse() int64 { return b.used.Load() }
+
+// answerGrantWait is the least time a read waits for the answer budget to free room before
+// it is refused with errAnswersBusy; a long-poll waits until its own deadline if that is
+// later. Reads hold their grants for microseconds (a remote probe's for a node RPC), so a
+// budget that stays spent is held by answers being written to slow readers.
+const answerGrantWait = 200 * time.Millisecond
+
+// messageCeiling is the most key and payload bytes one message holds (a 1 MiB payload and a
+// 4 KiB key).
+const messageCeiling = minAnswerGrant
+
+// takeAnswer takes the answer grant of a read of up to max messages into an answer that
+// holds taken bytes already: room for max of the largest messages, within the answer bound
+// (consume.DefaultMaxBytes). While the budget cannot give it, it retries with a growing
+// pause until until or answerGrantWait from now, whichever is later, then refuses with
+// errAnswersBusy (ctx ending refuses at once).
+func (e *Engine) takeAnswer(ctx context.Context, max, taken int, until time.Time) (int, error) {
+	want := consume.DefaultMaxBytes - taken
+	if max < want/messageCeiling+1 {
+		want = max * messageCeiling
+	}
+	if want <= 0 {
+		return 0, nil
+	}
+	until = later(until, time.Now().Add(answerGrantWait))
+	pause := 100 * time.Microsecond
+	for {
+		if g := e.answers.grant(want); g > 0 {
+			return g, nil
+		}
+		if ctx.Err() != nil || !time.Now().Before(until) {
+			return 0, errAnswersBusy
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 20*time.Millisecond)
+	}
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// ReleaseAnswer gives back the answer budget msgs hold: the caller of Consume calls it once
+// with everything Consume returned, after the answer is written (or dropped).
+func (e *Engine) ReleaseAnswer(msgs []service.Message) { e.answers.release(messageBytes(msgs)) }
