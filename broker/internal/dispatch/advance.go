@@ -10,8 +10,8 @@ import (
 
 const (
 	// advanceEvery is the least time between the starts of two checkpoint writes: under load
-	// a pass ends every few milliseconds, and each write costs a create, two fsyncs and a
-	// rename. The durable checkpoint lags by at most this plus one write.
+	// a pass ends every few milliseconds, and each write costs a pwrite and an fdatasync (and
+	// the compaction it triggers). The durable checkpoint lags by at most this plus one write.
 	advanceEvery = 20 * time.Millisecond
 	// advanceRetry paces a checkpoint write that failed when no newer checkpoint asks for one.
 	advanceRetry = 100 * time.Millisecond

@@ -4,48 +4,105 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 
 	"narad.dev/broker/internal/durable"
 )
 
-// checkpointSize is the size of the checkpoint file: one uint64 BE, the lowest unfinished seq.
-const checkpointSize = 8
+// checkpoint file layout (docs/internals/storage-format.md §12.3): the lowest unfinished seq,
+// uint64 BE | reserved uint32 BE (0) | CRC-32C over [0,12). It is overwritten in place: 16
+// bytes sit in one sector, so the pwrite is atomic on real devices, and the CRC catches the
+// rest. A legacy file (written by atomic replace) is the bare 8-byte seq.
+const (
+	checkpointSize       = 16
+	checkpointLegacySize = 8
+)
 
-// ErrCorruptCheckpoint is returned for a checkpoint file that is not exactly 8 bytes.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorruptCheckpoint is returned for checkpoint bytes that are neither a record with a
+// valid CRC nor a legacy 8-byte value.
 var ErrCorruptCheckpoint = errors.New("wal: corrupt checkpoint")
 
 func encodeCheckpoint(cp uint64) []byte {
-	return binary.BigEndian.AppendUint64(make([]byte, 0, checkpointSize), cp)
+	b := make([]byte, checkpointSize)
+	binary.BigEndian.PutUint64(b, cp)
+	binary.BigEndian.PutUint32(b[12:], crc32.Checksum(b[:12], castagnoli))
+	return b
 }
 
-// decodeCheckpoint decodes the checkpoint file's bytes.
+// decodeCheckpoint decodes the checkpoint file's bytes: empty (a file created whose first
+// write never happened) is no checkpoint, 0.
 func decodeCheckpoint(b []byte) (uint64, error) {
-	if len(b) != checkpointSize {
-		return 0, fmt.Errorf("%w: %d bytes, want %d", ErrCorruptCheckpoint, len(b), checkpointSize)
+	switch len(b) {
+	case 0:
+		return 0, nil
+	case checkpointLegacySize:
+		return binary.BigEndian.Uint64(b), nil
+	case checkpointSize:
+		if crc32.Checksum(b[:12], castagnoli) != binary.BigEndian.Uint32(b[12:]) {
+			return 0, fmt.Errorf("%w: crc mismatch", ErrCorruptCheckpoint)
+		}
+		return binary.BigEndian.Uint64(b), nil
 	}
-	return binary.BigEndian.Uint64(b), nil
+	return 0, fmt.Errorf("%w: %d bytes, want %d", ErrCorruptCheckpoint, len(b), checkpointSize)
 }
 
-// readCheckpoint returns the persisted checkpoint, 0 when the file does not exist (a new WAL).
-func readCheckpoint(dir string) (uint64, error) {
-	b, err := os.ReadFile(filepath.Join(dir, checkpointName))
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
+// checkpointFile is the WAL's open checkpoint file. Used only under advMu (or before the WAL
+// is shared).
+type checkpointFile struct {
+	f   *os.File
+	dir string
+	// needDirSync: the file's creation is not yet durable; the first persist fsyncs the
+	// directory.
+	needDirSync bool
+}
+
+// openCheckpointFile opens (creating if needed) dir's checkpoint file and decodes it; a
+// missing file reads as 0. err wraps ErrCorruptCheckpoint when the content does not decode
+// (the file is still returned, open).
+func openCheckpointFile(dir string) (*checkpointFile, uint64, error) {
+	path := filepath.Join(dir, checkpointName)
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return 0, fmt.Errorf("wal: read checkpoint: %w", err)
+		return nil, 0, fmt.Errorf("wal: open checkpoint: %w", err)
 	}
-	cp, err := decodeCheckpoint(b)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %s: %w", ErrDamaged, checkpointName, err)
+	c := &checkpointFile{f: f, dir: dir, needDirSync: errors.Is(statErr, os.ErrNotExist)}
+	b := make([]byte, checkpointSize+1) // one more: an oversized file is corrupt, never read whole
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		f.Close()
+		return nil, 0, fmt.Errorf("wal: read checkpoint: %w", err)
 	}
-	return cp, nil
+	cp, err := decodeCheckpoint(b[:n])
+	return c, cp, err
+}
+
+// persist overwrites the file in place with cp and makes it durable: pwrite at 0, fdatasync,
+// and after the file's creation an fsync of the directory. A legacy 8-byte file becomes a
+// 16-byte one with the same write.
+func (c *checkpointFile) persist(cp uint64) error {
+	if _, err := c.f.WriteAt(encodeCheckpoint(cp), 0); err != nil {
+		return err
+	}
+	if err := durable.Fdatasync(c.f); err != nil {
+		return err
+	}
+	if c.needDirSync {
+		if err := durable.SyncDir(c.dir); err != nil {
+			return err
+		}
+		c.needDirSync = false
+	}
+	return nil
 }
 
 // Advance records that every seq below cp is finished (committed at its owner or discarded):
-// it persists cp with an atomic replace (temp + fsync + rename + dir fsync), then compacts.
+// it persists cp (the checkpoint file overwritten in place, then fdatasync), then compacts.
 // cp only moves forward and never past NextSeq (ErrCheckpoint otherwise); an equal cp only
 // compacts. Seqs below the checkpoint are no longer readable.
 func (w *WAL) Advance(cp uint64) error {
@@ -63,7 +120,7 @@ func (w *WAL) Advance(cp uint64) error {
 		return fmt.Errorf("%w: %d is past the next seq %d", ErrCheckpoint, cp, next)
 	}
 	if cp > cur {
-		if err := durable.WriteFileAtomic(filepath.Join(w.dir, checkpointName), encodeCheckpoint(cp)); err != nil {
+		if err := w.cpf.persist(cp); err != nil {
 			return fmt.Errorf("wal: write checkpoint %d: %w", cp, err)
 		}
 		w.mu.Lock()

@@ -1,10 +1,13 @@
 package wal
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestAdvanceOnlyMovesForwardAndNotPastNextSeq(t *testing.T) {
@@ -151,21 +154,108 @@ func TestReopenWithEverySegmentCompactedKeepsNextSeq(t *testing.T) {
 	}
 }
 
+// The checkpoint file is overwritten in place (the same file, no rename), and a legacy
+// 8-byte file is read and then rewritten in the current format.
+func TestCheckpointIsWrittenInPlaceAndReadsTheLegacyFormat(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, checkpointName)
+	w := openT(t, dir, Options{})
+	appendN(t, w, 0, 10)
+	if err := w.Advance(3); err != nil {
+		t.Fatal(err)
+	}
+	before := inode(t, path)
+	if err := w.Advance(5); err != nil {
+		t.Fatal(err)
+	}
+	if after := inode(t, path); after != before {
+		t.Fatalf("checkpoint file replaced (inode %d → %d), want it overwritten in place", before, after)
+	}
+	w.Close()
+
+	legacy := binary.BigEndian.AppendUint64(nil, 6)
+	if err := os.WriteFile(path, legacy, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w2 := openT(t, dir, Options{})
+	if w2.Checkpoint() != 6 {
+		t.Fatalf("legacy checkpoint read as %d, want 6", w2.Checkpoint())
+	}
+	if err := w2.Advance(8); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if cp, derr := decodeCheckpoint(b); err != nil || derr != nil || cp != 8 || len(b) != checkpointSize {
+		t.Fatalf("checkpoint file after an advance = %x (%v, %v), want the 16-byte record of 8", b, err, derr)
+	}
+}
+
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
 func FuzzDecodeCheckpoint(f *testing.F) {
 	f.Add(encodeCheckpoint(0))
 	f.Add(encodeCheckpoint(1 << 63))
+	f.Add(binary.BigEndian.AppendUint64(nil, 42))
 	f.Add([]byte{1, 2, 3})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		cp, err := decodeCheckpoint(b)
-		if err != nil {
-			if !errors.Is(err, ErrCorruptCheckpoint) || len(b) == checkpointSize {
+		switch {
+		case err != nil:
+			if !errors.Is(err, ErrCorruptCheckpoint) || len(b) == 0 || len(b) == checkpointLegacySize {
 				t.Fatalf("decodeCheckpoint(%x) = %v", b, err)
 			}
-			return
-		}
-		if string(encodeCheckpoint(cp)) != string(b) {
+		case len(b) == 0:
+			if cp != 0 {
+				t.Fatalf("empty file read as %d", cp)
+			}
+		case len(b) == checkpointLegacySize:
+			if cp != binary.BigEndian.Uint64(b) {
+				t.Fatalf("legacy %x read as %d", b, cp)
+			}
+		case string(encodeCheckpoint(cp)) != string(b):
 			t.Fatalf("round trip %x → %d", b, cp)
 		}
 	})
+}
+
+// Close while Advance writes the checkpoint and compacts: neither waits for the other
+// forever, and an Advance after Close is refused.
+func TestCloseDuringAdvance(t *testing.T) {
+	for range 20 {
+		dir := t.TempDir()
+		w, err := Open(dir, Options{SegmentBytes: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			appendN(t, w, i, 1)
+		}
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			for cp := uint64(1); cp <= 20 && err == nil; cp++ {
+				err = w.Advance(cp)
+			}
+			done <- err
+		}()
+		if err := w.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, ErrClosed) {
+				t.Fatalf("Advance around Close: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Advance did not return after Close")
+		}
+	}
 }

@@ -57,16 +57,38 @@ func recoverWAL(dir string, opts Options, lock *os.File) (*WAL, error) {
 	if err := durable.RemoveTemps(dir); err != nil {
 		return nil, fmt.Errorf("wal: remove temps: %w", err)
 	}
-	cp, err := readCheckpoint(dir)
+	cpf, cp, cpErr := openCheckpointFile(dir)
+	if cpf == nil {
+		return nil, cpErr
+	}
+	w, err := recoverFrom(dir, opts, lock, cpf, cp, cpErr)
 	if err != nil {
+		cpf.f.Close()
 		return nil, err
 	}
+	return w, nil
+}
+
+// recoverFrom is recoverWAL past the checkpoint file's open. A checkpoint that does not decode
+// (cpErr, a write torn by a crash or a damaged disk) is replaced by the first segment's base,
+// which the true checkpoint cannot be below (compaction deletes only segments wholly below a
+// durable checkpoint): the records in between are dispatched again (duplicates, never losses).
+// Without a segment there is nothing to tell the next seq by, and the open fails.
+func recoverFrom(dir string, opts Options, lock *os.File, cpf *checkpointFile, cp uint64, cpErr error) (*WAL, error) {
 	segs, err := listSegments(dir)
 	if err != nil {
 		return nil, fmt.Errorf("wal: list %s: %w", dir, err)
 	}
 	if err := recoverSegments(segs, opts); err != nil {
 		return nil, err
+	}
+	if cpErr != nil {
+		if len(segs) == 0 {
+			return nil, fmt.Errorf("%w: %s: %w", ErrDamaged, checkpointName, cpErr)
+		}
+		cp = segs[0].base
+		opts.Logger.Warn("wal: checkpoint unreadable; dispatching again from the first segment (duplicates possible)",
+			"dir", dir, "checkpoint", cp, "err", cpErr)
 	}
 	next := cp
 	if len(segs) > 0 {
@@ -82,7 +104,7 @@ func recoverWAL(dir string, opts Options, lock *os.File) (*WAL, error) {
 	}
 
 	w := &WAL{
-		dir: dir, opts: opts, log: opts.Logger, lock: lock,
+		dir: dir, opts: opts, log: opts.Logger, lock: lock, cpf: cpf,
 		nextSeq: next, durableNext: next, checkpoint: cp, segs: segs,
 		tail:    tail{limit: opts.TailBytes},
 		appendC: make(chan struct{}),

@@ -176,14 +176,59 @@ func TestMissingSegmentsFailOpen(t *testing.T) {
 			t.Fatalf("Open = %v, want ErrDamaged", err)
 		}
 	})
-	t.Run("corrupt checkpoint file", func(t *testing.T) {
+	t.Run("corrupt checkpoint file and no segment", func(t *testing.T) {
 		dir := t.TempDir()
-		writeRecords(t, dir, 1, Options{})
 		os.WriteFile(filepath.Join(dir, checkpointName), []byte{1, 2, 3}, 0o644)
-		if _, err := Open(dir, Options{}); !errors.Is(err, ErrDamaged) {
-			t.Fatalf("Open = %v, want ErrDamaged", err)
+		if _, err := Open(dir, Options{}); !errors.Is(err, ErrDamaged) || !errors.Is(err, ErrCorruptCheckpoint) {
+			t.Fatalf("Open = %v, want ErrDamaged for the corrupt checkpoint", err)
 		}
 	})
+}
+
+// A checkpoint that does not decode (a torn in-place write) is replaced by the first
+// segment's base: the open succeeds and the finished records in between are read again.
+func TestAnUnreadableCheckpointFallsBackToTheFirstSegment(t *testing.T) {
+	for name, content := range map[string][]byte{
+		"crc mismatch": func() []byte { b := encodeCheckpoint(9); b[3] ^= 1; return b }(),
+		"odd size":     {1, 2, 3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			w := openT(t, dir, Options{SegmentBytes: 200})
+			for i := range 12 {
+				appendN(t, w, i, 1) // one batch each: several segments
+			}
+			if err := w.Advance(9); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			first := segmentBase(t, segmentPaths(t, dir)[0])
+			if first == 0 || first > 9 {
+				t.Fatalf("first segment base %d after compaction, want in (0, 9]", first)
+			}
+			if err := os.WriteFile(filepath.Join(dir, checkpointName), content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			w2 := openT(t, dir, Options{SegmentBytes: 200})
+			if w2.Checkpoint() != first || w2.NextSeq() != 12 {
+				t.Fatalf("after reopen checkpoint %d next %d, want %d and 12", w2.Checkpoint(), w2.NextSeq(), first)
+			}
+			es, err := w2.ReadFrom(first, 100)
+			if err != nil || len(es) != int(12-first) {
+				t.Fatalf("ReadFrom(%d): %d, %v", first, len(es), err)
+			}
+		})
+	}
+}
+
+// segmentBase is the base seq in a segment file's name.
+func segmentBase(t *testing.T, path string) uint64 {
+	t.Helper()
+	base, ok := parseSegmentName(filepath.Base(path))
+	if !ok {
+		t.Fatalf("%s is not a segment name", path)
+	}
+	return base
 }
 
 func TestReopenContinuesSeqsAcrossSegments(t *testing.T) {

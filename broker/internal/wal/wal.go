@@ -26,7 +26,7 @@ const (
 	DefaultSyncInterval = 10 * time.Millisecond // backstop for a missed sync-loop wake-up
 	DefaultTailBytes    = 256 << 20             // in-memory read tail bound
 	RollFinishedBytes   = 1 << 20               // a fully finished active segment this big is rolled and deleted
-	checkpointName      = "checkpoint"          // 8-byte BE lowest unfinished seq
+	checkpointName      = "checkpoint"          // lowest unfinished seq, overwritten in place (checkpoint.go)
 	lockName            = "LOCK"                // flock'd while open: one process per WAL directory
 	minStageBytes       = 4 << 10               // smallest staging buffer capacity
 )
@@ -121,6 +121,7 @@ type WAL struct {
 
 	// advMu serializes Advance (checkpoint file writes and compaction).
 	advMu sync.Mutex
+	cpf   *checkpointFile // the open checkpoint file; written under advMu
 
 	mu          sync.Mutex
 	stage       *batch     // records staged for the next sync; guarded by mu
@@ -201,11 +202,18 @@ func (w *WAL) Close() error {
 	close(w.quit)
 	<-w.loopDone
 
+	// An Advance under way finishes first (it holds advMu, and then writeMu to compact: the
+	// same order as here); later ones find the WAL closed.
+	w.advMu.Lock()
+	err := w.cpf.f.Close()
+	w.advMu.Unlock()
+
 	w.writeMu.Lock()
 	defer w.writeMu.Unlock()
-	var err error
 	if w.active != nil {
-		err = w.active.Close()
+		if cerr := w.active.Close(); err == nil {
+			err = cerr
+		}
 		w.active = nil
 	}
 	if w.lock != nil {
