@@ -151,6 +151,12 @@ var _ = Describe("the client API under hostile load", func() {
 		defer slow.Close()
 		_, err = fmt.Fprintf(slow, "GET /v1/topics/slow/consume?max_messages=1000 HTTP/1.1\r\nHost: narad\r\n\r\n")
 		Expect(err).NotTo(HaveOccurred())
+		// Its status line arriving means the node holds its messages and writes the answer.
+		Expect(slow.SetReadDeadline(time.Now().Add(10 * time.Second))).To(Succeed())
+		status := make([]byte, 12)
+		_, err = io.ReadFull(slow, status)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(status)).To(Equal("HTTP/1.1 200"))
 
 		Eventually(func() int {
 			st, h, body := raw("GET", "/v1/topics/slow/consume", nil)

@@ -50,6 +50,10 @@ type Backend interface {
 	Consume(ctx context.Context, t meta.Topic, req service.ConsumeRequest) ([]service.Message, error)
 	// ReleaseAnswer gives back the answer budget of everything one Consume returned.
 	ReleaseAnswer(msgs []service.Message)
+	// Requeue ends at once the leases of messages Consume returned that could not be
+	// written to the consumer, so they are delivered again without waiting for their
+	// visibility timeout.
+	Requeue(t meta.Topic, msgs []service.Message)
 	// Ack applies each entry independently; the result slice has one error (nil = 204) per
 	// entry, in order: ErrStale (410), ErrAckedAheadFull (503), ErrUnavailable (503).
 	Ack(ctx context.Context, t meta.Topic, entries []service.AckEntry) []error

@@ -68,9 +68,19 @@ func (s *server) consume(w http.ResponseWriter, r *http.Request) {
 	if len(msgs) > req.Max {
 		msgs = msgs[:req.Max]
 	}
+	if r.Context().Err() != nil {
+		// The consumer is gone: nothing can be written, and the leases would hold the
+		// messages back until they expired.
+		s.be.Requeue(t, msgs)
+		return
+	}
 	buf := answerBufs.Get().(*[]byte)
 	*buf = encodeMessages(*buf, msgs, cq.Multi)
-	writeRawJSON(w, http.StatusOK, *buf)
+	if err := writeRawJSON(w, http.StatusOK, *buf); err != nil {
+		// A failed write of an answer too large for net/http to hold whole: the consumer has
+		// no whole answer to act on. (A smaller one is sent after this returns, unseen here.)
+		s.be.Requeue(t, msgs)
+	}
 	if cap(*buf) <= maxPooledAnswer { // the writer has copied it: net/http buffers or sends it
 		answerBufs.Put(buf)
 	}

@@ -1,10 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -289,3 +292,42 @@ func TestConsumeReleasesItsAnswerAndAnswersASpentBudgetWith503(t *testing.T) {
 		t.Fatalf("spent budget answered %q, Retry-After %q", rec.Body.String(), rec.Header().Get("Retry-After"))
 	}
 }
+
+// Messages the consumer can no longer receive are requeued, not left leased: the request's
+// context ended before the answer was written, or the write of a large answer failed.
+func TestConsumeRequeuesAnAnswerItCannotDeliver(t *testing.T) {
+	env := newEnv(t)
+	env.be.addTopic(meta.Topic{Name: "orders"})
+	small := []service.Message{{Topic: "orders", Offset: 1, Payload: []byte("a"), ReceiptHandle: "0:1:1"}}
+	env.be.consumeFn = func(meta.Topic, service.ConsumeRequest) ([]service.Message, error) { return small, nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequest("GET", "/v1/topics/orders/consume", nil).WithContext(ctx)
+	req.SetBasicAuth("alice", "pw-alice")
+	rec := httptest.NewRecorder()
+	env.h.ServeHTTP(rec, req)
+	if rec.Body.Len() != 0 {
+		t.Fatalf("answered a gone consumer: %d %s", rec.Code, rec.Body.String())
+	}
+
+	large := []service.Message{{Topic: "orders", Offset: 2, Payload: bytes.Repeat([]byte("b"), 4000), ReceiptHandle: "0:2:1"}}
+	env.be.consumeFn = func(meta.Topic, service.ConsumeRequest) ([]service.Message, error) { return large, nil }
+	req = httptest.NewRequest("GET", "/v1/topics/orders/consume", nil)
+	req.SetBasicAuth("alice", "pw-alice")
+	env.h.ServeHTTP(failingWriter{httptest.NewRecorder()}, req)
+
+	env.be.mu.Lock()
+	defer env.be.mu.Unlock()
+	if len(env.be.requeued) != 2 || env.be.requeued[0][0].Offset != 1 || env.be.requeued[1][0].Offset != 2 {
+		t.Fatalf("requeued %+v; want the answer of the gone consumer, then the one whose write failed", env.be.requeued)
+	}
+	if len(env.be.released) != 2 {
+		t.Fatalf("released %d answers, want both", len(env.be.released))
+	}
+}
+
+// failingWriter is a ResponseWriter whose body writes fail, as on a connection the client
+// closed.
+type failingWriter struct{ *httptest.ResponseRecorder }
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("connection reset by peer") }

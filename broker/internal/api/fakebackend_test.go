@@ -25,6 +25,7 @@ type fakeBackend struct {
 	altered  []service.AlterTopicRequest
 	consumed []service.ConsumeRequest
 	released [][]service.Message // ReleaseAnswer's arguments
+	requeued [][]service.Message // Requeue's arguments
 	acked    [][]service.AckEntry
 	ready    error
 	shutting bool
@@ -211,6 +212,12 @@ func (f *fakeBackend) Consume(_ context.Context, t meta.Topic, req service.Consu
 		return fn(t, req)
 	}
 	return nil, nil
+}
+
+func (f *fakeBackend) Requeue(_ meta.Topic, msgs []service.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requeued = append(f.requeued, msgs)
 }
 
 func (f *fakeBackend) ReleaseAnswer(msgs []service.Message) {

@@ -153,14 +153,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // chunked, and the client can size its read buffer once. Below selfLengthBytes net/http
 // counts the body itself (it holds the whole answer until the handler returns), so setting
 // the header there would only cost two allocations per request.
-func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
+func writeRawJSON(w http.ResponseWriter, status int, body []byte) error {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	if len(body) >= selfLengthBytes {
 		h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	}
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	_, err := w.Write(body)
+	return err
 }
 
 // selfLengthBytes is the body size up to which net/http's server buffers a whole answer

@@ -12,8 +12,9 @@ import (
 // call. taken is how many key and payload bytes the answer these messages join holds already
 // (from other partitions): the first message that would take the answer past lim.MaxBytes
 // ends the call, and its lease and those after it are released unread by anyone, except
-// that an answer still empty gets its first message whatever its size. The Outcome is
-// Reserved whenever at least one message is returned.
+// that an answer still empty gets its first message whatever its size; lim.Take, when set,
+// can end it before any message. The Outcome is Reserved whenever at least one message is
+// returned.
 func (s *Shard) Reserve(lim Limits, max, taken int) ([]Delivery, Outcome) {
 	if max < 1 {
 		max = 1
@@ -58,9 +59,10 @@ func (s *Shard) Reserve(lim Limits, max, taken int) ([]Delivery, Outcome) {
 				}
 				continue
 			}
-			// step 10: the byte bound. The leases past it go back unread by anyone.
+			// step 10: the byte bound and the node's budget. The leases past them go back
+			// unread by anyone.
 			size := len(msg.Key) + len(msg.Payload)
-			if (w > 0 || bytes > 0) && bytes+size > lim.MaxBytes {
+			if ((w > 0 || bytes > 0) && bytes+size > lim.MaxBytes) || (lim.Take != nil && !lim.Take(size)) {
 				s.release(out[i:])
 				broadcast, full = true, true
 				break

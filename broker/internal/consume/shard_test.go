@@ -468,3 +468,33 @@ func TestDefaultByteBoundCapsOneReserve(t *testing.T) {
 		t.Fatalf("reserved %d messages of 1 MiB, want %d (DefaultMaxBytes)", len(ds), DefaultMaxBytes>>20)
 	}
 }
+
+// Limits.Take is asked for every message before it joins the answer; a refusal ends the
+// answer there, also before its first message, and the leases past it go back at once.
+func TestReserveStopsWhereTakeRefuses(t *testing.T) {
+	fx := newFixture(t, 10)
+	fx.src.size = func(int64) int { return 100 }
+	budget := 250
+	var asked []int
+	budgeted := lim
+	budgeted.Take = func(n int) bool {
+		asked = append(asked, n)
+		if n > budget {
+			return false
+		}
+		budget -= n
+		return true
+	}
+	fx.mustReserve(budgeted, 10, 0, 1)
+	if len(asked) != 3 || asked[0] != 100 {
+		t.Fatalf("Take asked %v, want 100 bytes for each of three messages", asked)
+	}
+	if st := fx.s.State(); st.InFlight != 2 {
+		t.Fatalf("in flight %d, want 2: the leases past the refusal were kept", st.InFlight)
+	}
+	if ds, out := fx.s.Reserve(budgeted, 10, 0); len(ds) != 0 || out == Reserved {
+		t.Fatalf("reserved %v with nothing left to take (outcome %v)", offsetsOf(ds), out)
+	}
+	budget = 1000
+	fx.mustReserve(budgeted, 1, 2) // the refused offsets come back first
+}

@@ -85,6 +85,10 @@ type Limits struct {
 	// MaxBytes bounds the key and payload bytes of one consume answer (Reserve's taken
 	// counts those other partitions put in it). ≤ 0 → DefaultMaxBytes.
 	MaxBytes int
+	// Take, when set, is asked for each message's key and payload bytes before the message
+	// joins the answer (the node's answer budget); false ends the answer as MaxBytes does,
+	// also before its first message.
+	Take func(n int) bool
 }
 
 func (l Limits) normalized() Limits {

@@ -26,10 +26,11 @@ var errAnswersBusy = errcode.Sub("too many consume answer bytes in flight on thi
 
 // answerBudget bounds the key and payload bytes this node holds in consume and replay
 // answers: the messages a consume or replay has read and not yet answered, here or for a
-// peer's probe (docs/internals/consume-and-leases.md §4). A read takes a grant before it reads,
-// keeps what its messages hold and gives the rest back at once; the answer's holder gives
-// the rest back (Engine.ReleaseAnswer) once the answer is written. A long-poll holds
-// nothing while it waits. Safe for concurrent use.
+// peer's probe (docs/internals/consume-and-leases.md §4). A queue consume takes each message's
+// bytes as it reads it (take); a replay, a remote probe and the admission of a forwarded
+// pinned consume take a grant first, keep what their messages hold and give the rest back
+// at once. The answer's holder gives what it holds back (Engine.ReleaseAnswer) once the
+// answer is written. A long-poll holds nothing while it waits. Safe for concurrent use.
 type answerBudget struct {
 	limit int64
 	used  atomic.Int64
@@ -63,12 +64,51 @@ func (b *answerBudget) grant(want int) int {
 	}
 }
 
+// probeShare divides the free budget among concurrent remote probes: a probe's grant is at
+// most this fraction of what is free (but always room for one message), so probes in flight
+// for small messages cannot hold the whole budget and starve the node's own reads.
+const probeShare = 32
+
+// grantShare is grant for a remote probe: up to want, at most a probeShare-th of what is free
+// but at least the least grant of want.
+func (b *answerBudget) grantShare(want int) int {
+	want = min(want, consume.DefaultMaxBytes)
+	if want <= 0 {
+		return 0
+	}
+	least := int64(min(want, minAnswerGrant))
+	for {
+		cur := b.used.Load()
+		free := b.limit - cur
+		n := min(int64(want), max(least, free/probeShare))
+		if n > free {
+			return 0
+		}
+		if b.used.CompareAndSwap(cur, cur+n) {
+			return int(n)
+		}
+	}
+}
+
 // settle ends a read under a grant of granted bytes whose messages hold held bytes: the
 // difference goes back (or, for messages whose size the read bounded differently, is
 // taken). held stays taken until release.
 func (b *answerBudget) settle(granted, held int) {
 	if d := int64(held - granted); d != 0 {
 		b.add(d)
+	}
+}
+
+// take takes exactly n bytes if they fit.
+func (b *answerBudget) take(n int) bool {
+	for {
+		cur := b.used.Load()
+		if int64(n) > b.limit-cur {
+			return false
+		}
+		if b.used.CompareAndSwap(cur, cur+int64(n)) {
+			return true
+		}
 	}
 }
 
@@ -90,20 +130,26 @@ func (b *answerBudget) inUse() int64 { return b.used.Load() }
 
 // answerGrantWait is the least time a read waits for the answer budget to free room before
 // it is refused with errAnswersBusy; a long-poll waits until its own deadline if that is
-// later. Reads hold their grants for microseconds (a remote probe's for a node RPC), so a
-// budget that stays spent is held by answers being written to slow readers.
+// later. Grants are held for microseconds (a remote probe's for a node RPC), so a budget
+// that stays spent is held by answers being written to slow readers.
 const answerGrantWait = 200 * time.Millisecond
+
+// The pauses between tries for room in a spent budget: doubling from the first to the last.
+const (
+	minAnswerPause = 100 * time.Microsecond
+	maxAnswerPause = 20 * time.Millisecond
+)
 
 // messageCeiling is the most key and payload bytes one message holds (a 1 MiB payload and a
 // 4 KiB key).
 const messageCeiling = minAnswerGrant
 
 // takeAnswer takes the answer grant of a read of up to max messages into an answer that
-// holds taken bytes already: room for max of the largest messages, within the answer bound
-// (consume.DefaultMaxBytes). While the budget cannot give it, it retries with a growing
-// pause until until or answerGrantWait from now, whichever is later, then refuses with
-// errAnswersBusy (ctx ending refuses at once).
-func (e *Engine) takeAnswer(ctx context.Context, max, taken int, until time.Time) (int, error) {
+// holds taken bytes already (a replay's, or the admission of a forwarded pinned consume):
+// room for max of the largest messages, within the answer bound (consume.DefaultMaxBytes).
+// While the budget cannot give it, it retries with a growing pause for answerGrantWait,
+// then refuses with errAnswersBusy (ctx ending refuses at once).
+func (e *Engine) takeAnswer(ctx context.Context, max, taken int) (int, error) {
 	want := consume.DefaultMaxBytes - taken
 	if max < want/messageCeiling+1 {
 		want = max * messageCeiling
@@ -111,8 +157,8 @@ func (e *Engine) takeAnswer(ctx context.Context, max, taken int, until time.Time
 	if want <= 0 {
 		return 0, nil
 	}
-	until = later(until, time.Now().Add(answerGrantWait))
-	pause := 100 * time.Microsecond
+	until := time.Now().Add(answerGrantWait)
+	pause := minAnswerPause
 	for {
 		if g := e.answers.grant(want); g > 0 {
 			return g, nil
@@ -121,7 +167,7 @@ func (e *Engine) takeAnswer(ctx context.Context, max, taken int, until time.Time
 			return 0, errAnswersBusy
 		}
 		time.Sleep(pause)
-		pause = min(2*pause, 20*time.Millisecond)
+		pause = min(2*pause, maxAnswerPause)
 	}
 }
 

@@ -142,3 +142,47 @@ func TestForwardedConsumesTellTheOwnerTheirGrant(t *testing.T) {
 		t.Fatalf("%d bytes in use after every answer was released", got)
 	}
 }
+
+// Requeue ends the leases of an answer that never reached its consumer: the messages are
+// delivered again at once, not after their visibility timeout; replayed ones are skipped.
+func TestRequeueDeliversAnUndeliveredAnswerAgainAtOnce(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	top := n.createTopic(service.CreateTopicRequest{Name: "back", Partitions: 3})
+	n.mustCommit(top, 0, "a", "b")
+	first, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 0, Offset: -1, Max: 10})
+	if err != nil || len(first) != 2 {
+		t.Fatalf("consume = %+v, %v", first, err)
+	}
+	if again, _ := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 0, Offset: -1, Max: 10}); len(again) != 0 {
+		t.Fatalf("leased messages delivered again before the requeue: %+v", again)
+	}
+	replayed, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 0, Offset: 0, Max: 10})
+	if err != nil || len(replayed) != 2 {
+		t.Fatalf("replay = %+v, %v", replayed, err)
+	}
+	n.e.Requeue(top, append(replayed, first...))
+	again, err := n.e.Consume(n.ctx(), top, service.ConsumeRequest{Partition: 0, Offset: -1, Max: 10})
+	if err != nil || len(again) != 2 || again[0].Offset != 0 || again[0].ReceiptHandle == first[0].ReceiptHandle {
+		t.Fatalf("consume after the requeue = %+v, %v; want both messages under new leases", again, err)
+	}
+}
+
+// A probe's grant is a share of what is free, never less than one message: probes in flight
+// for small messages leave most of the budget to the node's own reads.
+func TestProbeGrantsAreAShareOfTheFreeBudget(t *testing.T) {
+	b := newAnswerBudget(64 << 20)
+	if g := b.grantShare(consume.DefaultMaxBytes); g != 2<<20 {
+		t.Fatalf("probe grant %d from 64 MiB free, want a 32nd: 2 MiB", g)
+	}
+	if g := b.grantShare(1000); g != 1000 {
+		t.Fatalf("a small want was granted %d", g)
+	}
+	b = newAnswerBudget(64 << 20)
+	b.settle(0, 64<<20-3<<20/2) // answers being written hold all but 1.5 MiB
+	if g := b.grantShare(consume.DefaultMaxBytes); g != minAnswerGrant {
+		t.Fatalf("probe grant %d with little free, want one message's room", g)
+	}
+	if g := b.grantShare(consume.DefaultMaxBytes); g != 0 {
+		t.Fatalf("probe grant %d with less than a message free", g)
+	}
+}

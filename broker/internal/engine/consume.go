@@ -64,7 +64,7 @@ func (e *Engine) Consume(ctx context.Context, t meta.Topic, req service.ConsumeR
 		// answer budget. The call may park at the owner for the whole wait, which must not hold
 		// budget, so the budget only admits it (it must have room for the answer now) and
 		// takes what the answer brings once it is here, past the limit if it must.
-		grant, err := e.takeAnswer(ctx, req.Max, req.Taken, time.Time{})
+		grant, err := e.takeAnswer(ctx, req.Max, req.Taken)
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +102,7 @@ func (e *Engine) replay(ctx context.Context, t meta.Topic, p int, offset int64, 
 	if offset >= pt.Log().HighWatermark() {
 		return nil, nil
 	}
-	grant, err := e.takeAnswer(ctx, max, taken, time.Time{})
+	grant, err := e.takeAnswer(ctx, max, taken)
 	if err != nil {
 		return nil, err
 	}
@@ -147,9 +147,10 @@ func (e *Engine) replay(ctx context.Context, t meta.Topic, p int, offset int64, 
 //
 // An answer holds at most consume.DefaultMaxBytes of keys and payloads (with req.Taken, those
 // of the answer a probing node already holds), or one message alone: each shard and each
-// probed owner is told how many the answer holds so far. Each pass reads within a grant of
-// the node's answer budget; what the answer holds stays taken until the caller's
-// ReleaseAnswer, and a spent budget refuses with errAnswersBusy (503).
+// probed owner is told how many the answer holds so far. Each message read here takes its
+// bytes from the node's answer budget, and remote probes run under a grant of it; what the
+// answer holds stays taken until the caller's ReleaseAnswer. Records found while the budget
+// is spent refuse the call with errAnswersBusy (503) once the wait runs out.
 func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes func(meta.Topic) []owner, req service.ConsumeRequest) ([]service.Message, error) {
 	lim := limitsOf(t)
 	max, wait, taken := req.Max, req.Wait, req.Taken
@@ -158,6 +159,8 @@ func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes
 	chans := make([]<-chan struct{}, 0, len(parts)+1)
 	var lastProbe time.Time // zero: the first pass probes
 	woken := false          // the last park ended by a peer's notice
+	// A budget held by other answers is waited for until the deadline, at least answerGrantWait.
+	busyUntil, pause := later(deadline, time.Now().Add(answerGrantWait)), minAnswerPause
 	if remotes != nil && wait > 0 {
 		// While this long-poll runs, a commit on a local partition is its to take: peers are
 		// not told (see notifyPeers). Counted for the whole call, not just while parked, so
@@ -173,33 +176,55 @@ func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes
 			token = e.remote.token(t.Name)
 			chans = append(chans, token) // index 0: the remote-notice token
 		}
-		// Each pass reads under a grant of the node's answer budget (answers.go) and keeps only
-		// what its messages hold: a long-poll holds nothing while it waits.
-		grant, err := e.takeAnswer(ctx, max, taken, deadline)
-		if err != nil {
-			return nil, err
+		// Local reads take the node's answer budget message by message (answers.go): a pass
+		// holds what it found and nothing more, a parked long-poll nothing.
+		starved := false
+		lim.Take = func(n int) bool {
+			if e.answers.take(n) {
+				return true
+			}
+			starved = true
+			return false
 		}
-		lim.MaxBytes = taken + grant
 		out, bytes := e.reserveLocal(t, parts, start, lim, max, taken, &chans)
 		if remotes != nil && len(out) < max && bytes < lim.MaxBytes && (woken || time.Since(lastProbe) >= reprobeInterval) {
-			lastProbe = time.Now()
-			others := remotes(t)
-			fromRemote := 0
-			for i := 0; i < len(others) && len(out) < max && bytes < lim.MaxBytes; i++ {
-				o := others[(start+i)%len(others)]
-				// The owner counts the grant's unused part as free room, the rest as taken.
-				got := e.probeRemote(ctx, o, t, max-len(out), bytes+consume.DefaultMaxBytes-lim.MaxBytes)
-				fromRemote += len(got)
-				out = append(out, got...)
-				bytes += messageBytes(got)
-			}
-			if woken && fromRemote > 0 && len(out) >= max {
-				e.remote.wakeOne(t.Name) // there may be more: pass the token on
+			// A probe's answer comes into this node: the probes run under a grant, which the
+			// owners are told as their room (what lies outside it counted as taken). With no
+			// grant to be had they wait for a later pass.
+			if grant := e.answers.grantShare(min(lim.MaxBytes-bytes, (max-len(out))*messageCeiling)); grant > 0 {
+				lastProbe = time.Now()
+				others := remotes(t)
+				fromRemote, room := 0, grant
+				for i := 0; i < len(others) && len(out) < max && room > 0; i++ {
+					o := others[(start+i)%len(others)]
+					got := e.probeRemote(ctx, o, t, max-len(out), consume.DefaultMaxBytes-room)
+					fromRemote += len(got)
+					out = append(out, got...)
+					n := messageBytes(got)
+					bytes += n
+					room -= n
+				}
+				e.answers.settle(grant, grant-room)
+				if woken && fromRemote > 0 && len(out) >= max {
+					e.remote.wakeOne(t.Name) // there may be more: pass the token on
+				}
 			}
 		}
-		e.answers.settle(grant, bytes-taken)
 		if len(out) > 0 {
 			return out, nil
+		}
+		if starved {
+			// Records are there, but the budget is held by answers still being written: wait
+			// for room rather than for records, then refuse.
+			if ctx.Err() != nil {
+				return nil, nil
+			}
+			if !time.Now().Before(busyUntil) {
+				return nil, errAnswersBusy
+			}
+			time.Sleep(pause)
+			pause = min(2*pause, maxAnswerPause)
+			continue
 		}
 		remaining := time.Until(deadline)
 		if remaining <= 0 || ctx.Err() != nil {

@@ -116,6 +116,13 @@ func (s *Service) Consume(ctx context.Context, req *nodepb.ConsumeRequest) (*nod
 	// The reply holds the messages until gRPC has encoded it, after this returns; the budget
 	// is given back here, so a node's replies to peers are bounded by their own budgets.
 	defer s.e.ReleaseAnswer(msgs)
+	if len(msgs) > 0 && ctx.Err() != nil {
+		// The caller gave up (a probe's deadline passed while this node read): the reply
+		// would be dropped with the messages leased, invisible until their leases expired.
+		s.e.Requeue(t, msgs)
+		st, reason, msg := errcode.Consume.Reply(ctx.Err())
+		return &nodepb.ConsumeReply{Status: st, Error: msg, Reason: string(reason)}, nil
+	}
 	if len(msgs) == 0 {
 		return &nodepb.ConsumeReply{Status: 204}, nil
 	}

@@ -280,3 +280,47 @@ func TestQueueProbesGiveTheirAnswerBudgetBack(t *testing.T) {
 		}
 	}
 }
+
+// A probe whose caller gave up while the owner read is answered with an error, and the
+// messages it leased are free again at once, not stranded until their leases expire.
+func TestAProbeAbandonedByItsCallerLeavesNothingLeased(t *testing.T) {
+	s, e, store := newNodeService(t)
+	top := createTopic(t, e, "abandoned")
+	owned := -1
+	for _, a := range store.Assignments(top.Name) {
+		if a.Owner == "n1" {
+			owned = a.Partition
+		}
+	}
+	if err := e.Produce(context.Background(), top, []service.ProduceRecord{{Partition: owned, Payload: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	probe := func(ctx context.Context) *nodepb.ConsumeReply {
+		t.Helper()
+		rep, err := s.Consume(ctx, &nodepb.ConsumeRequest{Topic: top.Name, Partition: int32(owned), Offset: -1, LocalOnly: true,
+			MaxMessages: 1, WaitMs: 5000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	// Wait until the record is committed, without leasing it.
+	deadline := time.Now().Add(10 * time.Second)
+	for e.PartitionStats(context.Background(), top, owned)[0].HighWatermark < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the record was not committed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A caller gone by the time the owner found the record (its context ended; the owner
+	// reads without waiting on it, as a probe's deadline can pass while a disk is slow).
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if rep := probe(gone); rep.Status == 200 {
+		t.Fatalf("abandoned probe answered 200 with %d messages", len(rep.Messages))
+	}
+	rep := probe(context.Background())
+	if rep.Status != 200 || len(rep.Messages) != 1 || rep.Messages[0].Offset != 0 {
+		t.Fatalf("next probe: %d %+v, want offset 0 again at once", rep.Status, rep.Messages)
+	}
+}
