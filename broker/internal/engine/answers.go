@@ -46,32 +46,20 @@ func newAnswerBudget(limit int64) *answerBudget {
 // grant takes up to want bytes (at most consume.DefaultMaxBytes): all of it if free, else
 // what is free if that is at least minAnswerGrant (or want, when want is smaller); 0 when
 // the budget cannot give that much.
-func (b *answerBudget) grant(want int) int {
-	want = min(want, consume.DefaultMaxBytes)
-	if want <= 0 {
-		return 0
-	}
-	least := int64(min(want, minAnswerGrant))
-	for {
-		cur := b.used.Load()
-		n := min(int64(want), b.limit-cur)
-		if n < least {
-			return 0
-		}
-		if b.used.CompareAndSwap(cur, cur+n) {
-			return int(n)
-		}
-	}
-}
+func (b *answerBudget) grant(want int) int { return b.grantOf(want, 1) }
 
 // probeShare divides the free budget among concurrent remote probes: a probe's grant is at
 // most this fraction of what is free (but always room for one message), so probes in flight
 // for small messages cannot hold the whole budget and starve the node's own reads.
 const probeShare = 32
 
-// grantShare is grant for a remote probe: up to want, at most a probeShare-th of what is free
-// but at least the least grant of want.
-func (b *answerBudget) grantShare(want int) int {
+// grantShare is grant for a remote probe: at most a probeShare-th of what is free, but at
+// least the least grant of want.
+func (b *answerBudget) grantShare(want int) int { return b.grantOf(want, probeShare) }
+
+// grantOf takes min(want, free/share), raised to the least grant (min(want, minAnswerGrant)),
+// if that much is free; else 0.
+func (b *answerBudget) grantOf(want int, share int64) int {
 	want = min(want, consume.DefaultMaxBytes)
 	if want <= 0 {
 		return 0
@@ -80,7 +68,7 @@ func (b *answerBudget) grantShare(want int) int {
 	for {
 		cur := b.used.Load()
 		free := b.limit - cur
-		n := min(int64(want), max(least, free/probeShare))
+		n := min(int64(want), max(least, free/share))
 		if n > free {
 			return 0
 		}

@@ -217,12 +217,7 @@ func TestQueueProbeAddsOnlyWhatFitsTheAnswer(t *testing.T) {
 	s, e, store := newNodeService(t)
 	top := createTopic(t, e, "probed")
 	ctx := context.Background()
-	owned := -1
-	for _, a := range store.Assignments(top.Name) {
-		if a.Owner == "n1" {
-			owned = a.Partition
-		}
-	}
+	owned := ownedPartition(store, top.Name)
 	if err := e.Produce(ctx, top, []service.ProduceRecord{{Partition: owned, Payload: []byte("0123456789")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -251,12 +246,7 @@ func TestQueueProbesGiveTheirAnswerBudgetBack(t *testing.T) {
 	s, e, store := newNodeServiceWith(t, func(c *engine.Config) { c.MaxInflightAnswerBytes = 3 << 20 })
 	top := createTopic(t, e, "probed")
 	ctx := context.Background()
-	owned := -1
-	for _, a := range store.Assignments(top.Name) {
-		if a.Owner == "n1" {
-			owned = a.Partition
-		}
-	}
+	owned := ownedPartition(store, top.Name)
 	mib := make([]byte, 1<<20)
 	for range 5 {
 		if err := e.Produce(ctx, top, []service.ProduceRecord{{Partition: owned, Payload: mib}}); err != nil {
@@ -286,12 +276,7 @@ func TestQueueProbesGiveTheirAnswerBudgetBack(t *testing.T) {
 func TestAProbeAbandonedByItsCallerLeavesNothingLeased(t *testing.T) {
 	s, e, store := newNodeService(t)
 	top := createTopic(t, e, "abandoned")
-	owned := -1
-	for _, a := range store.Assignments(top.Name) {
-		if a.Owner == "n1" {
-			owned = a.Partition
-		}
-	}
+	owned := ownedPartition(store, top.Name)
 	if err := e.Produce(context.Background(), top, []service.ProduceRecord{{Partition: owned, Payload: []byte("x")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -323,4 +308,15 @@ func TestAProbeAbandonedByItsCallerLeavesNothingLeased(t *testing.T) {
 	if rep.Status != 200 || len(rep.Messages) != 1 || rep.Messages[0].Offset != 0 {
 		t.Fatalf("next probe: %d %+v, want offset 0 again at once", rep.Status, rep.Messages)
 	}
+}
+
+// ownedPartition is a partition of topic that n1 owns (-1: none).
+func ownedPartition(store *meta.Store, topic string) int {
+	owned := -1
+	for _, a := range store.Assignments(topic) {
+		if a.Owner == "n1" {
+			owned = a.Partition
+		}
+	}
+	return owned
 }
