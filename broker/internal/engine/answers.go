@@ -138,10 +138,7 @@ const messageCeiling = minAnswerGrant
 // While the budget cannot give it, it retries with a growing pause for answerGrantWait,
 // then refuses with errAnswersBusy (ctx ending refuses at once).
 func (e *Engine) takeAnswer(ctx context.Context, max, taken int) (int, error) {
-	want := consume.DefaultMaxBytes - taken
-	if max < want/messageCeiling+1 {
-		want = max * messageCeiling
-	}
+	want := answerRoom(max, taken)
 	if want <= 0 {
 		return 0, nil
 	}
@@ -157,6 +154,16 @@ func (e *Engine) takeAnswer(ctx context.Context, max, taken int) (int, error) {
 		time.Sleep(pause)
 		pause = min(2*pause, maxAnswerPause)
 	}
+}
+
+// answerRoom is the most bytes a read of up to n messages can add to an answer that holds
+// taken bytes already: n of the largest messages, within the answer bound.
+func answerRoom(n, taken int) int {
+	room := consume.DefaultMaxBytes - taken
+	if n < room/messageCeiling+1 { // n × messageCeiling < room, without overflow
+		room = n * messageCeiling
+	}
+	return room
 }
 
 // later is the later of a and b.

@@ -21,10 +21,6 @@ import (
 // that tests can prove a wake-up came from a notice, not from the re-probe timer.
 var reprobeInterval = 250 * time.Millisecond
 
-// replayMaxBytes bounds the key and payload bytes of one replay-many answer: the same bound
-// as a queue consume answer's (docs/internals/consume-and-leases.md §4).
-const replayMaxBytes = consume.DefaultMaxBytes
-
 func limitsOf(t meta.Topic) consume.Limits {
 	vt := t.VisibilityTimeoutMs
 	if vt <= 0 {
@@ -90,7 +86,9 @@ func (e *Engine) Consume(ctx context.Context, t meta.Topic, req service.ConsumeR
 }
 
 // replay reads up to max records from offset without touching queue state, into an answer
-// that holds taken bytes already (a peer's), under a grant of the answer budget.
+// that holds taken bytes already (a peer's), under a grant of the answer budget: at most
+// consume.DefaultMaxBytes in all, the bound of a queue consume answer
+// (docs/internals/consume-and-leases.md §4).
 func (e *Engine) replay(ctx context.Context, t meta.Topic, p int, offset int64, max, taken int) ([]service.Message, error) {
 	if !e.owns(t.Name, p) {
 		return nil, fmt.Errorf("partition %d: %w", p, errcode.ErrOwnerDown)
@@ -106,7 +104,7 @@ func (e *Engine) replay(ctx context.Context, t meta.Topic, p int, offset int64, 
 	if err != nil {
 		return nil, err
 	}
-	recs, err := pt.Log().ReadRange(offset, max, min(grant, replayMaxBytes-taken))
+	recs, err := pt.Log().ReadRange(offset, max, grant)
 	held := 0
 	for _, r := range recs {
 		held += len(r.Key) + len(r.Payload)
@@ -159,7 +157,17 @@ func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes
 	chans := make([]<-chan struct{}, 0, len(parts)+1)
 	var lastProbe time.Time // zero: the first pass probes
 	woken := false          // the last park ended by a peer's notice
-	// A budget held by other answers is waited for until the deadline, at least answerGrantWait.
+	// Local reads take the node's answer budget message by message (answers.go): a pass holds
+	// what it found and nothing more, a parked long-poll nothing. A budget held by other
+	// answers is waited for until the deadline, at least answerGrantWait.
+	starved := false // the last pass found a record the budget could not take
+	lim.Take = func(n int) bool {
+		if e.answers.take(n) {
+			return true
+		}
+		starved = true
+		return false
+	}
 	busyUntil, pause := later(deadline, time.Now().Add(answerGrantWait)), minAnswerPause
 	if remotes != nil && wait > 0 {
 		// While this long-poll runs, a commit on a local partition is its to take: peers are
@@ -176,22 +184,13 @@ func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes
 			token = e.remote.token(t.Name)
 			chans = append(chans, token) // index 0: the remote-notice token
 		}
-		// Local reads take the node's answer budget message by message (answers.go): a pass
-		// holds what it found and nothing more, a parked long-poll nothing.
-		starved := false
-		lim.Take = func(n int) bool {
-			if e.answers.take(n) {
-				return true
-			}
-			starved = true
-			return false
-		}
+		starved = false
 		out, bytes := e.reserveLocal(t, parts, start, lim, max, taken, &chans)
 		if remotes != nil && len(out) < max && bytes < lim.MaxBytes && (woken || time.Since(lastProbe) >= reprobeInterval) {
 			// A probe's answer comes into this node: the probes run under a grant, which the
 			// owners are told as their room (what lies outside it counted as taken). With no
 			// grant to be had they wait for a later pass.
-			if grant := e.answers.grantShare(min(lim.MaxBytes-bytes, (max-len(out))*messageCeiling)); grant > 0 {
+			if grant := e.answers.grantShare(answerRoom(max-len(out), bytes)); grant > 0 {
 				lastProbe = time.Now()
 				others := remotes(t)
 				fromRemote, room := 0, grant

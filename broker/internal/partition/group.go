@@ -151,15 +151,9 @@ func (r *Registry) appendReplicated(pt *Partition, ld *replica.Leader, group []*
 // handoff freeze: a refused group appends nothing), then one commit of every batch of
 // group: one write, one segment fsync, one hwm persist, each batch given its offsets.
 func (r *Registry) commitUnreplicated(pt *Partition, group []*groupBatch) {
-	topic, p := pt.key.topic, pt.key.p
-	var err error
-	switch {
-	case !r.d.Owns(topic, p): // seed: gate re-checked under the lock, nothing appended on a hit
-		err = fmt.Errorf("%s/%d: %w", topic, p, errcode.ErrNotOwner)
-	case r.Peek(topic, p) != pt:
-		err = fmt.Errorf("%s/%d closed during commit: %w", topic, p, errcode.ErrUnavailable)
-	case pt.Frozen(): // seed: a freeze armed since the fast gate refuses with nothing appended
-		err = frozenErr(topic, p)
+	err := r.checkOwning(pt) // seed: gate re-checked under the lock, nothing appended on a hit
+	if err == nil && pt.Frozen() {
+		err = frozenErr(pt.key.topic, pt.key.p) // seed: a freeze armed since the fast gate refuses
 	}
 	if err != nil {
 		for _, b := range group {
@@ -192,15 +186,24 @@ func (r *Registry) appendEach(pt *Partition, group []*groupBatch, publish bool) 
 // checkLeading is the gate re-checked under the produce lock: still the owner, the log still
 // registered, and the leadership able to take records (nothing is appended otherwise).
 func (r *Registry) checkLeading(pt *Partition, ld *replica.Leader) error {
+	if err := r.checkOwning(pt); err != nil {
+		return err
+	}
+	if err := ld.CanAppend(); err != nil {
+		return fmt.Errorf("%s/%d: %w", pt.key.topic, pt.key.p, err)
+	}
+	return nil
+}
+
+// checkOwning is the part of the gate every commit re-checks under the produce lock: this
+// node still owns the partition, and pt is still its registered log.
+func (r *Registry) checkOwning(pt *Partition) error {
 	topic, p := pt.key.topic, pt.key.p
 	if !r.d.Owns(topic, p) {
 		return fmt.Errorf("%s/%d: %w", topic, p, errcode.ErrNotOwner)
 	}
 	if r.Peek(topic, p) != pt {
 		return fmt.Errorf("%s/%d closed during commit: %w", topic, p, errcode.ErrUnavailable)
-	}
-	if err := ld.CanAppend(); err != nil {
-		return fmt.Errorf("%s/%d: %w", topic, p, err)
 	}
 	return nil
 }
