@@ -78,6 +78,7 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (Serve, error) {
 	s.HTTPReadTimeout = b.duration(optHTTPReadTimeout)
 	s.HTTPWriteTimeout = b.duration(optHTTPWriteTimeout)
 	s.HTTPIdleTimeout = b.duration(optHTTPIdleTimeout)
+	s.HTTPFastPath = b.boolean(optHTTPFastPath)
 	s.TLSCertFile = b.str(optTLSCert)
 	s.TLSKeyFile = b.str(optTLSKey)
 	s.ClusterTLSCAFile = b.str(optClusterTLSCA)

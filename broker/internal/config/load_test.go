@@ -55,7 +55,7 @@ func TestDefaultsApplyWhenNothingIsSet(t *testing.T) {
 		MaxConsumeWait: 10 * time.Second, TopicDefaultPartitions: 3, TopicMaxPartitions: 108,
 		TopicDefaultRetentionMs: 604_800_000, IdleLogEviction: 30 * time.Minute,
 		ShutdownGrace: 10 * time.Second, HTTPReadTimeout: 10 * time.Second,
-		HTTPWriteTimeout: 30 * time.Second, HTTPIdleTimeout: 60 * time.Second,
+		HTTPWriteTimeout: 30 * time.Second, HTTPIdleTimeout: 60 * time.Second, HTTPFastPath: true,
 		HeartbeatInterval: 5 * time.Second, HeartbeatTimeout: 30 * time.Second,
 		ForcePromoteAfter: 2 * time.Minute, DeadTargetAbortAfter: 2 * time.Minute, ReplicaFailoverAfter: 10 * time.Second, ReReplicateAfter: 10 * time.Minute, DefaultReplicationFactor: 1,
 		FanoutMaxBatchRecords: 4096, FanoutMaxBatchBytes: 4 << 20, MaxMovesInFlight: 8, MinVoters: 3,
@@ -440,7 +440,7 @@ func TestRegisterDeclaresEveryFlagWithDefaultAndHelp(t *testing.T) {
 		"rack-file", "default-min-insync-replicas", "remote-allowed-hosts",
 		"fanout-max-batch-records", "fanout-max-batch-bytes", "max-moves-in-flight", "min-voters",
 		"max-connections", "max-connections-per-ip", "cluster-max-connections", "cluster-max-connections-per-ip",
-		"trusted-proxies", "max-inflight-request-bytes", "max-inflight-answer-bytes"}
+		"trusted-proxies", "max-inflight-request-bytes", "max-inflight-answer-bytes", "http-fast-path"}
 	for _, n := range names {
 		f := fs.Lookup(n)
 		if f == nil {

@@ -61,6 +61,7 @@ const (
 	optHTTPReadTimeout    = "http-read-timeout"
 	optHTTPWriteTimeout   = "http-write-timeout"
 	optHTTPIdleTimeout    = "http-idle-timeout"
+	optHTTPFastPath       = "http-fast-path"
 	optTLSCert            = "tls-cert"
 	optTLSKey             = "tls-key"
 	optClusterTLSCA       = "cluster-tls-ca"
@@ -187,6 +188,7 @@ var options = []option{
 	{name: optHTTPReadTimeout, kind: kDuration, def: DefaultHTTPReadTimeout.String(), help: "HTTP server read timeout"},
 	{name: optHTTPWriteTimeout, kind: kDuration, def: DefaultHTTPWriteTimeout.String(), help: "HTTP server write timeout; must exceed max-consume-wait"},
 	{name: optHTTPIdleTimeout, kind: kDuration, def: DefaultHTTPIdleTimeout.String(), help: "HTTP server keep-alive idle timeout"},
+	{name: optHTTPFastPath, kind: kBool, def: "true", help: "serve plain-HTTP produce, consume and ack requests of the common shape on a leaner HTTP/1.1 path (false: net/http serves every request)"},
 	{name: optTLSCert, kind: kString, aliases: []string{"NARAD_CLUSTER_TLS_CERT_FILE"}, help: "PEM certificate file; with tls-key the HTTP API serves HTTPS and the cluster port uses TLS"},
 	{name: optTLSKey, kind: kString, aliases: []string{"NARAD_CLUSTER_TLS_KEY_FILE"}, help: "PEM private key file of tls-cert"},
 	{name: optClusterTLSCA, kind: kString, aliases: []string{"NARAD_CLUSTER_TLS_CA_FILE"}, help: "PEM file of the CA that signs every node certificate; turns on mutual TLS between nodes (needs tls-cert and tls-key)"},

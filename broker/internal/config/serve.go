@@ -48,6 +48,9 @@ type Serve struct {
 	HTTPReadTimeout         time.Duration // > 0
 	HTTPWriteTimeout        time.Duration // > 0; must exceed MaxConsumeWait
 	HTTPIdleTimeout         time.Duration // > 0
+	// HTTPFastPath serves plain-HTTP produce, consume and ack requests of the common shape
+	// on the leaner HTTP/1.1 path (internal/httpfast); net/http serves everything else.
+	HTTPFastPath bool
 
 	// TLSCertFile and TLSKeyFile are PEM files, both set or both empty (checked to load as a
 	// pair). When set, the HTTP API serves HTTPS and the cluster port uses TLS with this
@@ -155,6 +158,7 @@ func (s Serve) LogValue() slog.Value {
 		slog.Duration("http_read_timeout", s.HTTPReadTimeout),
 		slog.Duration("http_write_timeout", s.HTTPWriteTimeout),
 		slog.Duration("http_idle_timeout", s.HTTPIdleTimeout),
+		slog.Bool("http_fast_path", s.HTTPFastPath),
 		slog.String("tls_cert", s.TLSCertFile),
 		slog.String("tls_key", s.TLSKeyFile),
 		slog.String("cluster_tls_ca", s.ClusterTLSCAFile),

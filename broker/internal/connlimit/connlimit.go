@@ -160,3 +160,12 @@ func (c *conn) Close() error {
 	c.once.Do(func() { c.l.release(c.ip) })
 	return err
 }
+
+// CloseWrite shuts the sending side of a TCP connection (the HTTP servers' half-close before
+// a lingering close); a no-op for other connections.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

@@ -26,6 +26,7 @@ import (
 	"narad.dev/broker/internal/engine"
 	"narad.dev/broker/internal/fanout"
 	"narad.dev/broker/internal/hostlist"
+	"narad.dev/broker/internal/httpfast"
 	"narad.dev/broker/internal/meta"
 	"narad.dev/broker/internal/metrics"
 	"narad.dev/broker/internal/move"
@@ -375,19 +376,36 @@ func (p *process) serveHTTP() error {
 
 		MaxHeaderBytes: maxHTTPHeaderBytes, // 431 above, as JSON (jsonErrorsListener)
 	}
+	var fast *httpfast.Server
+	if cfg.HTTPFastPath && cfg.TLSCertFile == "" {
+		// Plain HTTP: the hot requests of the common shape take the fast path; it hands every
+		// other connection to net/http (docs/internals/http-api.md §1.9).
+		fast = &httpfast.Server{Handler: handler, Std: p.httpSrv, Route: api.FastRoute, Logger: logger}
+	}
 	p.closeHTTP = p.cleanup.push("http", func() error {
 		// Drained for the shutdown grace; what is still running after it is cut off.
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 		defer cancel()
+		if fast == nil {
+			_ = p.httpSrv.Shutdown(sctx)
+			return nil
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); _ = fast.Shutdown(sctx) }()
 		_ = p.httpSrv.Shutdown(sctx)
+		<-done
 		return nil
 	})
 	go func() {
-		if cfg.TLSCertFile != "" {
+		switch {
+		case cfg.TLSCertFile != "":
 			_ = p.httpSrv.ServeTLS(p.hln, cfg.TLSCertFile, cfg.TLSKeyFile)
-			return
+		case fast != nil:
+			go func() { _ = p.httpSrv.Serve(jsonErrorsListener{fast.Handoff()}) }()
+			_ = fast.Serve(p.hln)
+		default:
+			_ = p.httpSrv.Serve(jsonErrorsListener{p.hln}) // net/http's own 431/400 answers as JSON
 		}
-		_ = p.httpSrv.Serve(jsonErrorsListener{p.hln}) // net/http's own 431/400 answers as JSON
 	}()
 	return nil
 }
