@@ -237,6 +237,9 @@ func (c *conn) watch(cancel context.CancelFunc) {
 func (c *conn) handOff() {
 	_ = c.rwc.SetDeadline(time.Time{})
 	c.s.forget(c)
+	if c.s.OnHandoff != nil {
+		c.s.OnHandoff()
+	}
 	c.s.handoff.give(&replayConn{Conn: c.rwc, br: c.br})
 }
 

@@ -38,6 +38,8 @@ type Server struct {
 	Route func(method, path, rawQuery string) (fast, watch bool)
 	// Logger receives handler panics; nil discards them.
 	Logger *slog.Logger
+	// OnHandoff, when set, is called for each connection handed to Std.
+	OnHandoff func()
 
 	initOnce sync.Once
 	handoff  *handoffListener

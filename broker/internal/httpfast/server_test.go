@@ -23,6 +23,7 @@ type testServer struct {
 	srv      *Server
 	std      *http.Server
 	fastSeen atomic.Int64
+	handoffs atomic.Int64
 	stdSeen  atomic.Int64
 }
 
@@ -46,7 +47,7 @@ func startServer(t *testing.T, h http.HandlerFunc, tune func(*http.Server)) *tes
 	}
 	ts.srv = &Server{Handler: wrapped, Std: ts.std, Route: func(method, path, _ string) (bool, bool) {
 		return strings.HasPrefix(path, "/fast/"), strings.HasPrefix(path, "/fast/wait/")
-	}}
+	}, OnHandoff: func() { ts.handoffs.Add(1) }}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +124,8 @@ func TestFastRequestsKeepAliveAndPipeline(t *testing.T) {
 			t.Errorf("answer %d: length %d, date %q, close %v", i, r.ContentLength, r.Header.Get("Date"), r.Close)
 		}
 	}
-	if ts.stdSeen.Load() != 0 {
-		t.Fatalf("net/http served %d requests", ts.stdSeen.Load())
+	if ts.stdSeen.Load() != 0 || ts.handoffs.Load() != 0 {
+		t.Fatalf("net/http served %d requests on %d connections", ts.stdSeen.Load(), ts.handoffs.Load())
 	}
 }
 
@@ -148,6 +149,9 @@ func TestOtherRequestsHandTheConnectionToNetHTTP(t *testing.T) {
 	resps, _, _ = exchange(t, ts.addr, "GET /fast/x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 1)
 	if resps[0].StatusCode != http.StatusBadRequest {
 		t.Fatalf("two Host fields: %d, want 400 from net/http", resps[0].StatusCode)
+	}
+	if n := ts.handoffs.Load(); n != 2 {
+		t.Fatalf("%d connections handed over, want 2", n)
 	}
 }
 

@@ -89,6 +89,8 @@ type Metrics struct {
 	// Cluster-port authentication and connection caps (docs/operating.md, "Connection limits").
 	ClusterAuth        *prometheus.CounterVec
 	ConnectionsRefused *prometheus.CounterVec
+	// HTTPHandoffs counts client connections the fast HTTP path handed to net/http.
+	HTTPHandoffs prometheus.Counter
 
 	// LeaderElections counts the leader elections of replicated partitions made by this
 	// node's controller while it led, by reason (docs/internals/replication.md §7, §9).
@@ -191,6 +193,7 @@ func New() *Metrics {
 
 	m.ClusterAuth = f.counterVec("narad_cluster_auth_total", "Cluster-port handshakes by outcome: accepted, or refused (wrong secret, malformed, timed out, failed TLS).", []string{"outcome"})
 	m.ConnectionsRefused = f.counterVec("narad_connections_refused_total", "Connections closed at accept for being over a connection cap, by port (http, cluster) and reason (max_connections, max_connections_per_ip).", []string{"port", "reason"})
+	m.HTTPHandoffs = f.counter("narad_http_handoffs_total", "Client connections the fast HTTP/1.1 path handed to net/http at their first request of another shape or route.")
 	m.LeaderElections = f.counterVec("narad_leader_elections_total", "Leader elections of replicated partitions made by this node's controller, by reason.", []string{"reason"})
 	m.PartitionReplicas = f.gaugeVec("narad_partition_replicas", "Replicas in the replica list of a partition this node leads (1 when unreplicated).", tp)
 	m.PartitionISR = f.gaugeVec("narad_partition_isr", "In-sync replicas of a partition this node leads (1 when unreplicated).", tp)

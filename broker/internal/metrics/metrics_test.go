@@ -100,6 +100,7 @@ var golden = []family{
 	// Cluster-port authentication and connection caps (docs/operating.md, "Connection limits")
 	{"narad_cluster_auth_total", counter, []string{"outcome"}, nil},
 	{"narad_connections_refused_total", counter, []string{"port", "reason"}, nil},
+	{"narad_http_handoffs_total", counter, nil, nil},
 	// Leader elections of replicated partitions (docs/internals/metrics.md §8)
 	{"narad_leader_elections_total", counter, []string{"reason"}, nil},
 	// Replicated partitions (docs/internals/metrics.md §8)

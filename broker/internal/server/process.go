@@ -380,7 +380,8 @@ func (p *process) serveHTTP() error {
 	if cfg.HTTPFastPath && cfg.TLSCertFile == "" {
 		// Plain HTTP: the hot requests of the common shape take the fast path; it hands every
 		// other connection to net/http (docs/internals/http-api.md §1.9).
-		fast = &httpfast.Server{Handler: handler, Std: p.httpSrv, Route: api.FastRoute, Logger: logger}
+		fast = &httpfast.Server{Handler: handler, Std: p.httpSrv, Route: api.FastRoute, Logger: logger,
+			OnHandoff: m.HTTPHandoffs.Inc}
 	}
 	p.closeHTTP = p.cleanup.push("http", func() error {
 		// Drained for the shutdown grace; what is still running after it is cut off.
