@@ -89,13 +89,15 @@ func (s *Server) Serve(ln net.Listener) error {
 			if s.closing.Load() {
 				return http.ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-				time.Sleep(pause)
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return err
 			}
-			return err
+			// Out of file descriptors, a connection reset before accept, …: wait and go
+			// on, as net/http does, rather than stop serving.
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.Logger.Warn("http accept failed; retrying", "err", err, "after", pause)
+			time.Sleep(pause)
+			continue
 		}
 		pause = 0
 		c := s.newConn(rwc)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -361,5 +362,44 @@ func TestShutdownDrains(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", ts.addr, time.Second); err == nil {
 		t.Fatal("still accepting after Shutdown")
+	}
+}
+
+// flakyListener fails its first Accept calls the way an exhausted process does.
+type flakyListener struct {
+	net.Listener
+	fails atomic.Int64
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.fails.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+	}
+	return l.Listener.Accept()
+}
+
+// An accept that fails (out of file descriptors) is retried: the server keeps serving.
+func TestAcceptErrorsDoNotStopTheServer(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &flakyListener{Listener: inner}
+	ln.fails.Store(3)
+	std := &http.Server{Handler: http.HandlerFunc(echo), ReadHeaderTimeout: time.Second}
+	srv := &Server{Handler: std.Handler, Std: std, Route: func(string, string, string) (bool, bool) { return true, false }}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	_, bodies, _ := exchange(t, inner.Addr().String(), "GET /x HTTP/1.1\r\nHost: h\r\n\r\n", 1)
+	if !strings.HasPrefix(bodies[0], "GET /x") {
+		t.Fatalf("answer %q", bodies[0])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		t.Fatalf("Serve returned %v, want http.ErrServerClosed", err)
 	}
 }
