@@ -28,7 +28,7 @@ type testServer struct {
 	stdSeen  atomic.Int64
 }
 
-func startServer(t *testing.T, h http.HandlerFunc, tune func(*http.Server)) *testServer {
+func startServer(t testing.TB, h http.HandlerFunc, tune func(*http.Server)) *testServer {
 	t.Helper()
 	ts := &testServer{}
 	wrapped := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
