@@ -71,7 +71,7 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/rogpeppe/go-internal v1.9.0 // indirect
 	golang.org/x/exp v0.0.0-20261014143641-f0251eb4aa3e // indirect
-	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/net v0.62.0
 	golang.org/x/text v0.44.0 // indirect
 	// Pinned: without this newer umbrella module, an old one reached through pebble also provides
 	// googleapis/rpc/status and gRPC fails to build (ambiguous import). go mod tidy drops it.

@@ -175,7 +175,7 @@ func (c *conn) serveRequest(hd *head, watch bool, t0 time.Time) bool {
 		c.watch(cancel)
 	}
 	clear(c.answer)
-	w := &response{c: c, method: hd.method, header: c.answer}
+	w := &response{c: c, header: c.answer}
 	if !c.run(w, r) {
 		return false
 	}

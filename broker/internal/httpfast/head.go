@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"net/http"
 	"net/textproto"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // head is a request head of the one shape the fast path serves (docs/internals/http-api.md
@@ -84,9 +87,9 @@ func parseHead(b []byte, h http.Header) (hd head, ok bool) {
 			haveLength, hd.length = true, n
 		case "Connection":
 			switch {
-			case equalFold(value, "close"):
+			case strings.EqualFold(value, "close"):
 				hd.close = true
-			case equalFold(value, "keep-alive"):
+			case strings.EqualFold(value, "keep-alive"):
 			default:
 				return hd, false
 			}
@@ -188,7 +191,7 @@ func fieldName(line string) int {
 		if c == ':' {
 			return i
 		}
-		if !isTokenChar(c) {
+		if !httpguts.IsTokenRune(rune(c)) {
 			return -1
 		}
 	}
@@ -257,42 +260,9 @@ var commonNames = []string{
 // common names.
 func canonicalName(name string) string {
 	for _, c := range commonNames {
-		if len(c) == len(name) && equalFold(name, c) {
+		if len(c) == len(name) && strings.EqualFold(name, c) {
 			return c
 		}
 	}
 	return textproto.CanonicalMIMEHeaderKey(name)
-}
-
-// equalFold compares ASCII strings without regard to case.
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
-
-// isTokenChar reports whether c may appear in an HTTP token (RFC 9110 §5.6.2).
-func isTokenChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	switch c {
-	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-		return true
-	}
-	return false
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // maxHeld is the most body bytes held back before the head is written: an answer that
@@ -24,7 +26,6 @@ var errAfterHandler = errors.New("httpfast: response written after its handler r
 // Content-Length, or outgrows maxHeld, streams.
 type response struct {
 	c      *conn
-	method string
 	header http.Header
 
 	status   int
@@ -67,7 +68,7 @@ func (w *response) Write(p []byte) (int, error) {
 		return w.writeBody(p)
 	}
 	if n, ok := declaredLength(w.header); ok {
-		w.sendHead(n, false, p)
+		w.sendHead(n, false, p, false)
 		return w.writeBody(p)
 	}
 	c := w.c
@@ -75,7 +76,7 @@ func (w *response) Write(p []byte) (int, error) {
 		c.out = append(c.out, p...)
 		return len(p), nil
 	}
-	w.sendHead(-1, true, c.out)
+	w.sendHead(-1, true, c.out, false)
 	if _, err := w.writeBody(c.out); err != nil {
 		return 0, err
 	}
@@ -135,7 +136,7 @@ func (w *response) finish(closing bool) {
 		if !w.bodyAllowed() {
 			n = -1
 		}
-		w.sendHeadClosing(n, false, c.out, closing)
+		w.sendHead(n, false, c.out, closing)
 		_, _ = w.writeBody(c.out)
 	case w.chunked:
 		_, _ = c.bw.WriteString("0\r\n\r\n")
@@ -150,14 +151,11 @@ func (w *response) finish(closing bool) {
 	w.done = true
 }
 
-func (w *response) sendHead(length int64, chunked bool, sniff []byte) {
-	w.sendHeadClosing(length, chunked, sniff, false)
-}
-
-// sendHeadClosing writes the status line and fields: the handler's (values with CR or LF
+// sendHead writes the status line and fields: the handler's (values with CR or LF
 // get spaces instead, names that are not tokens are dropped, as net/http does), then Date,
-// a sniffed Content-Type, and Content-Length (length ≥ 0) or chunked framing.
-func (w *response) sendHeadClosing(length int64, chunked bool, sniff []byte, closing bool) {
+// a sniffed Content-Type, Content-Length (length ≥ 0) or chunked framing, and
+// Connection: close when closing.
+func (w *response) sendHead(length int64, chunked bool, sniff []byte, closing bool) {
 	c := w.c
 	bw := c.bw
 	w.sent, w.chunked, w.declared = true, chunked, length
@@ -172,7 +170,7 @@ func (w *response) sendHeadClosing(length int64, chunked bool, sniff []byte, clo
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if !validFieldName(k) {
+		if !httpguts.ValidHeaderFieldName(k) {
 			continue
 		}
 		for _, v := range w.header[k] {
@@ -236,18 +234,6 @@ func writeFieldValue(bw fieldWriter, v string) {
 		}
 		_ = bw.WriteByte(b)
 	}
-}
-
-func validFieldName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if !isTokenChar(k[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // statusLines holds "HTTP/1.1 <code> <text>\r\n" for the codes net/http names.

@@ -3,8 +3,8 @@
 // connection to a net/http Server (docs/internals/http-api.md §1.9).
 //
 // A connection starts here. Each request whose head has the common strict shape (parseHead)
-// and whose route the Route function accepts is read into a fresh http.Request with a header
-// map, body reader and response writer the connection reuses, and is served by the same
+// and whose route the Route function accepts is read into a fresh http.Request with header
+// maps the connection reuses, and is served by the same
 // http.Handler net/http would call. The first request of any other shape, and everything after
 // it, goes to net/http with the bytes read so far: the connection is handed over whole, so
 // net/http's parser, limits and error answers apply to everything the fast path does not
