@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -63,7 +64,7 @@ var _ = Describe("A wiped follower and a dead leader", func() {
 		Expect(c.Restart(ctx(60*time.Second), l)).To(Succeed())
 		allInSync(c, topic, 90*time.Second)
 		preferredLeads(c, topic, p)
-		Expect(produceN(h, c.Endpoint(k), topic, "r7-after", 20, &p)).To(Equal(20), "produce works once every replica is back")
+		Expect(produceSettled(h, c.Endpoint(k), topic, "r7-after", 20, &p)).To(Equal(20), "produce works once every replica is back")
 		drain(h, topic, c.Endpoints())
 		r := expectClean("R=3 wiped follower, leader killed", h)
 		logf("duplicates: %d", r.Duplicates)
@@ -103,7 +104,7 @@ var _ = Describe("A wiped leader back before the failover", func() {
 		})
 		logf("p%d: isr %v under %s at epoch %d, %s after the kill", p, back.ISR, back.Leader, back.LeaderEpoch, time.Since(killedAt).Round(time.Millisecond))
 		preferredLeads(c, topic, p)
-		Expect(produceN(h, c.Endpoint(other), topic, "r8-after", 20, &p)).To(Equal(20), "produce works once every replica is back")
+		Expect(produceSettled(h, c.Endpoint(other), topic, "r8-after", 20, &p)).To(Equal(20), "produce works once every replica is back")
 		drain(h, topic, c.Endpoints())
 		r := expectClean("R=3 wiped leader back at once", h)
 		logf("duplicates: %d", r.Duplicates)
@@ -117,4 +118,17 @@ func preferredLeads(c *harness.Cluster, topic string, p int) {
 	waitPartition(topic, p, c, 60*time.Second, "the preferred leader back", func(now client.PartitionStat) bool {
 		return len(now.Replicas) > 0 && now.Leader == now.Replicas[0] && len(now.ISR) == len(now.Replicas)
 	})
+}
+
+// produceSettled produces n payloads through ep as produceN does, and produces again, under
+// new ids, for those that did not get a 202, for up to 20 s. The preferred leader reads as
+// leading in the metadata a moment before it has taken the leadership up and the old leader
+// has let go, so a produce in between can get the retryable 503 of a leadership handover
+// (outcome unknown, recorded as such); a client retries it. It returns how many were accepted.
+func produceSettled(h *harness.History, ep harness.Endpoint, topic, prefix string, n int, partition *int) int {
+	ok := 0
+	for attempt, until := 0, time.Now().Add(20*time.Second); ok < n && time.Now().Before(until); attempt++ {
+		ok += produceN(h, ep, topic, fmt.Sprintf("%s-%d", prefix, attempt), n-ok, partition)
+	}
+	return ok
 }
