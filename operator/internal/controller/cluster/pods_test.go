@@ -15,15 +15,20 @@ import (
 
 // The helpers below play the StatefulSet controller and the kubelet, which envtest lacks.
 
-// createPod creates pod ordinal of nc on revision rev, Ready or not.
+// makePod creates pod ordinal of nc on revision rev, Ready or not. A pod of that name the
+// operator just deleted may still be visible for a moment (podNames already hides it once it
+// carries a deletion timestamp), so the create is retried while the name is taken, as the
+// StatefulSet controller would on its next pass.
 func makePod(nc *naradv1.NaradCluster, ordinal int32, rev string, ready bool) {
 	labels := naming.Labels(nc)
 	labels[appsv1.ControllerRevisionHashLabelKey] = rev
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: naming.PodName(nc, ordinal), Namespace: nc.Namespace, Labels: labels},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: naming.ContainerName, Image: "narad:test"}}},
-	}
-	ExpectWithOffset(1, k8sClient.Create(ctx, p)).To(Succeed())
+	EventuallyWithOffset(1, func() error {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: naming.PodName(nc, ordinal), Namespace: nc.Namespace, Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: naming.ContainerName, Image: "narad:test"}}},
+		}
+		return k8sClient.Create(ctx, p)
+	}).Should(Succeed())
 	setPodReady(nc, ordinal, ready)
 }
 

@@ -138,15 +138,18 @@ func claimPod(nc *naradv1.NaradCluster, ordinal int32, rev, claim string, ready 
 	GinkgoHelper()
 	labels := naming.Labels(nc)
 	labels[appsv1.ControllerRevisionHashLabelKey] = rev
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: naming.PodName(nc, ordinal), Namespace: nc.Namespace, Labels: labels},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: naming.ContainerName, Image: "narad:test"}},
-			Volumes: []corev1.Volume{{Name: naming.DataVolume, VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
-		},
-	}
-	Expect(k8sClient.Create(ctx, p)).To(Succeed())
+	// Retried while a just-deleted pod of that name is still visible, as in makePod.
+	Eventually(func() error {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: naming.PodName(nc, ordinal), Namespace: nc.Namespace, Labels: labels},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: naming.ContainerName, Image: "narad:test"}},
+				Volumes: []corev1.Volume{{Name: naming.DataVolume, VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
+			},
+		}
+		return k8sClient.Create(ctx, p)
+	}).Should(Succeed())
 	if ready {
 		setPodReady(nc, ordinal, true)
 	}
