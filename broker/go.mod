@@ -4,7 +4,7 @@ go 1.26.8
 
 require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
-	github.com/goccy/go-json v0.10.5
+	github.com/goccy/go-json v0.12.0
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/raft v1.8.0
 	github.com/klauspost/compress v1.20.4

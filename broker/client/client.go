@@ -261,7 +261,7 @@ func (c *Client) doJSON(ctx context.Context, method, path string, query url.Valu
 		return 0, err
 	}
 	if out != nil && len(bytes.TrimSpace(resp.body)) > 0 {
-		if err := json.Unmarshal(resp.body, out); err != nil {
+		if err := unmarshal(resp.body, out); err != nil {
 			return resp.status, fmt.Errorf("%s %s: decoding response: %w", method, path, err)
 		}
 	}
@@ -275,7 +275,7 @@ func (c *Client) doEncoded(ctx context.Context, method, path string, body []byte
 		return 0, err
 	}
 	if out != nil && len(bytes.TrimSpace(resp.body)) > 0 {
-		if err := json.Unmarshal(resp.body, out); err != nil {
+		if err := unmarshal(resp.body, out); err != nil {
 			return resp.status, fmt.Errorf("%s %s: decoding response: %w", method, path, err)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	json "github.com/goccy/go-json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -83,7 +82,7 @@ func decodeConsume(body []byte) ([]Message, error) {
 // decodeConsumeGeneric is decodeConsume with the reflection-based decoder only.
 func decodeConsumeGeneric(body []byte) ([]Message, error) {
 	var b consumeBody
-	if err := json.Unmarshal(body, &b); err != nil {
+	if err := unmarshal(body, &b); err != nil {
 		return nil, err
 	}
 	if b.Messages != nil {
