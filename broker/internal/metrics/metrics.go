@@ -6,12 +6,17 @@ package metrics
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // storageBuckets are the storage latency buckets of docs/internals/metrics.md §5.
+// nodeRPCBuckets spans a node RPC call from a fraction of a millisecond (a forwarded ack) to a
+// follower's fetch or a consume probe parked for its whole wait.
+var nodeRPCBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5, 30}
+
 var storageBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1}
 
 // Metrics holds every collector. Create one with New per process.
@@ -91,6 +96,9 @@ type Metrics struct {
 	ConnectionsRefused *prometheus.CounterVec
 	// HTTPHandoffs counts client connections the fast HTTP path handed to net/http.
 	HTTPHandoffs prometheus.Counter
+	// NodeRPCDuration is how long the node RPC calls this node served took, by method; its
+	// _count is the calls (NodeRPCObserver feeds it).
+	NodeRPCDuration *prometheus.HistogramVec
 
 	// LeaderElections counts the leader elections of replicated partitions made by this
 	// node's controller while it led, by reason (docs/internals/replication.md §7, §9).
@@ -194,6 +202,7 @@ func New() *Metrics {
 	m.ClusterAuth = f.counterVec("narad_cluster_auth_total", "Cluster-port handshakes by outcome: accepted, or refused (wrong secret, malformed, timed out, failed TLS).", []string{"outcome"})
 	m.ConnectionsRefused = f.counterVec("narad_connections_refused_total", "Connections closed at accept for being over a connection cap, by port (http, cluster) and reason (max_connections, max_connections_per_ip).", []string{"port", "reason"})
 	m.HTTPHandoffs = f.counter("narad_http_handoffs_total", "Client connections the fast HTTP/1.1 path handed to net/http at their first request of another shape or route.")
+	m.NodeRPCDuration = f.histVec("narad_node_rpc_duration_seconds", "Node RPC calls this node served, by method, and how long each ran (a stream its whole life).", nodeRPCBuckets, []string{"method"})
 	m.LeaderElections = f.counterVec("narad_leader_elections_total", "Leader elections of replicated partitions made by this node's controller, by reason.", []string{"reason"})
 	m.PartitionReplicas = f.gaugeVec("narad_partition_replicas", "Replicas in the replica list of a partition this node leads (1 when unreplicated).", tp)
 	m.PartitionISR = f.gaugeVec("narad_partition_isr", "In-sync replicas of a partition this node leads (1 when unreplicated).", tp)
@@ -283,6 +292,21 @@ func (m *Metrics) initKnown() {
 	}
 	for _, d := range replicationDirections {
 		m.ReplicationBytes.WithLabelValues(d)
+	}
+}
+
+// NodeRPCObserver returns the rpc.WithCallObserver function that feeds NodeRPCDuration, with a
+// series made at once for each of methods (the node RPC service's, a fixed set) and its handle
+// kept, so a call costs a map read and an observation. A method not in methods is not counted.
+func (m *Metrics) NodeRPCObserver(methods []string) func(method string, d time.Duration) {
+	obs := make(map[string]prometheus.Observer, len(methods))
+	for _, name := range methods {
+		obs[name] = m.NodeRPCDuration.WithLabelValues(name)
+	}
+	return func(method string, d time.Duration) {
+		if o, ok := obs[method]; ok {
+			o.Observe(d.Seconds())
+		}
 	}
 }
 

@@ -1,12 +1,14 @@
 package metrics
 
 import (
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -101,6 +103,7 @@ var golden = []family{
 	{"narad_cluster_auth_total", counter, []string{"outcome"}, nil},
 	{"narad_connections_refused_total", counter, []string{"port", "reason"}, nil},
 	{"narad_http_handoffs_total", counter, nil, nil},
+	{"narad_node_rpc_duration_seconds", histogram, []string{"method"}, nodeRPCBuckets},
 	// Leader elections of replicated partitions (docs/internals/metrics.md §8)
 	{"narad_leader_elections_total", counter, []string{"reason"}, nil},
 	// Replicated partitions (docs/internals/metrics.md §8)
@@ -346,5 +349,30 @@ func TestPartitionLabelIsDecimal(t *testing.T) {
 		if got := Partition(p); got != want {
 			t.Errorf("Partition(%d) = %q, want %q", p, got, want)
 		}
+	}
+}
+
+func TestNodeRPCObserverCountsOnlyTheServiceMethods(t *testing.T) {
+	m := New()
+	observe := m.NodeRPCObserver([]string{"ReplicaFetch", "AckBatch"})
+	observe("ReplicaFetch", 2*time.Millisecond)
+	observe("ReplicaFetch", 40*time.Millisecond)
+	observe("NotAMethod", time.Millisecond)
+	fams, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, f := range fams {
+		if f.GetName() != "narad_node_rpc_duration_seconds" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			counts[s.GetLabel()[0].GetValue()] = s.GetHistogram().GetSampleCount()
+		}
+	}
+	want := map[string]uint64{"ReplicaFetch": 2, "AckBatch": 0} // AckBatch's series exists from the start
+	if !maps.Equal(counts, want) {
+		t.Fatalf("series %v, want %v", counts, want)
 	}
 }

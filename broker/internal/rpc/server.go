@@ -1,7 +1,9 @@
 package rpc
 
 import (
+	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -70,7 +72,7 @@ func NewServer(secret []byte, impl nodepb.NodeServer, logger *slog.Logger, opts 
 }
 
 func newClassServer(secret []byte, impl nodepb.NodeServer, o options, c messageClass) *grpc.Server {
-	s := grpc.NewServer(
+	sopts := []grpc.ServerOption{
 		grpc.Creds(&clusterCreds{secret: secret, tls: o.tls}),
 		grpc.MaxRecvMsgSize(c.maxRecv),
 		grpc.MaxSendMsgSize(maxGRPCMessage),
@@ -87,7 +89,12 @@ func newClassServer(secret []byte, impl nodepb.NodeServer, o options, c messageC
 			MinTime:             keepaliveMinTime,
 			PermitWithoutStream: true,
 		}),
-	)
+	}
+	if o.served != nil {
+		sopts = append(sopts, grpc.ChainUnaryInterceptor(observeUnary(o.served)),
+			grpc.ChainStreamInterceptor(observeStream(o.served)))
+	}
+	s := grpc.NewServer(sopts...)
 	s.RegisterService(serviceFor(&nodepb.Node_ServiceDesc, c), impl)
 	return s
 }
@@ -114,4 +121,29 @@ func (s *Server) Stop() {
 func (s *Server) GracefulStop() {
 	s.control.GracefulStop()
 	s.bulk.GracefulStop()
+}
+
+// observeUnary reports each served unary call to f (WithCallObserver).
+func observeUnary(f func(string, time.Duration)) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		t0 := time.Now()
+		resp, err := h(ctx, req)
+		f(methodName(info.FullMethod), time.Since(t0))
+		return resp, err
+	}
+}
+
+// observeStream reports each served stream to f when it ends (WithCallObserver).
+func observeStream(f func(string, time.Duration)) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		t0 := time.Now()
+		err := h(srv, ss)
+		f(methodName(info.FullMethod), time.Since(t0))
+		return err
+	}
+}
+
+// methodName is the last element of a gRPC full method name ("/pkg.Service/Method").
+func methodName(full string) string {
+	return full[strings.LastIndexByte(full, '/')+1:]
 }

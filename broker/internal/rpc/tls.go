@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 )
 
 // ErrNoCACertificates is returned by LoadClusterTLS for a CA file without a PEM certificate.
@@ -100,6 +101,7 @@ type options struct {
 	tlsSet bool // WithTLS was given (even with nil)
 	nodeID string
 	authed func(accepted bool)
+	served func(method string, d time.Duration)
 
 	maxStreams uint32 // NewServer's stream cap; 0 = MaxStreamsPerConn (tests lower it)
 }
@@ -115,6 +117,14 @@ func WithNodeID(id string) Option {
 // refused too.
 func WithAuthObserver(f func(accepted bool)) Option {
 	return func(o *options) { o.authed = f }
+}
+
+// WithCallObserver makes NewServer call f once per node RPC call it serves, as the call ends:
+// the method's name as nodepb.Node_ServiceDesc spells it ("ReplicaFetch") and how long the
+// handler ran (a stream's whole life). Only registered methods reach f: gRPC answers an
+// unknown one itself.
+func WithCallObserver(f func(method string, d time.Duration)) Option {
+	return func(o *options) { o.served = f }
 }
 
 // WithTLS runs the cluster port, its Raft dialer, the gRPC server or the client pool over TLS

@@ -33,6 +33,7 @@ import (
 	"narad.dev/broker/internal/move/sweep"
 	"narad.dev/broker/internal/noderpc"
 	"narad.dev/broker/internal/rpc"
+	"narad.dev/broker/internal/rpc/nodepb"
 	"narad.dev/broker/internal/wal"
 )
 
@@ -128,7 +129,7 @@ func (p *process) checkConfig() error {
 	if p.trustedProxies, err = auth.ParseTrustedProxies(cfg.TrustedProxies); err != nil {
 		return fmt.Errorf("config: trusted-proxies: %w", err)
 	}
-	p.rpcOpts = []rpc.Option{rpc.WithNodeID(cfg.NodeID)}
+	p.rpcOpts = []rpc.Option{rpc.WithNodeID(cfg.NodeID), rpc.WithCallObserver(p.m.NodeRPCObserver(nodeRPCMethods()))}
 	if cfg.TLSCertFile != "" {
 		ct, err := rpc.LoadClusterTLS(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.ClusterTLSCAFile)
 		if err != nil {
@@ -484,4 +485,16 @@ func (p *process) handOffLeaders() {
 	default:
 		p.logger.Info("controlled shutdown: this node leads no replicated partition", "seconds", time.Since(began).Seconds())
 	}
+}
+
+// nodeRPCMethods lists the node RPC service's methods, unary and streamed.
+func nodeRPCMethods() []string {
+	var out []string
+	for _, m := range nodepb.Node_ServiceDesc.Methods {
+		out = append(out, m.MethodName)
+	}
+	for _, s := range nodepb.Node_ServiceDesc.Streams {
+		out = append(out, s.StreamName)
+	}
+	return out
 }
