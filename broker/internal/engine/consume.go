@@ -191,12 +191,25 @@ func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes
 			// owners are told as their room (what lies outside it counted as taken). With no
 			// grant to be had they wait for a later pass.
 			if grant := e.answers.grantShare(answerRoom(max-len(out), bytes)); grant > 0 {
-				lastProbe = time.Now()
+				// A long-poll's first pass skips the owners found drained by a recent probe
+				// (drained.go); it parks until the oldest such mark expires, then probes all.
+				skip := lastProbe.IsZero() && wait >= reprobeInterval
+				now := time.Now()
+				lastProbe = now
 				others := remotes(t)
 				fromRemote, room := 0, grant
 				for i := 0; i < len(others) && len(out) < max && room > 0; i++ {
 					o := others[(start+i)%len(others)]
-					got := e.probeRemote(ctx, o, t, max-len(out), consume.DefaultMaxBytes-room)
+					notices := e.remote.notices(t.Name)
+					if skip {
+						if at, ok := e.drained.fresh(t.Name, o.id, notices, now, reprobeInterval); ok {
+							lastProbe = minTime(lastProbe, at)
+							continue
+						}
+					}
+					got, ok := e.probeRemote(ctx, o, t, max-len(out), consume.DefaultMaxBytes-room)
+					// Drained only if an empty answer could not be the grant's doing.
+					e.drained.note(t.Name, o.id, ok && len(got) == 0 && len(out) == 0, now, notices, reprobeInterval)
 					fromRemote += len(got)
 					out = append(out, got...)
 					n := messageBytes(got)
@@ -243,6 +256,14 @@ func (e *Engine) reserve(ctx context.Context, t meta.Topic, parts []int, remotes
 		woken = token != nil && fired == 0
 		parts = e.refreshLocal(t, parts, remotes != nil)
 	}
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // atLeastMs clamps d to at least a millisecond.

@@ -139,6 +139,7 @@ type Engine struct {
 	notices       noticeHub            // local "reservable" notices for WatchCommits streams
 	remote        remoteWake           // wakes long-polls parked on remote owners' partitions
 	probeSuspects suspects             // peers benched after a failed queue probe
+	drained       drainedOwners        // remote owners a queue probe last found empty
 	parked        sync.Map             // topic → *atomic.Int32: queue long-polls parked here
 	fan           *fanout.Links        // the links service over fanoutNode; its runner bound by BindFanout
 	src           *source.Source       // the move source side (ops 22–24) over parts and view

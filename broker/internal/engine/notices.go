@@ -127,9 +127,21 @@ func (s *NoticeSub) Close() {
 type remoteWake struct {
 	mu     sync.Mutex
 	tokens map[string]chan struct{}
+	counts map[string]uint64 // notices received per topic (drainedOwners compares them)
+	resets uint64            // times counts was cleared (maxNoticeCounts)
 }
 
-func (r *remoteWake) init() { r.tokens = map[string]chan struct{}{} }
+func (r *remoteWake) init() {
+	r.tokens = map[string]chan struct{}{}
+	r.counts = map[string]uint64{}
+}
+
+// notices returns how many notices for topic this node has received.
+func (r *remoteWake) notices(topic string) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.resets<<32 | r.counts[topic]
+}
 
 // token returns the topic's token channel (created on first use; never closed).
 func (r *remoteWake) token(topic string) <-chan struct{} {
@@ -148,6 +160,29 @@ func (r *remoteWake) wakeOne(topic string) {
 	r.mu.Lock()
 	ch, ok := r.tokens[topic]
 	r.mu.Unlock()
+	r.wake(ch, ok)
+}
+
+// notice counts a peer's notice for topic and wakes one parked waiter of it.
+func (r *remoteWake) notice(topic string) {
+	r.mu.Lock()
+	if _, ok := r.counts[topic]; ok || len(r.counts) < maxNoticeCounts {
+		r.counts[topic]++
+	} else {
+		clear(r.counts) // and resets makes every count differ from the marks made before
+		r.resets++
+		r.counts[topic] = 1
+	}
+	ch, ok := r.tokens[topic]
+	r.mu.Unlock()
+	r.wake(ch, ok)
+}
+
+// maxNoticeCounts bounds the topics whose notices are counted (topics that were deleted
+// keep their count until the map is cleared).
+const maxNoticeCounts = 4096
+
+func (r *remoteWake) wake(ch chan struct{}, ok bool) {
 	if !ok {
 		return
 	}
@@ -161,5 +196,5 @@ func (r *remoteWake) wakeOne(topic string) {
 // and re-probes the owners.
 func (e *Engine) RemoteNotice(topic string, partition int) {
 	_ = partition // the probe asks the owner for any of its partitions
-	e.remote.wakeOne(topic)
+	e.remote.notice(topic)
 }

@@ -64,8 +64,8 @@ func (e *Engine) remoteOwners(t meta.Topic) []owner {
 }
 
 // probeRemote is one non-blocking queue probe of a remote owner's partitions of t (op 2 with
-// local_only). Every failure, including 421, counts as empty.
-func (e *Engine) probeRemote(ctx context.Context, o owner, t meta.Topic, max, taken int) []service.Message {
+// local_only). Every failure, including 421, counts as empty; ok is false after one.
+func (e *Engine) probeRemote(ctx context.Context, o owner, t meta.Topic, max, taken int) (msgs []service.Message, ok bool) {
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	msgs, err := e.peers.Consume(pctx, o.addr, t.Name, service.ConsumeRequest{Partition: -1, Offset: -1, Max: max, Taken: taken}, true)
@@ -74,9 +74,9 @@ func (e *Engine) probeRemote(ctx context.Context, o owner, t meta.Topic, max, ta
 			e.probeSuspects.set(o.id, time.Now().Add(probeBench))
 			e.log.Debug("remote consume probe failed", "topic", t.Name, "peer", o.id, "err", err)
 		}
-		return nil
+		return nil, false
 	}
-	return msgs
+	return msgs, true
 }
 
 // Ack implements api.Backend: entries are split by partition owner; local ones are applied
