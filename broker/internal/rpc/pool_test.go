@@ -214,7 +214,11 @@ func TestASmallCallCostsTheServerOneWrite(t *testing.T) {
 		call()
 	}
 	time.Sleep(50 * time.Millisecond) // a PING answered late still counts
-	if got := wl.writes.Load() - before; got > calls*5/4 {
+	// With the PINGs each call costs the server at least two writes (its answer and a PING
+	// ack). Without them it is one, but on a busy machine gRPC's writer sometimes sends an
+	// answer's headers before its message is queued, in a write of their own (1.44 writes per
+	// call seen once under load): the bound lies between the two.
+	if got := wl.writes.Load() - before; got > calls*7/4 {
 		t.Fatalf("the server wrote %d times for %d calls, want about one write per call", got, calls)
 	}
 }
