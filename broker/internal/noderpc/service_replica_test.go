@@ -12,18 +12,25 @@ import (
 	"narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/replica"
 	"narad.dev/broker/internal/rpc"
+	"narad.dev/broker/internal/rpc/nodepb"
 )
 
 // replicaLoopback serves a Service whose replica host is host on a real cluster port, and
 // returns a Peers whose connections claim node ID self.
-func replicaLoopback(t *testing.T, host ReplicaHost, self string) (string, Peers) {
+func replicaLoopback(t testing.TB, host ReplicaHost, self string) (string, Peers) {
+	t.Helper()
+	return replicaLoopbackServing(t, NewService(Deps{Replicas: host}), self)
+}
+
+// replicaLoopbackServing is replicaLoopback serving impl, with opts for its server.
+func replicaLoopbackServing(t testing.TB, impl nodepb.NodeServer, self string, opts ...rpc.Option) (string, Peers) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := rpc.NewMux(ln, loopSecret, nil)
-	srv := rpc.NewServer(loopSecret, NewService(Deps{Replicas: host}), nil)
+	srv := rpc.NewServer(loopSecret, impl, nil, opts...)
 	go func() { _ = srv.Serve(mux) }()
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
@@ -44,7 +51,7 @@ type replicaNode struct {
 	epochs *log.Epochs
 }
 
-func openReplicaNode(t *testing.T) replicaNode {
+func openReplicaNode(t testing.TB) replicaNode {
 	t.Helper()
 	dir := t.TempDir()
 	l, err := log.Open(dir, log.Options{SegmentBytes: 4096})

@@ -30,19 +30,20 @@ func callTimeout(method string, req any) time.Duration {
 		return CommitCallTimeout
 	case nodepb.Node_Consume_FullMethodName:
 		if r, ok := req.(*nodepb.ConsumeRequest); ok {
-			return waitDeadline(r.GetWaitMs())
+			return WaitDeadline(r.GetWaitMs())
 		}
 	case nodepb.Node_ReplicaFetch_FullMethodName:
 		if r, ok := req.(*nodepb.ReplicaFetchRequest); ok {
-			return waitDeadline(r.GetWaitMs())
+			return WaitDeadline(r.GetWaitMs())
 		}
 	}
 	return DefaultCallTimeout
 }
 
-// waitDeadline is the deadline of a long poll that may wait waitMs: the wait plus
+// WaitDeadline is the deadline of a long poll that may wait waitMs (an op 2 or op 34 call;
+// a follower's op 37 fetch is given the same): the wait plus
 // ConsumeCallSlack, the wait capped at an hour (a nonsense wait keeps a finite deadline).
-func waitDeadline(waitMs int64) time.Duration {
+func WaitDeadline(waitMs int64) time.Duration {
 	return min(time.Duration(max(waitMs, 0))*time.Millisecond, time.Hour) + ConsumeCallSlack
 }
 

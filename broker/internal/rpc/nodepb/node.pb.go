@@ -4088,7 +4088,7 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"\tStatsMode\x12\x1a\n" +
 	"\x16STATS_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fSTATS_MODE_PEEK\x10\x01\x12\x14\n" +
-	"\x10STATS_MODE_EXACT\x10\x022\xa4\x11\n" +
+	"\x10STATS_MODE_EXACT\x10\x022\x84\x12\n" +
 	"\x04Node\x12E\n" +
 	"\aConsume\x12\x1d.narad.node.v1.ConsumeRequest\x1a\x1b.narad.node.v1.ConsumeReply\x12i\n" +
 	"\x13TopicPartitionStats\x12).narad.node.v1.TopicPartitionStatsRequest\x1a'.narad.node.v1.TopicPartitionStatsReply\x12f\n" +
@@ -4117,7 +4117,8 @@ const file_nodepb_node_proto_rawDesc = "" +
 	"MoveReport\x12 .narad.node.v1.MoveReportRequest\x1a\x1e.narad.node.v1.MoveReportReply\x12T\n" +
 	"\fReplicaFetch\x12\".narad.node.v1.ReplicaFetchRequest\x1a .narad.node.v1.ReplicaFetchReply\x12`\n" +
 	"\x10ReplicaEndOffset\x12&.narad.node.v1.ReplicaEndOffsetRequest\x1a$.narad.node.v1.ReplicaEndOffsetReply\x12T\n" +
-	"\fElectLeaders\x12\".narad.node.v1.ElectLeadersRequest\x1a .narad.node.v1.ElectLeadersReplyB&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
+	"\fElectLeaders\x12\".narad.node.v1.ElectLeadersRequest\x1a .narad.node.v1.ElectLeadersReply\x12^\n" +
+	"\x12ReplicaFetchStream\x12\".narad.node.v1.ReplicaFetchRequest\x1a .narad.node.v1.ReplicaFetchReply(\x010\x01B&Z$narad.dev/broker/internal/rpc/nodepbb\x06proto3"
 
 var (
 	file_nodepb_node_proto_rawDescOnce sync.Once
@@ -4222,33 +4223,35 @@ var file_nodepb_node_proto_depIdxs = []int32{
 	43, // 32: narad.node.v1.Node.ReplicaFetch:input_type -> narad.node.v1.ReplicaFetchRequest
 	46, // 33: narad.node.v1.Node.ReplicaEndOffset:input_type -> narad.node.v1.ReplicaEndOffsetRequest
 	48, // 34: narad.node.v1.Node.ElectLeaders:input_type -> narad.node.v1.ElectLeadersRequest
-	4,  // 35: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
-	10, // 36: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
-	13, // 37: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
-	15, // 38: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
-	17, // 39: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
-	19, // 40: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
-	8,  // 41: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
-	21, // 42: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 43: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
-	21, // 44: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
-	23, // 45: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
-	25, // 46: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
-	28, // 47: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
-	21, // 48: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
-	21, // 49: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
-	31, // 50: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
-	33, // 51: narad.node.v1.Node.ListPartitionSegments:output_type -> narad.node.v1.ListPartitionSegmentsReply
-	35, // 52: narad.node.v1.Node.FetchSegmentChunk:output_type -> narad.node.v1.FetchSegmentChunkReply
-	35, // 53: narad.node.v1.Node.StreamSegment:output_type -> narad.node.v1.FetchSegmentChunkReply
-	38, // 54: narad.node.v1.Node.PrepareHandoff:output_type -> narad.node.v1.PrepareHandoffReply
-	40, // 55: narad.node.v1.Node.DecommissionMember:output_type -> narad.node.v1.DecommissionMemberReply
-	42, // 56: narad.node.v1.Node.MoveReport:output_type -> narad.node.v1.MoveReportReply
-	45, // 57: narad.node.v1.Node.ReplicaFetch:output_type -> narad.node.v1.ReplicaFetchReply
-	47, // 58: narad.node.v1.Node.ReplicaEndOffset:output_type -> narad.node.v1.ReplicaEndOffsetReply
-	49, // 59: narad.node.v1.Node.ElectLeaders:output_type -> narad.node.v1.ElectLeadersReply
-	35, // [35:60] is the sub-list for method output_type
-	10, // [10:35] is the sub-list for method input_type
+	43, // 35: narad.node.v1.Node.ReplicaFetchStream:input_type -> narad.node.v1.ReplicaFetchRequest
+	4,  // 36: narad.node.v1.Node.Consume:output_type -> narad.node.v1.ConsumeReply
+	10, // 37: narad.node.v1.Node.TopicPartitionStats:output_type -> narad.node.v1.TopicPartitionStatsReply
+	13, // 38: narad.node.v1.Node.CommitProduceBatch:output_type -> narad.node.v1.CommitProduceBatchReply
+	15, // 39: narad.node.v1.Node.GetTopic:output_type -> narad.node.v1.GetTopicReply
+	17, // 40: narad.node.v1.Node.JoinCluster:output_type -> narad.node.v1.JoinClusterReply
+	19, // 41: narad.node.v1.Node.NodeStatus:output_type -> narad.node.v1.NodeStatusReply
+	8,  // 42: narad.node.v1.Node.AckBatch:output_type -> narad.node.v1.AckBatchReply
+	21, // 43: narad.node.v1.Node.CreateTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 44: narad.node.v1.Node.AlterTopic:output_type -> narad.node.v1.TopicWriteReply
+	21, // 45: narad.node.v1.Node.DeleteTopic:output_type -> narad.node.v1.TopicWriteReply
+	23, // 46: narad.node.v1.Node.GetAssignment:output_type -> narad.node.v1.GetAssignmentReply
+	25, // 47: narad.node.v1.Node.ForwardCommand:output_type -> narad.node.v1.ForwardCommandReply
+	28, // 48: narad.node.v1.Node.WatchCommits:output_type -> narad.node.v1.CommitNotices
+	21, // 49: narad.node.v1.Node.AttachChild:output_type -> narad.node.v1.TopicWriteReply
+	21, // 50: narad.node.v1.Node.DetachChild:output_type -> narad.node.v1.TopicWriteReply
+	31, // 51: narad.node.v1.Node.FanoutCursors:output_type -> narad.node.v1.FanoutCursorsReply
+	33, // 52: narad.node.v1.Node.ListPartitionSegments:output_type -> narad.node.v1.ListPartitionSegmentsReply
+	35, // 53: narad.node.v1.Node.FetchSegmentChunk:output_type -> narad.node.v1.FetchSegmentChunkReply
+	35, // 54: narad.node.v1.Node.StreamSegment:output_type -> narad.node.v1.FetchSegmentChunkReply
+	38, // 55: narad.node.v1.Node.PrepareHandoff:output_type -> narad.node.v1.PrepareHandoffReply
+	40, // 56: narad.node.v1.Node.DecommissionMember:output_type -> narad.node.v1.DecommissionMemberReply
+	42, // 57: narad.node.v1.Node.MoveReport:output_type -> narad.node.v1.MoveReportReply
+	45, // 58: narad.node.v1.Node.ReplicaFetch:output_type -> narad.node.v1.ReplicaFetchReply
+	47, // 59: narad.node.v1.Node.ReplicaEndOffset:output_type -> narad.node.v1.ReplicaEndOffsetReply
+	49, // 60: narad.node.v1.Node.ElectLeaders:output_type -> narad.node.v1.ElectLeadersReply
+	45, // 61: narad.node.v1.Node.ReplicaFetchStream:output_type -> narad.node.v1.ReplicaFetchReply
+	36, // [36:62] is the sub-list for method output_type
+	10, // [10:36] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name

@@ -55,6 +55,7 @@ const (
 	Node_ReplicaFetch_FullMethodName          = "/narad.node.v1.Node/ReplicaFetch"
 	Node_ReplicaEndOffset_FullMethodName      = "/narad.node.v1.Node/ReplicaEndOffset"
 	Node_ElectLeaders_FullMethodName          = "/narad.node.v1.Node/ElectLeaders"
+	Node_ReplicaFetchStream_FullMethodName    = "/narad.node.v1.Node/ReplicaFetchStream"
 )
 
 // NodeClient is the client API for Node service.
@@ -134,6 +135,12 @@ type NodeClient interface {
 	// Op 36. Raft leader only (421 + hint elsewhere): run a leader-election planner once, for
 	// POST /v1/cluster/elect-leaders (docs/internals/http-api.md §2.22).
 	ElectLeaders(ctx context.Context, in *ElectLeadersRequest, opts ...grpc.CallOption) (*ElectLeadersReply, error)
+	// Op 37. Op 34 on one long-lived stream per follower and partition
+	// (docs/internals/replication.md §5): the follower sends a ReplicaFetchRequest where it would
+	// call op 34 and the leader answers each with the ReplicaFetchReply op 34 would give, in
+	// order, one request at a time; a refusal is such a reply, not the end of the stream. A
+	// follower whose leader answers Unimplemented calls op 34 instead.
+	ReplicaFetchStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ReplicaFetchRequest, ReplicaFetchReply], error)
 }
 
 type nodeClient struct {
@@ -412,6 +419,19 @@ func (c *nodeClient) ElectLeaders(ctx context.Context, in *ElectLeadersRequest, 
 	return out, nil
 }
 
+func (c *nodeClient) ReplicaFetchStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ReplicaFetchRequest, ReplicaFetchReply], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Node_ServiceDesc.Streams[2], Node_ReplicaFetchStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReplicaFetchRequest, ReplicaFetchReply]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Node_ReplicaFetchStreamClient = grpc.BidiStreamingClient[ReplicaFetchRequest, ReplicaFetchReply]
+
 // NodeServer is the server API for Node service.
 // All implementations must embed UnimplementedNodeServer
 // for forward compatibility.
@@ -489,6 +509,12 @@ type NodeServer interface {
 	// Op 36. Raft leader only (421 + hint elsewhere): run a leader-election planner once, for
 	// POST /v1/cluster/elect-leaders (docs/internals/http-api.md §2.22).
 	ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersReply, error)
+	// Op 37. Op 34 on one long-lived stream per follower and partition
+	// (docs/internals/replication.md §5): the follower sends a ReplicaFetchRequest where it would
+	// call op 34 and the leader answers each with the ReplicaFetchReply op 34 would give, in
+	// order, one request at a time; a refusal is such a reply, not the end of the stream. A
+	// follower whose leader answers Unimplemented calls op 34 instead.
+	ReplicaFetchStream(grpc.BidiStreamingServer[ReplicaFetchRequest, ReplicaFetchReply]) error
 	mustEmbedUnimplementedNodeServer()
 }
 
@@ -573,6 +599,9 @@ func (UnimplementedNodeServer) ReplicaEndOffset(context.Context, *ReplicaEndOffs
 }
 func (UnimplementedNodeServer) ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method ElectLeaders not implemented")
+}
+func (UnimplementedNodeServer) ReplicaFetchStream(grpc.BidiStreamingServer[ReplicaFetchRequest, ReplicaFetchReply]) error {
+	return status.Error(codes.Unimplemented, "method ReplicaFetchStream not implemented")
 }
 func (UnimplementedNodeServer) mustEmbedUnimplementedNodeServer() {}
 func (UnimplementedNodeServer) testEmbeddedByValue()              {}
@@ -1031,6 +1060,13 @@ func _Node_ElectLeaders_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Node_ReplicaFetchStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(NodeServer).ReplicaFetchStream(&grpc.GenericServerStream[ReplicaFetchRequest, ReplicaFetchReply]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Node_ReplicaFetchStreamServer = grpc.BidiStreamingServer[ReplicaFetchRequest, ReplicaFetchReply]
+
 // Node_ServiceDesc is the grpc.ServiceDesc for Node service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1141,6 +1177,12 @@ var Node_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "StreamSegment",
 			Handler:       _Node_StreamSegment_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "ReplicaFetchStream",
+			Handler:       _Node_ReplicaFetchStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "nodepb/node.proto",
