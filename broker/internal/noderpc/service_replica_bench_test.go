@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"narad.dev/broker/internal/log"
 	"narad.dev/broker/internal/replica"
 )
 
@@ -25,32 +24,14 @@ func processCPU() time.Duration {
 func BenchmarkReplicaFetch(b *testing.B) {
 	for _, mode := range []string{"stream", "op34"} {
 		b.Run(mode, func(b *testing.B) {
-			leader := openReplicaNode(b)
-			if err := leader.epochs.Assign(3, 0); err != nil {
-				b.Fatal(err)
-			}
-			ld, err := replica.NewLeader(replica.LeaderConfig{Self: "a", Epoch: 3, Replicas: []string{"a", "b"},
-				ISR: []string{"a", "b"}, MinISR: 2, Log: leader.log})
-			if err != nil {
-				b.Fatal(err)
-			}
 			const records = 64
-			var offs []int64
-			for range records {
-				off, _, err := leader.log.Append([]log.Entry{{Payload: make([]byte, 1024)}}, 7)
-				if err != nil {
-					b.Fatal(err)
-				}
-				offs = append(offs, off)
-			}
-			host := replica.NewHost()
-			host.Lead("orders", 0, "inc1", ld, leader.log, leader.epochs)
+			host := leadingHost(b, records, 1024)
 			addr, peers := replicaLoopback(b, host, "b")
 			src := peers.ReplicaSource(addr, "orders", 0, "inc1", time.Second).(*replicaSource)
 			src.unary = mode == "op34"
 			ctx := context.Background()
 			fetch := func(i int) {
-				rep, err := src.Fetch(ctx, replica.FetchRequest{Epoch: 3, Offset: offs[i%records], MaxBytes: 1})
+				rep, err := src.Fetch(ctx, replica.FetchRequest{Epoch: 3, Offset: int64(i % records), MaxBytes: 1})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -35,9 +35,9 @@ func (c *servedCalls) get(method string) int {
 	return c.n[method]
 }
 
-// leaderOf5Records leads orders/0 (incarnation inc1, epoch 3, ISR a and b) over a log of five
-// records.
-func leaderOf5Records(t *testing.T) *replica.Host {
+// leadingHost leads orders/0 (incarnation inc1, epoch 3, ISR a and b) over a log of n records
+// of size bytes each, at offsets 0 to n-1.
+func leadingHost(t testing.TB, n, size int) *replica.Host {
 	t.Helper()
 	leader := openReplicaNode(t)
 	if err := leader.epochs.Assign(3, 0); err != nil {
@@ -48,8 +48,8 @@ func leaderOf5Records(t *testing.T) *replica.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 5 {
-		if _, _, err := leader.log.Append([]log.Entry{{Payload: make([]byte, 100)}}, 7); err != nil {
+	for range n {
+		if _, _, err := leader.log.Append([]log.Entry{{Payload: make([]byte, size)}}, 7); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func fetchEach(t *testing.T, ctx context.Context, src replica.Source, n int) int
 // A follower's fetches share one op 37 stream for as long as the context that opened it.
 func TestAFollowersFetchesShareOneStream(t *testing.T) {
 	calls := &servedCalls{n: map[string]int{}}
-	addr, peers := replicaLoopbackServing(t, NewService(Deps{Replicas: leaderOf5Records(t)}), "b",
+	addr, peers := replicaLoopbackServing(t, NewService(Deps{Replicas: leadingHost(t, 5, 100)}), "b",
 		rpc.WithCallObserver(calls.observe))
 	src := peers.ReplicaSource(addr, "orders", 0, "inc1", 50*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -113,7 +113,7 @@ func (noStreamLeader) ReplicaFetchStream(nodepb.Node_ReplicaFetchStreamServer) e
 // A leader without op 37 is fetched from with op 34, and the stream is not tried again.
 func TestAFollowerOfALeaderWithoutTheStreamFetchesWithOp34(t *testing.T) {
 	calls := &servedCalls{n: map[string]int{}}
-	addr, peers := replicaLoopbackServing(t, noStreamLeader{NewService(Deps{Replicas: leaderOf5Records(t)})}, "b",
+	addr, peers := replicaLoopbackServing(t, noStreamLeader{NewService(Deps{Replicas: leadingHost(t, 5, 100)})}, "b",
 		rpc.WithCallObserver(calls.observe))
 	src := peers.ReplicaSource(addr, "orders", 0, "inc1", 50*time.Millisecond)
 	fetchEach(t, context.Background(), src, 5)
