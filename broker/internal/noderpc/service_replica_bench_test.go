@@ -25,7 +25,7 @@ func BenchmarkReplicaFetch(b *testing.B) {
 	for _, mode := range []string{"stream", "op34"} {
 		b.Run(mode, func(b *testing.B) {
 			const records = 64
-			host := leadingHost(b, records, 1024)
+			host, _ := leadingHost(b, records, 1024)
 			addr, peers := replicaLoopback(b, host, "b")
 			src := peers.ReplicaSource(addr, "orders", 0, "inc1", time.Second).(*replicaSource)
 			src.unary = mode == "op34"

@@ -35,9 +35,9 @@ func (c *servedCalls) get(method string) int {
 	return c.n[method]
 }
 
-// leadingHost leads orders/0 (incarnation inc1, epoch 3, ISR a and b) over a log of n records
-// of size bytes each, at offsets 0 to n-1.
-func leadingHost(t testing.TB, n, size int) *replica.Host {
+// leadingHost leads orders/0 (incarnation inc1, epoch 3, ISR a and b) over a new log of n
+// records of size bytes each, at offsets 0 to n-1, and returns the host and the leader's log.
+func leadingHost(t testing.TB, n, size int) (*replica.Host, replicaNode) {
 	t.Helper()
 	leader := openReplicaNode(t)
 	if err := leader.epochs.Assign(3, 0); err != nil {
@@ -55,7 +55,7 @@ func leadingHost(t testing.TB, n, size int) *replica.Host {
 	}
 	host := replica.NewHost()
 	host.Lead("orders", 0, "inc1", ld, leader.log, leader.epochs)
-	return host
+	return host, leader
 }
 
 // fetchEach fetches the records of orders/0 one at a time from src, as a follower that appends
@@ -82,7 +82,8 @@ func fetchEach(t *testing.T, ctx context.Context, src replica.Source, n int) int
 // A follower's fetches share one op 37 stream for as long as the context that opened it.
 func TestAFollowersFetchesShareOneStream(t *testing.T) {
 	calls := &servedCalls{n: map[string]int{}}
-	addr, peers := replicaLoopbackServing(t, NewService(Deps{Replicas: leadingHost(t, 5, 100)}), "b",
+	host, _ := leadingHost(t, 5, 100)
+	addr, peers := replicaLoopbackServing(t, NewService(Deps{Replicas: host}), "b",
 		rpc.WithCallObserver(calls.observe))
 	src := peers.ReplicaSource(addr, "orders", 0, "inc1", 50*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -113,7 +114,8 @@ func (noStreamLeader) ReplicaFetchStream(nodepb.Node_ReplicaFetchStreamServer) e
 // A leader without op 37 is fetched from with op 34, and the stream is not tried again.
 func TestAFollowerOfALeaderWithoutTheStreamFetchesWithOp34(t *testing.T) {
 	calls := &servedCalls{n: map[string]int{}}
-	addr, peers := replicaLoopbackServing(t, noStreamLeader{NewService(Deps{Replicas: leadingHost(t, 5, 100)})}, "b",
+	host, _ := leadingHost(t, 5, 100)
+	addr, peers := replicaLoopbackServing(t, noStreamLeader{NewService(Deps{Replicas: host})}, "b",
 		rpc.WithCallObserver(calls.observe))
 	src := peers.ReplicaSource(addr, "orders", 0, "inc1", 50*time.Millisecond)
 	fetchEach(t, context.Background(), src, 5)

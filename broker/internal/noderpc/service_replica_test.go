@@ -66,20 +66,11 @@ func openReplicaNode(t testing.TB) replicaNode {
 	return replicaNode{log: l, epochs: e}
 }
 
-// A follower catches up with a leader over real node RPC (ops 34, 35): the same records at
+// A follower catches up with a leader over real node RPC (ops 37, 35): the same records at
 // the same offsets, the leader's HWM waits for it, and it learns the HWM.
 func TestFollowerCatchesUpOverNodeRPC(t *testing.T) {
-	leader, follower := openReplicaNode(t), openReplicaNode(t)
-	if err := leader.epochs.Assign(3, 0); err != nil {
-		t.Fatal(err)
-	}
-	ld, err := replica.NewLeader(replica.LeaderConfig{Self: "a", Epoch: 3, Replicas: []string{"a", "b"},
-		ISR: []string{"a", "b"}, MinISR: 2, Log: leader.log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := replica.NewHost()
-	host.Lead("orders", 0, "inc1", ld, leader.log, leader.epochs)
+	host, leader := leadingHost(t, 0, 0)
+	follower := openReplicaNode(t)
 	addr, peers := replicaLoopback(t, host, "b")
 
 	var end int64
