@@ -97,24 +97,30 @@ func TestRunLeavesTheDurableCheckpointAtTheLastPass(t *testing.T) {
 // the next one waits PartialPause: a stream of appends is committed in a few larger commits
 // rather than one commit per append.
 func TestPartialPassesPauseSoRecordsGatherIntoFewerCommits(t *testing.T) {
-	commits := func(pause time.Duration) int {
+	commits := func(pause time.Duration) (int, time.Duration) {
 		h := newHarness(t, Options{IdlePoll: time.Millisecond, PartialPause: pause})
 		h.com.fail = func(string, int) error { time.Sleep(2 * time.Millisecond); return nil } // an owner's fsync
 		h.topo.set("t", "A", 1)
 		h.start(t)
 		defer h.stop()
+		start := time.Now()
 		for range 60 {
 			h.appendRecs(t, "t", "A", 0, 1)
 			time.Sleep(time.Millisecond)
 		}
+		took := time.Since(start)
 		testwait.For(t, 20*time.Second, "60 committed", func() bool { return len(h.com.snapshot()) == 60 })
-		return h.com.attemptsFor("t", 0)
+		return h.com.attemptsFor("t", 0), took
 	}
-	paced, unpaced := commits(400*time.Millisecond), commits(-1)
+	const pause = 400 * time.Millisecond
+	paced, took := commits(pause)
+	unpaced, _ := commits(-1)
 	// 60 appends about 1 ms apart, commits of 2 ms: with a 400 ms pause, the first append's
 	// pass, then the rest after the pause; without one, a commit every two or three appends.
-	if paced > 3 {
-		t.Fatalf("with a 400 ms pause the stream took %d commits, want ≤ 3", paced)
+	// On a loaded machine the appends may outlast a pause: each pause they span allows one
+	// more commit.
+	if want := 3 + int(took/pause); paced > want {
+		t.Fatalf("with a 400 ms pause the stream took %d commits over %v of appends, want ≤ %d", paced, took, want)
 	}
 	if unpaced < 10 {
 		t.Fatalf("without a pause the stream took only %d commits; the comparison proves nothing", unpaced)
