@@ -255,13 +255,14 @@ func checkAlterReplication(t meta.Topic, req service.AlterTopicRequest) error {
 	return nil
 }
 
-// replicationAfter is t with req's replication settings applied (R 1 stored as 0).
+// replicationAfter is t with req's replication settings applied (R 1 stored as 0, also when
+// t held it as 1 and req leaves it alone).
 func replicationAfter(t meta.Topic, req service.AlterTopicRequest) meta.Topic {
 	if req.ReplicationFactor != nil {
 		t.ReplicationFactor = *req.ReplicationFactor
-		if t.ReplicationFactor == 1 {
-			t.ReplicationFactor = 0
-		}
+	}
+	if t.ReplicationFactor == 1 {
+		t.ReplicationFactor = 0
 	}
 	if req.MinInsyncReplicas != nil {
 		t.MinInsyncReplicas = *req.MinInsyncReplicas
