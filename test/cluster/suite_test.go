@@ -105,22 +105,35 @@ func createTopic(c *harness.Cluster, i int, name string) []string {
 }
 
 // waitTopicEverywhere waits until every live node describes topic with every partition
-// assigned, and returns the owners.
+// assigned and all of them name the same owners, and returns the owners. The owners of a
+// replicated topic may change right after the create (a replica of a node started in the
+// topic's creation second takes itself for one that lost its disk and hands its leadership
+// on, docs/internals/replication.md §6), so the nodes are asked again until they agree.
 func waitTopicEverywhere(c *harness.Cluster, name string) []string {
 	GinkgoHelper()
-	var owners []string
 	for _, j := range c.Live() {
 		began := time.Now()
-		o, err := harness.WaitAssigned(ctx(20*time.Second), c.Client(j), name)
+		_, err := harness.WaitAssigned(ctx(20*time.Second), c.Client(j), name)
 		Expect(err).NotTo(HaveOccurred(), "%s describes %s", c.ID(j), name)
 		if d := time.Since(began); d > 500*time.Millisecond {
 			logf("%s saw topic %s only after %s", c.ID(j), name, d.Round(time.Millisecond))
 		}
-		if owners != nil {
-			Expect(o).To(Equal(owners), "%s and another node disagree on the owners of %s", c.ID(j), name)
-		}
-		owners = o
 	}
+	var owners []string
+	Eventually(func() error {
+		owners = nil
+		for _, j := range c.Live() {
+			o, err := harness.WaitAssigned(ctx(5*time.Second), c.Client(j), name)
+			if err != nil {
+				return fmt.Errorf("%s describes %s: %w", c.ID(j), name, err)
+			}
+			if owners != nil && !slices.Equal(o, owners) {
+				return fmt.Errorf("%s names owners %v of %s, another node %v", c.ID(j), o, name, owners)
+			}
+			owners = o
+		}
+		return nil
+	}).WithTimeout(20*time.Second).WithPolling(100*time.Millisecond).Should(Succeed(), "the nodes agree on the owners of %s", name)
 	return owners
 }
 
