@@ -2,7 +2,7 @@
 # The CPU a replicated message costs the cluster, against an unreplicated one: three local nodes
 # (hack/local-cluster.sh on ports 17942/17943, so a dev cluster on the default ports is not
 # touched), topics b-r1 (R = 1) and b-r3 (R = 3, M = 2) of 3 partitions, `narad bench` with 8
-# producers and 8 consumers through all three nodes, single messages (--count 8000,
+# producers and 8 consumers (BENCH_WORKERS of each) through all three nodes, single messages (--count 8000,
 # BENCH_SINGLE_COUNT) and batches of 100 (--count 200000, BENCH_BATCH_COUNT), R = 1 and R = 3
 # alternating. For each run it prints the full-flow rate, the produce p99 and the three nodes'
 # utime+stime per message (from /proc), which the load generator on the same cores does not
@@ -41,7 +41,7 @@ for round in $(seq 1 "$rounds"); do
     for topic in b-r1 b-r3; do
       if [ "$mode" = single ]; then n="${BENCH_SINGLE_COUNT:-8000}"; extra=(); else n="${BENCH_BATCH_COUNT:-200000}"; extra=(--batch 100); fi
       t0="$(ticks)"
-      out="$("$bin" --server "$first" bench "$topic" --servers "$servers" --workers 8 --consume --json \
+      out="$("$bin" --server "$first" bench "$topic" --servers "$servers" --workers "${BENCH_WORKERS:-8}" --consume --json \
         --count "$n" "${extra[@]}" 2>/dev/null)"
       t1="$(ticks)"
       python3 - "$round" "$mode" "$topic" "$out" "$t0" "$t1" "$tck" "$n" <<'PY'

@@ -2,7 +2,7 @@
 # What one message costs a cluster in node-to-node calls and fsyncs: three local nodes
 # (hack/local-cluster.sh on ports 17942/17943), topics b-r1 (R = 1) and b-r3 (R = 3, M = 2) of 3
 # partitions, one single-message full flow each (`narad bench` with 8 producers and 8
-# consumers through all three nodes, --count 8000 or BENCH_SINGLE_COUNT). Before and after
+# consumers, BENCH_WORKERS of each, through all three nodes, --count 8000 or BENCH_SINGLE_COUNT). Before and after
 # each run it reads every node's /metrics and prints, per message, the node RPC calls the
 # nodes served by method (narad_node_rpc_duration_seconds_count), the segment fsyncs and the
 # HTTP requests. A stream (a follower's fetch stream, op 37) counts once, when it ends: its
@@ -33,7 +33,7 @@ scrape() {
 
 for topic in b-r1 b-r3; do
   scrape "$work/before"
-  "$bin" --server "$first" bench "$topic" --servers "$servers" --workers 8 --consume --json --count "$n" \
+  "$bin" --server "$first" bench "$topic" --servers "$servers" --workers "${BENCH_WORKERS:-8}" --consume --json --count "$n" \
     >"$work/bench.json" 2>/dev/null
   sleep 1 # a long-poll's last probe lands
   scrape "$work/after"

@@ -115,7 +115,8 @@ func (r *Registry) CommitReplicated(ctx context.Context, t meta.Topic, p int, re
 	}
 	// Before the append, as Commit reads it before its commit: a long-poll parked here now is
 	// woken by the HWM advance that makes these records visible and takes them, so peers'
-	// long-polls need not be woken to probe for them (docs/internals/replication.md §4).
+	// long-polls need not be woken to probe for them (docs/internals/replication.md §4). It is
+	// read again after the wait: a long-poll that started here meanwhile takes them as well.
 	taken := r.d.Taker(topic)
 	b := newGroupBatch(ld, recs, r.d.Now().UnixMilli())
 	r.appendGrouped(pt, b)
@@ -125,6 +126,6 @@ func (r *Registry) CommitReplicated(ctx context.Context, t meta.Topic, p int, re
 	if err := ld.WaitCommitted(ctx, b.end); err != nil {
 		return 0, fmt.Errorf("commit %s/%d: outcome unknown: %w", topic, p, err)
 	}
-	r.d.Notify(topic, p, taken)
+	r.d.Notify(topic, p, taken || r.d.Taker(topic))
 	return b.first, nil
 }

@@ -171,3 +171,53 @@ func TestCommitReplicatedNotifiesPeersOnlyWithoutALocalTaker(t *testing.T) {
 		}
 	}
 }
+
+// A long-poll of the topic that starts here while the commit waits for its ISR takes the
+// records when the HWM passes them, as one parked at the append would: peers are not told.
+// Without the second look at the taker every commit that found no long-poll at its append
+// woke a peer's long-poll, whose probe then mostly found the records taken.
+func TestCommitReplicatedCountsALocalTakerThatCameDuringTheWait(t *testing.T) {
+	var taker atomic.Bool
+	var notified []bool
+	var ld atomic.Pointer[replica.Leader]
+	f := newFixture(t, func(d *Deps) {
+		d.Leader = func(string, int) (*replica.Leader, bool) {
+			l := ld.Load()
+			return l, l != nil
+		}
+		d.Taker = func(string) bool { return taker.Load() }
+		d.Notify = func(_ string, _ int, taken bool) { notified = append(notified, taken) }
+	})
+	pt, err := f.r.Get(f.topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := replica.NewLeader(replica.LeaderConfig{Self: "a", Epoch: 1, Replicas: []string{"a", "b"},
+		ISR: []string{"a", "b"}, MinISR: 2, Log: pt.Log()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld.Store(l)
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.r.CommitReplicated(context.Background(), f.topic, 0, []wal.Record{{Payload: []byte("x")}})
+		done <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for pt.Log().NextOffset() != 1 { // appended, not yet committed: the taker was read
+		if time.Now().After(deadline) {
+			t.Fatal("nothing appended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	taker.Store(true) // a long-poll of the topic starts here
+	if err := l.Fetched("b", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(notified) != 1 || !notified[0] {
+		t.Fatalf("notify calls (taken) %v, want [true]: a long-poll here takes the records", notified)
+	}
+}
