@@ -25,7 +25,7 @@ trap '"$lc" stop >/dev/null 2>&1 || true; "$lc" clean >/dev/null 2>&1 || true' E
 "$lc" start 3 >/dev/null
 "$bin" --server "$first" topic add b-r1 --partitions 3 >/dev/null
 "$bin" --server "$first" topic add b-r3 --partitions 3 --replication-factor 3 --min-insync 2 >/dev/null
-sleep 3 # leaderships taken up
+"$lc" settle b-r3 # leaderships taken up and back on their preferred leaders
 pids="$(cat "$root"/.narad/cluster/n*/pid)"
 
 ticks() {

@@ -7,6 +7,11 @@
 #   hack/local-cluster.sh status      per node: pid, readiness; then the members list
 #   hack/local-cluster.sh stop        SIGTERM every node (SIGKILL after 15 s); data is kept
 #   hack/local-cluster.sh clean       stop, then delete ./.narad/cluster
+#   hack/local-cluster.sh settle TOPIC [SECONDS]
+#                                     wait (default 60 s) until every partition of TOPIC is led by
+#                                     its preferred leader, the first of its replicas: a replicated
+#                                     topic created right after the nodes start is led by one node
+#                                     at first, for ten seconds or so (benchmarks wait for this)
 #
 # Layout: node nI listens on its own loopback host 127.0.0.(I+1) — HTTP API on port 7942,
 # node RPC/Raft on 7943 — so n1 is http://127.0.0.2:7942, n2 http://127.0.0.3:7942, …
@@ -191,8 +196,29 @@ EOF
   fi
 }
 
+cmd_settle() {
+  local topic="${1:?usage: settle TOPIC [SECONDS]}" secs="${2:-60}" i first=""
+  for i in $(known_nodes); do
+    if pid_of "$i" >/dev/null; then first="$i"; break; fi
+  done
+  [ -n "$first" ] || { echo "no node running" >&2; return 1; }
+  for _ in $(seq 1 "$((secs * 5))"); do
+    if curl -sS -m 2 "http://$(http_addr "$first")/v1/topics/$topic" 2>/dev/null | python3 -c '
+import json, sys
+ps = json.load(sys.stdin).get("partition_stats") or []
+pref = lambda p: (p.get("replicas") or [p.get("owner_node")])[0]
+sys.exit(0 if ps and all(p.get("leader", pref(p)) == pref(p) for p in ps) else 1)'; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  echo "$topic: partitions not led by their preferred leaders after $secs s" >&2
+  return 1
+}
+
 case "${1:-}" in
   start) cmd_start "${2:-3}" ;;
+  settle) cmd_settle "${2:-}" "${3:-60}" ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   clean) cmd_stop; rm -rf "$base"; echo "removed $base" ;;
