@@ -307,7 +307,6 @@ func (l *Log) ReadFrames(from int64, maxBytes int) (frames []byte, next int64, e
 // leader reads a catch-up answer into a pooled buffer: a new one of 8 MiB costs zeroing and
 // page faults). maxBytes counts the appended bytes only.
 func (l *Log) ReadFramesAppend(dst []byte, from int64, maxBytes int) (frames []byte, next int64, err error) {
-	frames, base := dst, len(dst)
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed.Load() {
@@ -323,6 +322,16 @@ func (l *Log) ReadFramesAppend(dst []byte, from int64, maxBytes int) (frames []b
 		}
 		return dst, from, nil
 	}
+	if frames, next, ok, err := l.readTail(dst, from, leo, maxBytes); ok || err != nil {
+		return frames, next, err
+	}
+	return l.readWalk(dst, from, leo, maxBytes)
+}
+
+// readWalk is ReadFramesAppend from the nearest index anchor at or before from, walking the
+// frame headers segment by segment. Caller holds mu shared; from < leo.
+func (l *Log) readWalk(dst []byte, from, leo int64, maxBytes int) (frames []byte, next int64, err error) {
+	frames, base := dst, len(dst)
 	next = from
 	for next < leo {
 		seg := l.segmentFor(next)
@@ -330,7 +339,7 @@ func (l *Log) ReadFramesAppend(dst []byte, from int64, maxBytes int) (frames []b
 			break
 		}
 		size := seg.size.Load()
-		w := newWindowReader(seg.f, size)
+		w := newWindowReader(seg.f, size).pooled()
 		start, stop := int64(-1), int64(-1)
 		var misaligned error
 		err := walkHeaders(w, seg, size, l.anchorFor(seg, next), func(pos int64, h frameHeader) bool {
@@ -349,6 +358,7 @@ func (l *Log) ReadFramesAppend(dst []byte, from int64, maxBytes int) (frames []b
 			stop, next = pos+h.size(), h.end()
 			return next >= leo
 		})
+		w.release()
 		if err == nil {
 			err = misaligned
 		}
@@ -368,6 +378,51 @@ func (l *Log) ReadFramesAppend(dst []byte, from int64, maxBytes int) (frames []b
 		}
 	}
 	return frames, next, nil
+}
+
+// readTail is ReadFramesAppend for a follower tailing the log, which fetches from where an
+// append ended: the position of from in the active segment is then known (ends), so the frames
+// are read in one ReadAt of at most maxBytes and their headers checked in memory. The walk from
+// an index anchor it spares read up to 64 KiB of the segment, into a buffer of its own, to find
+// a few hundred bytes (a fetch's most expensive part in profiles of three nodes on two cores).
+// ok is false, with nothing read into dst's spare capacity that matters, when from is not such
+// an end, the first frame does not fit in maxBytes, or the bytes are not frames continuing from
+// from: the walk then answers. Caller holds mu shared; from < leo.
+func (l *Log) readTail(dst []byte, from, leo int64, maxBytes int) (frames []byte, next int64, ok bool, err error) {
+	seg := l.segs[len(l.segs)-1]
+	b, found := l.ends.find(from)
+	if !found || b.segBase != seg.base || from < seg.base {
+		return nil, 0, false, nil
+	}
+	size := seg.size.Load()
+	n := min(size-b.pos, int64(maxBytes))
+	if n < frameHeaderSize {
+		return nil, 0, false, nil
+	}
+	at := len(dst)
+	frames = slices.Grow(dst, int(n))[:at+int(n)] // no zeroing: read over
+	if _, err := seg.f.ReadAt(frames[at:], b.pos); err != nil {
+		return nil, 0, false, fmt.Errorf("log: read %s at %d: %w", seg.path, b.pos, err)
+	}
+	buf, pos := frames[at:], int64(0)
+	next = from
+	for pos+frameHeaderSize <= int64(len(buf)) {
+		h, err := parseFrameHeader(buf[pos:])
+		if err != nil || h.base != next {
+			return nil, 0, false, nil
+		}
+		if pos+h.size() > int64(len(buf)) || h.end() > leo {
+			break
+		}
+		pos, next = pos+h.size(), h.end()
+		if next >= leo {
+			break
+		}
+	}
+	if pos == 0 {
+		return nil, 0, false, nil
+	}
+	return frames[:at+int(pos)], next, true, nil
 }
 
 // anchorFor returns a frame position of seg at or before offset off. Caller holds mu shared.

@@ -596,3 +596,64 @@ func TestAdvanceHWMToARecentAppendEndWalksNoHeaders(t *testing.T) {
 		t.Fatalf("AdvanceHWM(4) = %v, boundary %+v", err, *m.bound.Load())
 	}
 }
+
+// A follower's fetch from where an append ended is read in one piece (readTail); it returns
+// exactly what the walk from the index returns, for every append end and byte bound, in a log
+// whose appends (one to five frames, leader and follower style) roll segments, and it serves
+// the fetches at the tail: the walk is left for offsets it does not know.
+func TestTailReadsMatchTheWalk(t *testing.T) {
+	leader := openReplicaLog(t, t.TempDir(), 8192)
+	follower := openReplicaLog(t, t.TempDir(), 8192)
+	var ends []int64
+	for i := range 60 {
+		entries := testEntries(string(rune('a'+i%26)), 1+i%3, 40+(i*37)%400)
+		if _, leo, err := leader.Append(entries, int64(i)); err != nil {
+			t.Fatal(err)
+		} else {
+			ends = append(ends, leo)
+		}
+		if i%5 == 4 { // a follower's append of several frames at once
+			frames, _, err := leader.ReadFrames(follower.NextOffset(), 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := follower.AppendFrames(frames); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tailReads := 0
+	for _, l := range []*Log{leader, follower} {
+		leo := l.NextOffset()
+		for from := int64(0); from < leo; from++ {
+			for _, maxBytes := range []int{1, 100, 300, 700, 2000, 1 << 20} {
+				l.mu.RLock()
+				wantFrames, wantNext, wantErr := l.readWalk(nil, from, leo, maxBytes)
+				got, next, ok, err := l.readTail([]byte("x"), from, leo, maxBytes)
+				l.mu.RUnlock()
+				if err != nil {
+					t.Fatalf("readTail(%d, %d): %v", from, maxBytes, err)
+				}
+				if !ok {
+					continue
+				}
+				tailReads++
+				if wantErr != nil || next != wantNext || string(got[:1]) != "x" || !bytes.Equal(got[1:], wantFrames) {
+					t.Fatalf("from %d, max %d: tail read %d bytes to %d, walk %d bytes to %d (%v)",
+						from, maxBytes, len(got)-1, next, len(wantFrames), wantNext, wantErr)
+				}
+			}
+		}
+	}
+	if tailReads == 0 {
+		t.Fatal("no read took the tail path")
+	}
+	// A fetch from the leader's latest append ends goes the tail path.
+	leader.mu.RLock()
+	defer leader.mu.RUnlock()
+	for _, from := range ends[len(ends)-5 : len(ends)-1] {
+		if _, _, ok, err := leader.readTail(nil, from, leader.nextA.Load(), 1<<20); !ok || err != nil {
+			t.Fatalf("a fetch from the append end %d walked (%v)", from, err)
+		}
+	}
+}
