@@ -143,33 +143,41 @@ func TestCommitReplicatedWithoutALeadershipIsRetryable(t *testing.T) {
 // advance and takes them, and waking peers as well costs each a probe that finds nothing.
 func TestCommitReplicatedNotifiesPeersOnlyWithoutALocalTaker(t *testing.T) {
 	for _, parked := range []bool{false, true} {
-		var notified []bool
-		var ld atomic.Pointer[replica.Leader]
-		f := newFixture(t, func(d *Deps) {
-			d.Leader = func(string, int) (*replica.Leader, bool) {
-				l := ld.Load()
-				return l, l != nil
-			}
-			d.Taker = func(string) bool { return parked }
-			d.Notify = func(_ string, _ int, taken bool) { notified = append(notified, taken) }
-		})
-		pt, err := f.r.Get(f.topic, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := replica.NewLeader(replica.LeaderConfig{Self: "a", Epoch: 1, Replicas: []string{"a", "b"},
-			ISR: []string{"a"}, MinISR: 1, Log: pt.Log()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ld.Store(l)
+		f, _, _, notified := takerFixture(t, []string{"a"}, 1, func() bool { return parked })
 		if _, err := f.r.CommitReplicated(context.Background(), f.topic, 0, []wal.Record{{Payload: []byte("x")}}); err != nil {
 			t.Fatal(err)
 		}
-		if len(notified) != 1 || notified[0] != parked {
-			t.Fatalf("with a long-poll parked %v: notify calls (taken) %v, want [%v]", parked, notified, parked)
+		if len(*notified) != 1 || (*notified)[0] != parked {
+			t.Fatalf("with a long-poll parked %v: notify calls (taken) %v, want [%v]", parked, *notified, parked)
 		}
 	}
+}
+
+// takerFixture is a fixture leading replicated partition 0 (replicas a and b) whose local
+// taker is taker; notified collects the taken flag of every Notify call.
+func takerFixture(t *testing.T, isr []string, minISR int, taker func() bool) (*fixture, *Partition, *replica.Leader, *[]bool) {
+	t.Helper()
+	notified := new([]bool)
+	var ld atomic.Pointer[replica.Leader]
+	f := newFixture(t, func(d *Deps) {
+		d.Leader = func(string, int) (*replica.Leader, bool) {
+			l := ld.Load()
+			return l, l != nil
+		}
+		d.Taker = func(string) bool { return taker() }
+		d.Notify = func(_ string, _ int, taken bool) { *notified = append(*notified, taken) }
+	})
+	pt, err := f.r.Get(f.topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := replica.NewLeader(replica.LeaderConfig{Self: "a", Epoch: 1, Replicas: []string{"a", "b"},
+		ISR: isr, MinISR: minISR, Log: pt.Log()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld.Store(l)
+	return f, pt, l, notified
 }
 
 // A long-poll of the topic that starts here while the commit waits for its ISR takes the
@@ -178,26 +186,7 @@ func TestCommitReplicatedNotifiesPeersOnlyWithoutALocalTaker(t *testing.T) {
 // woke a peer's long-poll, whose probe then mostly found the records taken.
 func TestCommitReplicatedCountsALocalTakerThatCameDuringTheWait(t *testing.T) {
 	var taker atomic.Bool
-	var notified []bool
-	var ld atomic.Pointer[replica.Leader]
-	f := newFixture(t, func(d *Deps) {
-		d.Leader = func(string, int) (*replica.Leader, bool) {
-			l := ld.Load()
-			return l, l != nil
-		}
-		d.Taker = func(string) bool { return taker.Load() }
-		d.Notify = func(_ string, _ int, taken bool) { notified = append(notified, taken) }
-	})
-	pt, err := f.r.Get(f.topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := replica.NewLeader(replica.LeaderConfig{Self: "a", Epoch: 1, Replicas: []string{"a", "b"},
-		ISR: []string{"a", "b"}, MinISR: 2, Log: pt.Log()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ld.Store(l)
+	f, pt, l, notified := takerFixture(t, []string{"a", "b"}, 2, taker.Load)
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.r.CommitReplicated(context.Background(), f.topic, 0, []wal.Record{{Payload: []byte("x")}})
@@ -217,7 +206,7 @@ func TestCommitReplicatedCountsALocalTakerThatCameDuringTheWait(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if len(notified) != 1 || !notified[0] {
-		t.Fatalf("notify calls (taken) %v, want [true]: a long-poll here takes the records", notified)
+	if len(*notified) != 1 || !(*notified)[0] {
+		t.Fatalf("notify calls (taken) %v, want [true]: a long-poll here takes the records", *notified)
 	}
 }
