@@ -38,7 +38,8 @@ func (e *Engine) commitRemoteFollowing(ctx context.Context, t meta.Topic, p int,
 		defer close(watched)
 		for {
 			next := e.meta.NextApply() // taken before the read, so no apply is missed
-			if a, ok := e.meta.Assignment(t.Name, p); ok && a.LeaderEpoch > epoch {
+			// The cached view, not a metastore read: every apply moves its version first.
+			if a, ok := e.view.Assignment(t.Name, p); ok && a.LeaderEpoch > epoch {
 				leaderMoved.Store(true)
 				cancel()
 				return
