@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,8 @@ var storageBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.
 // Metrics holds every collector. Create one with New per process.
 type Metrics struct {
 	Registry *prometheus.Registry
+	// gen counts DeleteTopic calls: PartitionSeries resolves its handles again when it moves.
+	gen atomic.Uint64
 
 	HTTPRequests        *prometheus.CounterVec
 	HTTPDuration        *prometheus.HistogramVec
@@ -375,6 +378,7 @@ func (m *Metrics) DeleteTopic(topic string) {
 		v.DeletePartialMatch(prometheus.Labels{"parent": topic})
 		v.DeletePartialMatch(prometheus.Labels{"child": topic})
 	}
+	m.gen.Add(1) // after the deletes: a handle resolved meanwhile is resolved again
 }
 
 // Partition formats a partition index as a label value.

@@ -144,6 +144,9 @@ func familyFields(t *testing.T, m *Metrics) map[string]reflect.Value {
 	v := reflect.ValueOf(m).Elem()
 	for i := 0; i < v.NumField(); i++ {
 		f := v.Field(i)
+		if !f.CanInterface() {
+			continue // unexported bookkeeping (the DeleteTopic generation)
+		}
 		c, ok := f.Interface().(prometheus.Collector)
 		if !ok || f.Type() == reflect.TypeOf(m.Registry) {
 			continue

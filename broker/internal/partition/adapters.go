@@ -47,24 +47,26 @@ func (s logSource) Read(offset int64) (consume.Message, error) {
 // logObserver feeds a partition log's storage timings into the storage metrics.
 type logObserver struct {
 	m      *metrics.Metrics
-	labels [2]string
+	series *metrics.PartitionSeries
 }
 
 func (o *logObserver) ObserveFsync(d time.Duration) {
-	o.m.StorageFsyncDuration.WithLabelValues(o.labels[0], o.labels[1]).Observe(d.Seconds())
+	o.series.Handles().FsyncDuration.Observe(d.Seconds())
 }
 
 func (o *logObserver) ObserveFlush(d time.Duration, bytes int) {
-	o.m.StorageFlushDuration.WithLabelValues(o.labels[0], o.labels[1]).Observe(d.Seconds())
-	o.m.StorageFlushBytes.WithLabelValues(o.labels[0], o.labels[1]).Add(float64(bytes))
+	h := o.series.Handles()
+	h.FlushDuration.Observe(d.Seconds())
+	h.FlushBytes.Add(float64(bytes))
 }
 
 func (o *logObserver) ObserveHWMPersist(d time.Duration, err error) {
-	outcome := "ok"
-	if err != nil {
-		outcome = "error"
+	if err == nil {
+		o.series.Handles().HWMPersistOK.Observe(d.Seconds())
+		return
 	}
-	o.m.StorageHWMPersist.WithLabelValues(o.labels[0], o.labels[1], outcome).Observe(d.Seconds())
+	l := o.series.Labels()
+	o.m.StorageHWMPersist.WithLabelValues(l[0], l[1], "error").Observe(d.Seconds())
 }
 
 // shardObserver feeds consume-engine events into the queue-health metrics.

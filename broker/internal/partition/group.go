@@ -247,7 +247,8 @@ func (r *Registry) appendBatches(pt *Partition, batches []*groupBatch, ts int64,
 		b.first, b.end = first, first+int64(len(b.recs))
 		first = b.end
 	}
-	r.d.Metrics.MessagesProduced.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(len(entries)))
-	r.d.Metrics.BytesProduced.WithLabelValues(pt.labels[0], pt.labels[1]).Add(float64(bytes))
+	h := pt.Series()
+	h.MessagesProduced.Add(float64(len(entries)))
+	h.BytesProduced.Add(float64(bytes))
 	return nil
 }

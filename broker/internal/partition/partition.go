@@ -7,6 +7,7 @@ import (
 
 	"narad.dev/broker/internal/consume"
 	plog "narad.dev/broker/internal/log"
+	"narad.dev/broker/internal/metrics"
 )
 
 // key names a partition of a topic.
@@ -46,6 +47,7 @@ type Partition struct {
 	// deleted, log failed or shut down).
 	frz    *freeze
 	labels [2]string
+	series *metrics.PartitionSeries // the hot-path series of labels
 	// head caches the commit time of the oldest unconsumed record for the engine's metrics
 	// poller, so the log is read only when the consumer frontier moved.
 	head HeadCache
@@ -71,6 +73,9 @@ func (pt *Partition) Epochs() *plog.Epochs { return pt.epochs }
 
 // Labels are the metric labels (topic, partition) of the partition's series.
 func (pt *Partition) Labels() [2]string { return pt.labels }
+
+// Series are the partition's hot-path metric series (produced, consumed, storage timings).
+func (pt *Partition) Series() *metrics.PartitionHandles { return pt.series.Handles() }
 
 // LastAccess is the time of the last Registry.Get that returned pt (Peek never stamps).
 func (pt *Partition) LastAccess() time.Time { return time.Unix(0, pt.lastAccess.Load()) }

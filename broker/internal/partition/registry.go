@@ -143,6 +143,7 @@ func (r *Registry) Get(t meta.Topic, p int) (*Partition, error) {
 		}
 		pt = &Partition{key: k, incarnation: t.Incarnation, ready: make(chan struct{}),
 			labels: [2]string{t.Name, metrics.Partition(p)}}
+		pt.series = r.d.Metrics.PartitionSeries(pt.labels[0], pt.labels[1])
 		r.open[k] = pt
 		r.mu.Unlock()
 
@@ -188,7 +189,7 @@ func (r *Registry) openPartition(t meta.Topic, pt *Partition) error {
 		CompressionLevel: r.d.CompressionLevel,
 		SegmentBytes:     r.d.SegmentBytes,
 		Logger:           r.d.Logger.With("topic", t.Name, "partition", pt.key.p),
-		Observer:         &logObserver{m: r.d.Metrics, labels: pt.labels},
+		Observer:         &logObserver{m: r.d.Metrics, series: pt.series},
 		Now:              r.d.Now,
 	})
 	if err != nil {

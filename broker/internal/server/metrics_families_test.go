@@ -32,6 +32,9 @@ func declaredFamilies(t *testing.T) []string {
 	var out []string
 	v := reflect.ValueOf(m).Elem()
 	for i := 0; i < v.NumField(); i++ {
+		if !v.Field(i).CanInterface() {
+			continue // unexported bookkeeping
+		}
 		c, ok := v.Field(i).Interface().(prometheus.Collector)
 		if !ok || v.Field(i).Type() == reflect.TypeOf(m.Registry) {
 			continue
