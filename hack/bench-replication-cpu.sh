@@ -7,7 +7,8 @@
 # alternating. For each run it prints the full-flow rate, the produce p99 and the three nodes'
 # utime+stime per message (from /proc), which the load generator on the same cores does not
 # inflate. On a machine where the nodes share the cores, the R = 3 / R = 1 throughput ratio
-# can be no better than the inverse of the CPU ratio.
+# can be no better than the inverse of the CPU ratio. It ends with each round's R = 3 / R = 1
+# ratios and their medians.
 #
 #   hack/bench-replication-cpu.sh [NARAD_BIN] [ROUNDS]
 set -euo pipefail
@@ -21,7 +22,8 @@ first=http://127.0.0.2:17942
 servers=http://127.0.0.2:17942,http://127.0.0.3:17942,http://127.0.0.4:17942
 
 "$lc" clean >/dev/null 2>&1 || true
-trap '"$lc" stop >/dev/null 2>&1 || true; "$lc" clean >/dev/null 2>&1 || true' EXIT
+rows="$(mktemp)"
+trap '"$lc" stop >/dev/null 2>&1 || true; "$lc" clean >/dev/null 2>&1 || true; rm -f "$rows"' EXIT
 "$lc" start 3 >/dev/null
 "$bin" --server "$first" topic add b-r1 --partitions 3 >/dev/null
 "$bin" --server "$first" topic add b-r3 --partitions 3 --replication-factor 3 --min-insync 2 >/dev/null
@@ -54,4 +56,24 @@ print("| %s | %s | %s | %.0f | %.1f | %.0f µs |" % (rnd, mode, topic, d["full_f
 PY
     done
   done
-done
+done | tee "$rows"
+
+# The R = 3 / R = 1 ratios of each round (both topics run back to back on the same cluster, so
+# a round's ratio is steadier than either rate on a noisy machine), and their median.
+python3 - "$rows" <<'PY'
+import statistics, sys
+rate, cpu = {}, {}
+for line in open(sys.argv[1]):
+    f = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(f) == 6 and f[0].isdigit():
+        rate[(f[0], f[1], f[2])] = float(f[3])
+        cpu[(f[0], f[1], f[2])] = float(f[5].split()[0])
+for mode in ("single", "batch"):
+    rounds = sorted({r for r, m, _ in rate if m == mode}, key=int)
+    tp = [rate[(r, mode, "b-r3")] / rate[(r, mode, "b-r1")] for r in rounds if (r, mode, "b-r3") in rate]
+    cp = [cpu[(r, mode, "b-r3")] / cpu[(r, mode, "b-r1")] for r in rounds if (r, mode, "b-r3") in cpu]
+    if tp:
+        print("%s: R3/R1 full flow %s (median %.2f); R3/R1 CPU per message %s (median %.2f)" % (mode,
+              " ".join("%.2f" % x for x in tp), statistics.median(tp), " ".join("%.2f" % x for x in cp),
+              statistics.median(cp)))
+PY
