@@ -27,6 +27,7 @@ type SweepResult struct {
 	Markerless  int   // of those, dirs without an incarnation marker (narad_orphan_topic_dirs)
 	Quarantined int   // quarantined copies left for an operator (p*.quarantine, .moves/*.quarantine, .stale/*)
 	QuarBytes   int64 // their size
+	Deferred    bool  // the replica was not caught up: nothing was looked at or done
 }
 
 // SweepOrphans is the startup sweep (boot step 6, before topic creates are accepted): it
@@ -60,6 +61,7 @@ func (e *Engine) runningSweep(ctx context.Context) SweepResult {
 func (e *Engine) sweepOrphans(ctx context.Context, markerless bool) SweepResult {
 	var res SweepResult
 	if !e.meta.AppliedCaughtUp() {
+		res.Deferred = true
 		return res
 	}
 	if markerless {

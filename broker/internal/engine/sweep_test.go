@@ -32,6 +32,18 @@ func writeDir(t *testing.T, dir, marker string) {
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
+// sweepOnce runs sweep until one run is not deferred (a sweep does nothing while the replica
+// is not caught up, which a background apply makes it for a moment) and returns that run.
+func sweepOnce(t *testing.T, sweep func() SweepResult) SweepResult {
+	t.Helper()
+	var res SweepResult
+	testwait.For(t, 10*time.Second, "a sweep on a caught-up replica", func() bool {
+		res = sweep()
+		return !res.Deferred
+	})
+	return res
+}
+
 // TestSweepRemovesOnlyDataTheLeaderConfirmsGone: the orphan sweep deletes a marker-less dir of
 // an unknown topic, a dir whose marker names a dead incarnation, and a .stale dir of a gone
 // incarnation — and never the live topic's data, whether or not its dir has a marker.
@@ -55,7 +67,7 @@ func TestSweepRemovesOnlyDataTheLeaderConfirmsGone(t *testing.T) {
 	}
 	keptStale := filepath.Join(data, ".stale", "live@"+live.Incarnation) // names the live incarnation
 
-	res := n.e.SweepOrphans(n.ctx())
+	res := sweepOnce(t, func() SweepResult { return n.e.SweepOrphans(n.ctx()) })
 	if exists(orphan) || exists(deadInc) || exists(stale) {
 		t.Fatalf("sweep left confirmed-gone data: orphan=%v dead=%v stale=%v", exists(orphan), exists(deadInc), exists(stale))
 	}
@@ -78,14 +90,14 @@ func TestSweepRemovesOnlyDataTheLeaderConfirmsGone(t *testing.T) {
 // a deleted incarnation is still removed at runtime.
 func TestRunningSweepOnlyCountsMarkerlessDirs(t *testing.T) {
 	n := startNode(t, t.TempDir(), nil)
-	n.e.SweepOrphans(n.ctx()) // the startup sweep, on an empty data dir
+	sweepOnce(t, func() SweepResult { return n.e.SweepOrphans(n.ctx()) }) // the startup sweep, on an empty data dir
 	data := n.e.cfg.DataDir
 	orphan := filepath.Join(data, "topics", "orphan")
 	deadInc := filepath.Join(data, "topics", "gone")
 	writeDir(t, orphan, "")
 	writeDir(t, deadInc, "fedcba9876543210")
 
-	res := n.e.runningSweep(n.ctx())
+	res := sweepOnce(t, func() SweepResult { return n.e.runningSweep(n.ctx()) })
 	if !exists(orphan) {
 		t.Fatal("the running sweep removed a marker-less topic dir")
 	}
@@ -96,7 +108,7 @@ func TestRunningSweepOnlyCountsMarkerlessDirs(t *testing.T) {
 		t.Fatalf("result %+v, narad_orphan_topic_dirs %v; want the marker-less dir counted", res, testutil.ToFloat64(n.m.OrphanTopicDirs))
 	}
 	// The next start's sweep removes it.
-	if res := n.e.SweepOrphans(n.ctx()); exists(orphan) || res.Removed != 1 {
+	if res := sweepOnce(t, func() SweepResult { return n.e.SweepOrphans(n.ctx()) }); exists(orphan) || res.Removed != 1 {
 		t.Fatalf("the startup sweep kept the marker-less dir (%+v)", res)
 	}
 }
@@ -108,13 +120,13 @@ func TestRunningSweepRemovesMarkerlessDirsOnceWhenTheStartupSweepWasSkipped(t *t
 	data := n.e.cfg.DataDir
 	first := filepath.Join(data, "topics", "first")
 	writeDir(t, first, "")
-	n.e.runningSweep(n.ctx())
+	sweepOnce(t, func() SweepResult { return n.e.runningSweep(n.ctx()) })
 	if exists(first) {
 		t.Fatal("the first running sweep after a skipped startup sweep kept a marker-less dir")
 	}
 	later := filepath.Join(data, "topics", "later")
 	writeDir(t, later, "")
-	if res := n.e.runningSweep(n.ctx()); !exists(later) || res.Markerless != 1 {
+	if res := sweepOnce(t, func() SweepResult { return n.e.runningSweep(n.ctx()) }); !exists(later) || res.Markerless != 1 {
 		t.Fatalf("a later running sweep removed a marker-less dir (%+v)", res)
 	}
 }
@@ -129,7 +141,7 @@ func TestOrphanSweepRemovesDeletedTopicDataOnlyAfterLeaderConfirmation(t *testin
 	live := n.createTopic(service.CreateTopicRequest{Name: "live"})
 	// A sweep needs a caught-up replica, which Raft reports moments after an apply returns.
 	testwait.For(t, 5*time.Second, "the replica to be caught up", n.e.meta.AppliedCaughtUp)
-	n.e.SweepOrphans(n.ctx()) // the startup sweep, on a data dir holding only the live topic
+	sweepOnce(t, func() SweepResult { return n.e.SweepOrphans(n.ctx()) }) // the startup sweep, on a data dir holding only the live topic
 	data := n.e.cfg.DataDir
 	gone := filepath.Join(data, "topics", "gone")
 	orphan := filepath.Join(data, "topics", "orphan")
@@ -141,7 +153,7 @@ func TestOrphanSweepRemovesDeletedTopicDataOnlyAfterLeaderConfirmation(t *testin
 	writeDir(t, staleLive, "")
 
 	setFault(t, FaultSweepConfirm) // every leader read unconfirmed
-	res := n.e.runningSweep(n.ctx())
+	res := sweepOnce(t, func() SweepResult { return n.e.runningSweep(n.ctx()) })
 	for _, d := range []string{gone, orphan, staleGone, staleLive} {
 		if !exists(d) {
 			t.Fatalf("%s removed without a leader confirmation", d)

@@ -76,6 +76,10 @@ func boot(ctx context.Context, cfg config.Serve, store *meta.Store, e *engine.En
 		// Boot step 6: the startup orphan sweep runs only on a replica that caught up in time.
 		res := e.SweepOrphans(ctx)
 		switch {
+		case res.Deferred:
+			// Caught up a moment ago, not now (an apply in flight): the first caught-up run of
+			// the periodic sweep removes what this one would have.
+			logger.Info("startup sweep deferred to the periodic sweep: metastore replica not caught up")
 		case res.Quarantined > 0:
 			// Data set aside for an operator is listed loudly at every start (docs/internals/storage-format.md §17).
 			logger.Error("quarantined copies await an operator (see the quarantined copy lines)", "quarantined", res.Quarantined,
