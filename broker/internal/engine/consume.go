@@ -125,9 +125,9 @@ func (e *Engine) replay(ctx context.Context, t meta.Topic, p int, offset int64, 
 		out[i] = service.Message{Topic: t.Name, Partition: p, Offset: r.Offset, Key: r.Key, Payload: r.Payload, CommittedAtMs: r.CommittedAt}
 		bytes += len(r.Payload)
 	}
-	h := pt.Series()
-	h.MessagesConsumed.Add(float64(len(out)))
-	h.BytesConsumed.Add(float64(bytes))
+	c := pt.Series().Consumed()
+	c.Messages.Add(float64(len(out)))
+	c.Bytes.Add(float64(bytes))
 	return out, nil
 }
 
@@ -319,9 +319,9 @@ func (e *Engine) reserveLocal(t meta.Topic, parts []int, start int, lim consume.
 			bytes += len(d.Message.Payload)
 			taken += len(d.Message.Key) + len(d.Message.Payload)
 		}
-		h := pt.Series()
-		h.MessagesConsumed.Add(float64(len(ds)))
-		h.BytesConsumed.Add(float64(bytes))
+		c := pt.Series().Consumed()
+		c.Messages.Add(float64(len(ds)))
+		c.Bytes.Add(float64(bytes))
 		if len(out) >= max {
 			break
 		}

@@ -51,18 +51,18 @@ type logObserver struct {
 }
 
 func (o *logObserver) ObserveFsync(d time.Duration) {
-	o.series.Handles().FsyncDuration.Observe(d.Seconds())
+	o.series.Fsync().Observe(d.Seconds())
 }
 
 func (o *logObserver) ObserveFlush(d time.Duration, bytes int) {
-	h := o.series.Handles()
-	h.FlushDuration.Observe(d.Seconds())
-	h.FlushBytes.Add(float64(bytes))
+	f := o.series.Flush()
+	f.Time.Observe(d.Seconds())
+	f.Bytes.Add(float64(bytes))
 }
 
 func (o *logObserver) ObserveHWMPersist(d time.Duration, err error) {
 	if err == nil {
-		o.series.Handles().HWMPersistOK.Observe(d.Seconds())
+		o.series.HWMPersistOK().Observe(d.Seconds())
 		return
 	}
 	l := o.series.Labels()

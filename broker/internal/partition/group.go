@@ -247,8 +247,8 @@ func (r *Registry) appendBatches(pt *Partition, batches []*groupBatch, ts int64,
 		b.first, b.end = first, first+int64(len(b.recs))
 		first = b.end
 	}
-	h := pt.Series()
-	h.MessagesProduced.Add(float64(len(entries)))
-	h.BytesProduced.Add(float64(bytes))
+	c := pt.Series().Produced()
+	c.Messages.Add(float64(len(entries)))
+	c.Bytes.Add(float64(bytes))
 	return nil
 }

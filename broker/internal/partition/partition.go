@@ -75,7 +75,7 @@ func (pt *Partition) Epochs() *plog.Epochs { return pt.epochs }
 func (pt *Partition) Labels() [2]string { return pt.labels }
 
 // Series are the partition's hot-path metric series (produced, consumed, storage timings).
-func (pt *Partition) Series() *metrics.PartitionHandles { return pt.series.Handles() }
+func (pt *Partition) Series() *metrics.PartitionSeries { return pt.series }
 
 // LastAccess is the time of the last Registry.Get that returned pt (Peek never stamps).
 func (pt *Partition) LastAccess() time.Time { return time.Unix(0, pt.lastAccess.Load()) }
