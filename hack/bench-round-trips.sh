@@ -8,6 +8,11 @@
 # HTTP requests. A stream (a follower's fetch stream, op 37) counts once, when it ends: its
 # fetches are not calls. Counts, not times: they hold on a busy machine too.
 #
+# BENCH_STRACE=1 also counts the system calls all three nodes make during each flow
+# (`strace -c -f` attached to every node for the run) and prints them per message by call,
+# nanosleep apart (the runtime's idle polling, which scales with time, not messages). strace
+# slows the nodes down several times over, so take the rates of such a run as meaningless.
+#
 #   hack/bench-round-trips.sh [NARAD_BIN]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -31,11 +36,50 @@ scrape() {
   for i in 2 3 4; do curl -fsS "http://127.0.0.$i:17942/metrics"; done >"$1"
 }
 
+# strace_start attaches strace -c to every node (when BENCH_STRACE=1), strace_stop detaches
+# them, strace_report prints the system calls per message.
+tracers=()
+strace_start() {
+  [[ "${BENCH_STRACE:-0}" == 1 ]] || return 0
+  command -v strace >/dev/null || { echo "BENCH_STRACE=1 needs strace" >&2; exit 1; }
+  local i
+  tracers=()
+  for i in 1 2 3; do
+    strace -c -f -q -o "$work/strace.$i" -p "$(cat "$root/.narad/cluster/n$i/pid")" &
+    tracers+=($!)
+  done
+  sleep 1 # attached to every thread before the load starts
+}
+strace_stop() {
+  [[ "${BENCH_STRACE:-0}" == 1 ]] || return 0
+  kill -INT "${tracers[@]}" 2>/dev/null || true
+  wait "${tracers[@]}" 2>/dev/null || true
+}
+strace_report() {
+  [[ "${BENCH_STRACE:-0}" == 1 ]] || return 0
+  python3 - "$1" "$work"/strace.1 "$work"/strace.2 "$work"/strace.3 <<'PY'
+import re, sys
+n, calls = int(sys.argv[1]), {}
+for path in sys.argv[2:]:
+    for l in open(path):
+        f = l.split()
+        # % time, seconds, usecs/call, calls, [errors,] syscall
+        if len(f) >= 5 and re.match(r'^[\d.]+$', f[0]) and f[-1] != "total":
+            calls[f[-1]] = calls.get(f[-1], 0) + int(f[3])
+sleep = calls.pop("nanosleep", 0)
+top = sorted(calls.items(), key=lambda kv: -kv[1])
+print("  system calls per message (3 nodes): %.1f (%s); nanosleep %.1f" % (sum(calls.values()) / n,
+      ", ".join("%s %.1f" % (k, v / n) for k, v in top if v / n >= 0.1), sleep / n))
+PY
+}
+
 for topic in b-r1 b-r3; do
   scrape "$work/before"
+  strace_start
   "$bin" --server "$first" bench "$topic" --servers "$servers" --workers "${BENCH_WORKERS:-8}" --consume --json --count "$n" \
     >"$work/bench.json" 2>/dev/null
   sleep 1 # a long-poll's last probe lands
+  strace_stop
   scrape "$work/after"
   python3 - "$topic" "$n" "$work/before" "$work/after" "$work/bench.json" <<'PY'
 import json, re, sys
@@ -59,4 +103,5 @@ print("  node RPC calls per message: %.2f (%s)" % (sum(rpc.values()) / n,
 print("  segment fsyncs per message: %.2f" % (d.get("narad_storage_fsync_duration_seconds_count", 0) / n))
 print("  HTTP requests per message: %.2f" % (d.get("narad_http_requests_total", 0) / n))
 PY
+  strace_report "$n"
 done
