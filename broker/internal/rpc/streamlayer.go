@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -15,6 +17,9 @@ import (
 const (
 	RaftMaxPool = 3                // pooled outgoing connections per peer
 	RaftTimeout = 10 * time.Second // per-RPC I/O deadline of the network transport
+
+	// raftRedialEvery is how often Dial tries again a peer whose port is not open yet.
+	raftRedialEvery = 100 * time.Millisecond
 )
 
 // ErrBadAdvertise is returned for an advertise address that peers cannot dial: not
@@ -32,6 +37,9 @@ type StreamLayer struct {
 	secret    []byte
 	nodeID    string
 	tls       *ClusterTLS // dial side; nil: plaintext
+
+	stopWaits     chan struct{} // closed by StopDialWaits
+	stopWaitsOnce sync.Once
 }
 
 var _ raft.StreamLayer = (*StreamLayer)(nil)
@@ -54,7 +62,8 @@ func NewStreamLayer(m *Mux, advertise string, opts ...Option) (*StreamLayer, err
 	if o := collect(opts); o.nodeID != "" {
 		nodeID = o.nodeID
 	}
-	return &StreamLayer{mux: m, advertise: advertiseAddr(advertise), secret: m.secret, nodeID: nodeID, tls: t}, nil
+	return &StreamLayer{mux: m, advertise: advertiseAddr(advertise), secret: m.secret, nodeID: nodeID, tls: t,
+		stopWaits: make(chan struct{})}, nil
 }
 
 func checkAdvertise(addr string) error {
@@ -82,10 +91,20 @@ func (s *StreamLayer) Close() error { return s.mux.raft.Close() }
 func (s *StreamLayer) Addr() net.Addr { return s.advertise }
 
 // Dial connects to a peer's cluster port and presents RaftTag, then runs the cluster
-// handshake (under cluster TLS: inside TLS), all within timeout.
+// handshake (under cluster TLS: inside TLS) within timeout.
+//
+// A peer that is down (its port refuses connections, its host or DNS name is not there yet) is
+// dialed again every raftRedialEvery for up to timeout before Dial gives up, and the handshake
+// then gets its own timeout. Raft's leader backs off from a follower after each failed call,
+// doubling the pause up to about 10 s; failing at once, a follower down for a few seconds
+// (a restart, a pod rescheduled) ran the count up so fast that the leader only called it
+// again up to 10 s after it was back, which the returning node's boot waited out
+// (docs/internals/metastore.md §2). Waiting here, a failure is counted per timeout, and a
+// peer that comes back is reached within raftRedialEvery. The wait ends early when the mux
+// closes or StopDialWaits is called, so a shutdown, which waits for Raft's calls in flight,
+// does not wait for a dead peer.
 func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	d := net.Dialer{Timeout: timeout}
-	raw, err := d.Dial("tcp", string(address))
+	raw, err := s.dialUp(string(address), timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +114,51 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 		return nil, fmt.Errorf("rpc: raft handshake to %s: %w", address, err)
 	}
 	return conn, nil
+}
+
+// StopDialWaits makes every Dial waiting for a peer to come up give up now, and later ones
+// not wait: call it before shutting Raft down.
+func (s *StreamLayer) StopDialWaits() {
+	s.stopWaitsOnce.Do(func() { close(s.stopWaits) })
+}
+
+// dialUp opens a TCP connection to address, trying again while the peer is down (peerDown)
+// until timeout has passed, the mux closes or StopDialWaits is called.
+func (s *StreamLayer) dialUp(address string, timeout time.Duration) (net.Conn, error) {
+	var giveUp <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		giveUp = t.C
+	}
+	var closed <-chan struct{}
+	if s.mux != nil {
+		closed = s.mux.closed
+	}
+	for {
+		d := net.Dialer{Timeout: timeout}
+		raw, err := d.Dial("tcp", address)
+		if err == nil || !peerDown(err) || timeout <= 0 {
+			return raw, err
+		}
+		select {
+		case <-time.After(raftRedialEvery):
+		case <-giveUp:
+			return nil, err
+		case <-closed:
+			return nil, err
+		case <-s.stopWaits:
+			return nil, err
+		}
+	}
+}
+
+// peerDown reports a dial error that says nothing listens at the address yet: refused, no
+// route to the host, or a DNS name not (yet) published.
+func peerDown(err error) bool {
+	var dns *net.DNSError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH) || (errors.As(err, &dns) && dns.IsNotFound)
 }
 
 // hello does Dial's handshake on raw and returns the connection Raft should use.

@@ -54,24 +54,25 @@ type process struct {
 	trustedProxies []netip.Prefix
 	rpcOpts        []rpc.Option
 
-	mux       *rpc.Mux
-	muxCtx    context.Context // the cluster port's accept loop runs until the port closes
-	advertise string          // the cluster port's advertised address
-	transport raft.Transport
-	nodes     noderpc.Peers
-	pool      *rpc.Pool // behind nodes: peerUp resets its reconnect backoff
-	store     *meta.Store
-	in        *engine.Ingress
-	e         *engine.Engine
-	eng       atomic.Pointer[engine.Engine] // e once built: the metastore's events reach it from then on
-	ctrl      *controller.Controller
-	fan       *fanout.Runner
-	runner    *move.Runner
-	mv        noderpc.MoveDeps
-	grpcSrv   *rpc.Server
-	authn     *auth.Authenticator // the client API's credential check, shared with profiling
-	hln       net.Listener
-	httpSrv   *http.Server
+	mux        *rpc.Mux
+	muxCtx     context.Context // the cluster port's accept loop runs until the port closes
+	advertise  string          // the cluster port's advertised address
+	transport  raft.Transport
+	raftDialer *rpc.StreamLayer // the transport's dialer (StopDialWaits before the Raft shutdown)
+	nodes      noderpc.Peers
+	pool       *rpc.Pool // behind nodes: peerUp resets its reconnect backoff
+	store      *meta.Store
+	in         *engine.Ingress
+	e          *engine.Engine
+	eng        atomic.Pointer[engine.Engine] // e once built: the metastore's events reach it from then on
+	ctrl       *controller.Controller
+	fan        *fanout.Runner
+	runner     *move.Runner
+	mv         noderpc.MoveDeps
+	grpcSrv    *rpc.Server
+	authn      *auth.Authenticator // the client API's credential check, shared with profiling
+	hln        net.Listener
+	httpSrv    *http.Server
 
 	// The closes stop runs ahead of their turn on the cleanup stack.
 	closeHTTP, closeIngress, stopGRPC, closeMux *closer
@@ -167,6 +168,7 @@ func (p *process) openClusterPort() error {
 		return fmt.Errorf("advertise-addr: %w", err)
 	}
 	p.transport = rpc.NewRaftTransport(sl, p.logger)
+	p.raftDialer = sl
 	pool := rpc.NewPool(p.secret, p.rpcOpts...)
 	p.cleanup.push("peer pool", func() error {
 		_ = pool.Close()
@@ -203,6 +205,12 @@ func (p *process) openStore() error {
 	}
 	p.store = store
 	p.cleanup.push("metastore", store.Close)
+	// Unwound before the metastore: Raft's shutdown waits for its calls in flight, and a dial
+	// to a dead peer would otherwise wait out its whole timeout.
+	p.cleanup.push("raft dial waits", func() error {
+		p.raftDialer.StopDialWaits()
+		return nil
+	})
 	p.m.Cluster.Bind(clusterMetrics{store: store, now: time.Now})
 	return nil
 }
