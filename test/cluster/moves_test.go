@@ -50,7 +50,11 @@ var _ = Describe("Partition moves", func() {
 		for _, ch := range changed {
 			Expect(ch).To(HaveSuffix("-> "+newID), "every move goes to the new node: %v", changed)
 		}
-		Expect(metricValue(c, added, "narad_moves_total", map[string]string{"outcome": "completed"})).To(Equal(4.0))
+		// Owners settle on node 0 before the destination's workers have their flips' replies
+		// and count them: wait for the count.
+		Eventually(func() float64 {
+			return metricValue(c, added, "narad_moves_total", map[string]string{"outcome": "completed"})
+		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Equal(4.0))
 
 		// Keep traffic flowing a little past the flips, through the new node too.
 		n := tr.accepted()
@@ -206,7 +210,11 @@ var _ = Describe("Partition moves", func() {
 		waited := time.Since(diedAt)
 		logf("force-promoted %s/%d to %s %s after the source died", mv.Topic, mv.Partition, newID, waited.Round(time.Millisecond))
 		Expect(waited).To(BeNumerically(">=", 10*time.Second), "never before the source was dead for the configured window")
-		Expect(metricValue(c, added, "narad_moves_total", map[string]string{"outcome": "force_promoted"})).To(Equal(1.0))
+		// The owner change can be applied on node 0 before the destination's worker has the
+		// flip's reply and counts it: wait for the count.
+		Eventually(func() float64 {
+			return metricValue(c, added, "narad_moves_total", map[string]string{"outcome": "force_promoted"})
+		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Equal(1.0))
 
 		// The source returns without the fault: its old copy of the moved partition is
 		// judged against the new owner's marker and reclaimed; its other partitions serve again.
