@@ -15,7 +15,8 @@
 #   BENCH_CATCHUP_MIB=N          MiB written before the follower is wiped (default 1024)
 #   BENCH_CATCHUP_PARTITIONS=N   partitions of the catch-up topic (default 3)
 #   BENCH_CATCHUP_REPS=N         catch-ups to measure, each wiping another node (default 1)
-#   BENCH_PPROF_DIR=dir          CPU profiles of the three nodes during a catch-up (BENCH_PPROF_SECONDS, 10)
+#   BENCH_PPROF_DIR=dir          CPU profiles of the three nodes during a catch-up (BENCH_PPROF_SECONDS,
+#                                default 10, from BENCH_PPROF_DELAY seconds after the restart, 0.3)
 #   BENCH_KEEP=dir               copy the node logs and the failover answer logs there
 #   BENCH_ADDR_PREFIX=127.0.0.5  node I listens on ${BENCH_ADDR_PREFIX}I (another prefix lets two
 #                                runs share a machine)
@@ -185,7 +186,7 @@ for rep in $(seq 1 "$creps"); do
   start_node "$victim"
   if [ -n "${BENCH_PPROF_DIR:-}" ]; then
     mkdir -p "$BENCH_PPROF_DIR"
-    (sleep 3; for i in 1 2 3; do
+    (sleep "${BENCH_PPROF_DELAY:-0.3}"; for i in 1 2 3; do
       curl -fsS -o "$BENCH_PPROF_DIR/catchup$rep-n$i.pprof" "http://$(host "$i"):16060/debug/pprof/profile?seconds=${BENCH_PPROF_SECONDS:-10}" &
     done; wait) &
   fi

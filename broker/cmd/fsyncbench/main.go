@@ -8,6 +8,8 @@
 // blocks written beforehand (only the data is flushed). For each it prints the rate, the p50
 // and the process's CPU time (user + system) per write + fdatasync: on a virtual machine the
 // flush is largely CPU spent in the guest's kernel, which the broker's CPU per message pays.
+//
+// With -segments it measures the disk's side of a replica catch-up instead (segments.go).
 package main
 
 import (
@@ -26,7 +28,15 @@ func main() {
 	dir := flag.String("dir", os.TempDir(), "directory on the filesystem to measure")
 	n := flag.Int("n", 2000, "number of write+fdatasync rounds")
 	compare := flag.Bool("compare", false, "compare appending, fallocated and pre-written 1 KiB records (rate and CPU per fdatasync)")
+	segments := flag.Int("segments", 0, "with N > 0: write N segments of 64 MiB per writer, installed one by one as a catch-up installs them, against unsynced and page-cache writes")
+	writers := flag.Int("writers", 3, "with -segments: writers (partitions) at once")
 	flag.Parse()
+	if *segments > 0 {
+		if err := segmentsCompare(*dir, *writers, *segments); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if !*compare {
 		rate, p50, p99, _, err := measure(*dir, *n, 4096, func(i int) int64 { return int64(i%256) * 4096 }, nil)
 		if err != nil {

@@ -121,6 +121,10 @@ func BenchmarkMoveStreamOverGRPC(b *testing.B) {
 	ctx := context.Background()
 	buf := make([]byte, transfer.ChunkBytes)
 	b.SetBytes(segs * segSize)
+	cpu := processCPU()
+	defer func() {
+		b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(int64(b.N)*segs*segSize>>20), "cpu-µs/MiB")
+	}()
 	for range b.N {
 		for i := range segs {
 			st, err := src.Stream(ctx, addr, "t", 0, int64(i)*1_000_000, 0, segSize, 0)

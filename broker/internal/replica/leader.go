@@ -52,7 +52,18 @@ type LeaderConfig struct {
 	// followers (a cursorsync envelope), nil when there is nothing to send. nil: none are
 	// copied.
 	Cursors func() []byte
+	// OnISRDue is called, outside the leader's locks and at most once per ISRDueEvery for
+	// each follower, when a fetch makes that follower due for an ISR change: one outside
+	// the ISR that has just caught up (an expand), or one inside it that fetched below the
+	// HWM (a shrink at once). The caller checks the ISR then rather than at its next tick
+	// (docs/internals/replication.md §6). It must not block. nil: nothing is called.
+	OnISRDue func()
 }
+
+// ISRDueEvery is the least time between two OnISRDue calls for one follower: a follower that
+// stays due (its expand is not proposed, as for a member shutting down) calls no more often
+// than the manager's own tick would check.
+const ISRDueEvery = time.Second
 
 // followerState is what the leader knows of one follower.
 type followerState struct {
@@ -63,6 +74,7 @@ type followerState struct {
 	stateAt    time.Time // when it was last considered for the consumer state
 	stateSent  string    // the consumer state it was last sent
 	cursorSent string    // the fan-out cursors it was last sent
+	dueAt      time.Time // when a fetch of it last called OnISRDue
 }
 
 // Leader is the leader's view of one replicated partition for one epoch. Safe for concurrent
@@ -75,6 +87,7 @@ type Leader struct {
 	now     func() time.Time
 	state   func() []byte
 	cursors func() []byte
+	isrDue  func()
 
 	advMu sync.Mutex // serializes AdvanceHWM calls (each fsyncs the hwm file)
 
@@ -102,6 +115,7 @@ func NewLeader(cfg LeaderConfig) (*Leader, error) {
 	}
 	l := &Leader{
 		self: cfg.Self, epoch: cfg.Epoch, minISR: cfg.MinISR, log: cfg.Log, now: now, state: cfg.State, cursors: cfg.Cursors,
+		isrDue:    cfg.OnISRDue,
 		isr:       slices.Clone(cfg.ISR),
 		followers: make(map[string]*followerState),
 		changed:   make(chan struct{}),
@@ -121,8 +135,10 @@ func (l *Leader) Epoch() uint64 { return l.epoch }
 // Fetched records that follower asked, under epoch, for the records from offset: every
 // record below offset is fsynced on it. It may advance the HWM. A follower is caught up when
 // it asks for the leader's current LEO, or for at least the LEO the leader had at its previous
-// fetch (then it was caught up at that fetch); ShrinkCandidates reads that time.
+// fetch (then it was caught up at that fetch); ShrinkCandidates reads that time. A fetch that
+// makes the follower due for an ISR change calls OnISRDue.
 func (l *Leader) Fetched(follower string, epoch uint64, offset int64) error {
+	hwm := l.log.HighWatermark()
 	leo := l.log.NextOffset()
 	l.mu.Lock()
 	if err := l.checkLocked(epoch); err != nil {
@@ -151,8 +167,29 @@ func (l *Leader) Fetched(follower string, epoch uint64, offset int64) error {
 		f.stateSent, f.cursorSent = "", ""
 	}
 	f.leo, f.fetchedAt, f.leaderLEO = offset, t, leo
+	due := l.isrDue != nil && l.dueLocked(follower, f, hwm, t)
+	if due {
+		f.dueAt = t
+	}
 	l.mu.Unlock()
+	if due {
+		l.isrDue()
+	}
 	return l.advance()
+}
+
+// dueLocked reports whether follower f, after its fetch at t, is due for an ISR change by the
+// rules of ShrinkCandidates (below the HWM in the ISR) and ExpandCandidates (at the HWM
+// outside it, caught up within ISRDueEvery; replica_lag_max is 10 s by default), and was not
+// reported within ISRDueEvery. Caller holds mu.
+func (l *Leader) dueLocked(follower string, f *followerState, hwm int64, t time.Time) bool {
+	if !f.dueAt.IsZero() && t.Sub(f.dueAt) < ISRDueEvery {
+		return false
+	}
+	if slices.Contains(l.isr, follower) {
+		return f.leo < hwm
+	}
+	return !slices.Contains(l.pending, follower) && f.leo >= hwm && t.Sub(f.caughtUpAt) < ISRDueEvery
 }
 
 // changedC returns a channel closed at the next ISR change or Depose.

@@ -288,6 +288,52 @@ func TestShrinkAndExpandCandidates(t *testing.T) {
 	}
 }
 
+// A fetch that makes a follower due for an ISR change calls OnISRDue: one outside the ISR
+// that caught up, one inside it that fetched below the HWM; at most once per ISRDueEvery for
+// a follower, and never for one in sync.
+func TestAFetchThatMakesAFollowerDueCallsOnISRDue(t *testing.T) {
+	a := newNode(t, "a")
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	tick := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	if err := a.epochs.Assign(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	ld, err := NewLeader(LeaderConfig{Self: "a", Epoch: 1, Replicas: []string{"a", "b", "c"}, ISR: []string{"a", "b"},
+		MinISR: 2, Log: a.log, Now: clock, OnISRDue: func() { calls++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var end int64
+	for range 3 {
+		_, end = produce(t, a, ld, "x", 1)
+	}
+	fetched := func(r string, off int64, wantCalls int, why string) {
+		t.Helper()
+		if err := ld.Fetched(r, 1, off); err != nil {
+			t.Fatal(err)
+		}
+		if calls != wantCalls {
+			t.Fatalf("%s: %d OnISRDue calls, want %d", why, calls, wantCalls)
+		}
+	}
+	fetched("b", end, 0, "b in sync at the leader's end")
+	fetched("c", 1, 0, "c outside the isr, below the hwm")
+	fetched("c", end, 1, "c caught up")
+	fetched("c", end, 1, "c again within ISRDueEvery")
+	tick(ISRDueEvery)
+	fetched("c", end, 2, "c still due a second later")
+	if err := ld.SetISR(1, []string{"a", "b", "c"}); err != nil {
+		t.Fatal(err)
+	}
+	tick(ISRDueEvery)
+	fetched("c", end, 2, "c in the isr at the hwm")
+	fetched("b", 0, 3, "b in the isr, fetching below the hwm (it lost its copy)")
+	fetched("b", 0, 3, "b again within ISRDueEvery")
+}
+
 // A follower that stopped fetching is not expanded back although its last fetch is at the HWM
 // (the HWM cannot move while fewer than M are in sync): expanding it would have the next
 // ShrinkCandidates drop it again, and the ISR would flap for as long as it is down.

@@ -210,8 +210,10 @@ func (m *Manager) lead(ctx context.Context, k key, s Slot) {
 	}
 	ld, err := replica.NewLeader(replica.LeaderConfig{Self: m.d.Self, Epoch: s.A.LeaderEpoch,
 		Replicas: s.A.ReplicaSet(), ISR: s.A.InSync(), MinISR: s.Topic.MinISR(), Log: pt.Log(),
-		State:   func() []byte { return consumerState(pt) },
-		Cursors: func() []byte { return m.fanoutCursors(k, pt) }})
+		State:    func() []byte { return consumerState(pt) },
+		Cursors:  func() []byte { return m.fanoutCursors(k, pt) },
+		OnISRDue: m.Kick, // a follower caught up or lost its copy: check the ISR now, not at the tick
+	})
 	if err != nil {
 		m.log.Error("replication: bad assignment; not leading", "topic", k.topic, "partition", k.p, "err", err)
 		return

@@ -23,6 +23,7 @@ import (
 // world is the metastore the test's nodes share: one replicated topic and its assignment of
 // partition 0, which the test changes.
 type world struct {
+	tick     time.Duration // the managers' tick; 0: 20 ms
 	mu       sync.Mutex
 	topic    meta.Topic
 	a        meta.Assignment
@@ -80,7 +81,12 @@ func newWorld(t *testing.T, ids ...string) *world { return newWorldOf(t, ids, id
 
 // newWorldOf runs a manager on each of ids; partition 0 starts on replicas, led by the first.
 func newWorldOf(t *testing.T, replicas []string, ids ...string) *world {
-	w := &world{topic: meta.Topic{Name: "t", Partitions: 1, Incarnation: "0123456789abcdef", ReplicationFactor: len(replicas),
+	return newWorldTicking(t, 0, replicas, ids...)
+}
+
+// newWorldTicking is newWorldOf with the managers' tick (0: 20 ms).
+func newWorldTicking(t *testing.T, tick time.Duration, replicas []string, ids ...string) *world {
+	w := &world{tick: tick, topic: meta.Topic{Name: "t", Partitions: 1, Incarnation: "0123456789abcdef", ReplicationFactor: len(replicas),
 		MinInsyncReplicas: 2}, nodes: map[string]*node{}, stopping: map[string]bool{}}
 	w.a = meta.Assignment{Topic: "t", Partition: 0, Owner: replicas[0], Replicas: replicas, ISR: replicas}
 	for _, id := range ids {
@@ -133,8 +139,12 @@ func (w *world) newNode(t *testing.T, id string) *node {
 		RaiseFloor: func(_ string, _ int, t0 int64) int64 { return t0 },
 	})
 	t.Cleanup(n.reg.CloseAll)
+	tick := w.tick
+	if tick == 0 {
+		tick = 20 * time.Millisecond
+	}
 	n.m = New(Deps{
-		Self: id, Partitions: n.reg, Host: n.host, Tick: 20 * time.Millisecond, LagMax: 300 * time.Millisecond,
+		Self: id, Partitions: n.reg, Host: n.host, Tick: tick, LagMax: 300 * time.Millisecond,
 		FetchWait:  50 * time.Millisecond,
 		Slots:      func() []Slot { return []Slot{{Topic: w.topicNow(), A: w.assignment()}} },
 		MemberAddr: func(id string) (string, bool) { return id, true },
@@ -577,4 +587,39 @@ func TestALeaderDoesNotExpandTheISRToAStoppingMember(t *testing.T) {
 	testwait.For(t, 5*time.Second, "c back in the isr once not stopping", func() bool {
 		return sameSet(w.assignment().ISR, []string{"a", "b", "c"})
 	})
+}
+
+// A follower that catches up is added back to the ISR when its fetch reports it, not at the
+// leader's next tick (an hour here): the leadership calls OnISRDue, which kicks a pass.
+func TestACaughtUpFollowerRejoinsTheISRBeforeTheTick(t *testing.T) {
+	w := newWorldTicking(t, time.Hour, []string{"a", "b", "c"}, "a", "b")
+	a := w.nodes["a"]
+	testwait.For(t, 5*time.Second, "a leads", func() bool { _, ok := a.host.Leader("t", 0); return ok })
+	ld, _ := a.host.Leader("t", 0)
+	w.mu.Lock()
+	w.a.ISR = []string{"a", "b"} // c is down
+	w.mu.Unlock()
+	a.m.Kick()
+	testwait.For(t, 5*time.Second, "a installs the isr without c", func() bool { return sameSet(ld.ISR(), []string{"a", "b"}) })
+	for i := range 5 {
+		if err := commit(t, a, w, fmt.Sprintf("x%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	c := w.newNode(t, "c")
+	w.replace(c)
+	c.start(t)
+	testwait.For(t, 5*time.Second, "c back in the isr", func() bool {
+		return sameSet(w.assignment().ISR, []string{"a", "b", "c"})
+	})
+	if got, want := hwm(c), hwm(a); got != want {
+		t.Fatalf("c's hwm %d, the leader's %d", got, want)
+	}
+	if err := commit(t, a, w, "y"); err != nil { // the leadership installed the expand
+		t.Fatal(err)
+	}
+	if !sameSet(ld.ISR(), []string{"a", "b", "c"}) {
+		t.Fatalf("the leadership's isr %v", ld.ISR())
+	}
 }
