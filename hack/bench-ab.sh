@@ -11,7 +11,9 @@
 # (500,000 × 1 KiB, batches of 100, 64 producers + 64 consumers, 8 partitions) and "flow"
 # (30,000 × 1 KiB single-message full flow: produce, consume, ack, 64 + 64, 3 partitions);
 # "flow2k" is that flow produced at 2,000 msg/s, so both builds do the same work per second
-# and CPU per message is not swayed by how fast each run happened to go.
+# and CPU per message is not swayed by how fast each run happened to go. "p1" (5,000 by one
+# producer) and "p4" (20,000 by four) are produce at low concurrency, where a request's latency
+# sets the rate: they show what a change to group commit costs a lone producer.
 # AB_SCENARIOS picks them (default "p64 batch"); AB_HOST the loopback address (default 127.0.0.31).
 set -euo pipefail
 a="$1"; b="$2"; rounds="${3:-3}"
@@ -30,6 +32,10 @@ one() { # binary label scenario
   for _ in $(seq 1 150); do curl -fsS "http://$addr/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
   t0="$(cpu_ticks "$pid")"
   case "$scenario" in
+    p1) n=5000
+      out="$("$bin" bench -s "http://$addr" ab --create --partitions 3 --count "$n" --size 1024 --workers 1 --json 2>/dev/null)" ;;
+    p4) n=20000
+      out="$("$bin" bench -s "http://$addr" ab --create --partitions 3 --count "$n" --size 1024 --workers 4 --json 2>/dev/null)" ;;
     p64) n=50000
       out="$("$bin" bench -s "http://$addr" ab --create --partitions 3 --count "$n" --size 1024 --workers 64 --json 2>/dev/null)" ;;
     batch) n=500000

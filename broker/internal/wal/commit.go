@@ -18,6 +18,7 @@ type batch struct {
 	buf     []byte
 	first   uint64
 	entries []Entry
+	callers int // Append calls staged in it
 	done    chan struct{}
 	err     error
 }
@@ -76,6 +77,7 @@ func (w *WAL) Append(ctx context.Context, recs ...Record) (firstSeq uint64, err 
 		sealFrame(b.buf[off:], seq)
 		b.entries = append(b.entries, Entry{Seq: seq, Record: recs[i]})
 	}
+	b.callers++
 	w.nextSeq += uint64(len(recs))
 	w.mu.Unlock()
 
@@ -123,8 +125,43 @@ func (w *WAL) syncLoop() {
 	}
 }
 
+// gatherFor bounds how long a sync waits for the callers of the next batch to gather
+// (docs/internals/produce-path.md §3). Tests change it.
+var gatherFor = 200 * time.Microsecond
+
+// gather waits, up to gatherFor, while fewer callers are staged than the last batch had, when
+// that batch had several: with many producers, the appends that arrive while a batch is on
+// disk then share the next fsync instead of the first of them taking one alone. A lone
+// producer's batches have one caller, so it never waits.
+func (w *WAL) gather() {
+	if w.lastCallers < 2 || gatherFor <= 0 {
+		return
+	}
+	var t *time.Timer
+	for {
+		w.mu.Lock()
+		n, closed := w.stage.callers, w.closed
+		w.mu.Unlock()
+		if n == 0 || n >= w.lastCallers || closed {
+			return
+		}
+		if t == nil {
+			t = time.NewTimer(gatherFor)
+			defer t.Stop()
+		}
+		select {
+		case <-w.kick:
+		case <-t.C:
+			return
+		case <-w.quit:
+			return
+		}
+	}
+}
+
 // syncOnce writes the staged batch, if any, and reports whether there was one.
 func (w *WAL) syncOnce() bool {
+	w.gather()
 	w.mu.Lock()
 	b := w.stage
 	if len(b.entries) == 0 {
@@ -139,6 +176,7 @@ func (w *WAL) syncOnce() bool {
 	if err == nil {
 		err = w.writeBatch(b)
 	}
+	w.lastCallers = b.callers
 	w.finish(b, err)
 	return true
 }

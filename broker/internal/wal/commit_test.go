@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -327,5 +328,89 @@ func TestCloseRefusesLaterAppendsAndSecondOpenIsLocked(t *testing.T) {
 	w.Close()
 	if _, err := w.Append(context.Background(), testRecord(0)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Append after Close = %v, want ErrClosed", err)
+	}
+}
+
+// After a batch of several callers, the next sync waits (up to gatherFor) for as many callers
+// to stage, so they share one write and fsync; a lone producer never waits.
+func TestASyncGathersAsManyCallersAsTheLastBatchHad(t *testing.T) {
+	old := gatherFor
+	gatherFor = time.Minute // the wait below ends by the callers, never by the bound
+	t.Cleanup(func() { gatherFor = old })
+	w := openT(t, t.TempDir(), Options{})
+
+	// One caller at a time: no wait, whatever the bound.
+	for i := range 3 {
+		done := make(chan error, 1)
+		go func() { _, err := w.Append(context.Background(), testRecord(i)); done <- err }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a lone caller waited for others")
+		}
+	}
+
+	// A batch of two callers: hold the write until both are staged.
+	release, ended := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(ended) }) // before the WAL's close: a failed test leaves no write held
+	var writes atomic.Int32
+	w.beforeWrite = func() {
+		writes.Add(1)
+		select {
+		case <-release:
+		case <-ended:
+		}
+	}
+	errs := make(chan error, 4)
+	appendAsync := func(i int) {
+		go func() { _, err := w.Append(context.Background(), testRecord(i)); errs <- err }()
+	}
+	appendAsync(10) // taken by the sync loop alone, then held in beforeWrite
+	testwait.For(t, 10*time.Second, "the first batch is being written", func() bool { return writes.Load() == 1 })
+	appendAsync(11)
+	appendAsync(12)
+	testwait.For(t, 10*time.Second, "two callers staged", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.stage.callers == 2
+	})
+	release <- struct{}{} // the first batch (one caller) goes
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 10*time.Second, "the two-caller batch is being written", func() bool { return writes.Load() == 2 })
+	release <- struct{}{}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The last batch had two callers: a third alone waits for a fourth, and both go together.
+	appendAsync(13)
+	select {
+	case err := <-errs:
+		t.Fatalf("the caller after a two-caller batch did not wait for another: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if n := writes.Load(); n != 2 {
+		t.Fatalf("%d batches written, want 2 (the third is gathering)", n)
+	}
+	appendAsync(14)
+	testwait.For(t, 10*time.Second, "the gathered batch is being written", func() bool { return writes.Load() == 3 })
+	w.mu.Lock()
+	staged := w.stage.callers
+	w.mu.Unlock()
+	release <- struct{}{}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if staged != 0 || writes.Load() != 3 {
+		t.Fatalf("after the gathered batch: %d callers staged, %d batches written; want 0 and 3", staged, writes.Load())
 	}
 }

@@ -135,6 +135,7 @@ type WAL struct {
 	closed      bool       // guarded by mu
 	appendC     chan struct{}
 	lastBatch   int // size of the last sealed batch, sizes the next staging buffer; guarded by mu
+	lastCallers int // Append calls of the last batch written; the sync loop's own
 
 	kick     chan struct{} // wakes the sync loop; capacity 1
 	quit     chan struct{} // closed by Close
