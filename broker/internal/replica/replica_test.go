@@ -120,6 +120,15 @@ func catchUp(t *testing.T, fw *Follower, leader *node) {
 	t.Fatal("follower did not catch up")
 }
 
+// fakeClock is a clock for a Leader's Now that moves only by tick.
+func fakeClock() (clock func() time.Time, tick func(time.Duration)) {
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	tick = func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	return clock, tick
+}
+
 func sameRecords(t *testing.T, a, b *log.Log, from, to int64) {
 	t.Helper()
 	for off := from; off < to; off++ {
@@ -247,10 +256,7 @@ func TestCallsOfAnotherEpochOrNodeAreRefused(t *testing.T) {
 
 func TestShrinkAndExpandCandidates(t *testing.T) {
 	a := newNode(t, "a")
-	var mu sync.Mutex
-	now := time.Unix(1000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	tick := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	clock, tick := fakeClock()
 	ld := a.lead(t, 1, []string{"a", "b", "c"}, []string{"a", "b", "c"}, 2, clock)
 	var end int64
 	for range 3 {
@@ -293,10 +299,7 @@ func TestShrinkAndExpandCandidates(t *testing.T) {
 // a follower, and never for one in sync.
 func TestAFetchThatMakesAFollowerDueCallsOnISRDue(t *testing.T) {
 	a := newNode(t, "a")
-	var mu sync.Mutex
-	now := time.Unix(1000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	tick := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	clock, tick := fakeClock()
 	if err := a.epochs.Assign(1, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -339,10 +342,7 @@ func TestAFetchThatMakesAFollowerDueCallsOnISRDue(t *testing.T) {
 // ShrinkCandidates drop it again, and the ISR would flap for as long as it is down.
 func TestAStoppedFollowerAtTheHWMIsNotExpanded(t *testing.T) {
 	a := newNode(t, "a")
-	var mu sync.Mutex
-	now := time.Unix(1000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	tick := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	clock, tick := fakeClock()
 	ld := a.lead(t, 1, []string{"a", "b", "c"}, []string{"a", "b", "c"}, 3, clock)
 	_, end := produce(t, a, ld, "x", 1)
 	for _, r := range []string{"b", "c"} {
