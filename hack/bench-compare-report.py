@@ -1,6 +1,7 @@
 """Prints the report of hack/bench-compare.sh from its result lines.
 
-Each line is "BUILD SCENARIO ROUND MSGS_PER_SEC P99_MS CPU_US_PER_MSG" (BUILD is A or B). For
+Each line is "BUILD SCENARIO ROUND MSGS_PER_SEC P99_MS CPU_US_PER_MSG GEN_CPU_US_PER_MSG" (BUILD
+is A or B; the last is the load generator's CPU, which shares the machine's cores). For
 every scenario and figure the report gives each build's median and min-max over the rounds and
 the ratio B/A: the median and min-max of the per-round ratios (round r of B over round r of A,
 which ran next to each other).
@@ -17,7 +18,8 @@ SCENARIOS = {
     "batch": "full flow, batch 100, 64 + 64, 1 KiB, 8 partitions (`narad bench`)",
 }
 # (column in a result line, name, format)
-FIGURES = [(3, "msg/s", "{:,.0f}"), (4, "p99 ms", "{:,.1f}"), (5, "CPU µs/msg", "{:,.1f}")]
+FIGURES = [(3, "msg/s", "{:,.0f}"), (4, "p99 ms", "{:,.1f}"), (5, "CPU µs/msg", "{:,.1f}"),
+           (6, "generator CPU µs/msg", "{:,.1f}")]
 
 
 def load(path):
@@ -60,7 +62,8 @@ def main():
         print(f"- B: {label_b}")
         print(f"- Machine: {machine}")
         print(f"- `make bench-compare`, {rounds} rounds, A and B alternating, each run on a fresh single node;")
-        print("  generators (`narad bench`, `httpload`) built from the working tree; CPU is the node's utime + stime")
+        print("  generators (`narad bench`, `httpload`) built from the working tree; CPU is the node's utime + stime,")
+        print("  generator CPU the generator's (it shares the cores: the rate is bounded by the two together)")
         print()
         print("| scenario | figure | A median (min–max) | B median (min–max) | B / A median (min–max) |")
         print("|---|---|---|---|---|")
@@ -71,9 +74,10 @@ def main():
     print(f"A: {label_a}")
     print(f"B: {label_b}")
     print(f"{rounds} rounds, A and B alternating, a fresh node each run; medians with min–max; B/A per round pair")
-    print("CPU µs/msg: the node's utime + stime over the messages of the run (the generator is not counted)")
+    print("CPU µs/msg: the node's utime + stime over the messages of the run; generator CPU µs/msg: the")
+    print("load generator's, which shares the cores (the rate is bounded by the two together)")
     print()
-    fmt = "{:<68} {:<11} {:<26} {:<26} {}"
+    fmt = "{:<68} {:<21} {:<26} {:<26} {}"
     print(fmt.format("scenario", "figure", "A", "B", "B/A"))
     for r in rows(runs, order):
         print(fmt.format(*r))

@@ -4,7 +4,7 @@
 # NEW), then for ROUNDS rounds runs every scenario against a fresh single dev node of each
 # build in turn (A then B in odd rounds, B then A in even ones), so both meet the same noise. For each run it reads the node's own CPU
 # time (utime + stime from /proc) before and after the load, so the load generator sharing
-# the cores is not counted. Prints per scenario and figure each build's median and min–max,
+# the cores is not counted in it; the generator's own CPU per message is a figure of its own. Prints per scenario and figure each build's median and min–max,
 # and the ratio B/A with its spread over the rounds' pairs. docs/benchmarks.md, "Comparing two
 # builds", says how to read it.
 #
@@ -81,6 +81,14 @@ addr="$host:17942"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# children_cpu FILE: the user + system seconds of this shell's finished children (the second
+# line of bash's `times`, which must run in this shell, not in a $(...)). The generator is such
+# a child once its $(...) has returned; the node is not, until it is waited for after the load.
+children_cpu() {
+  times >"$1"
+  awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] } print s }' "$1"
+}
+
 # count SCENARIO: the messages one run of the scenario sends.
 count() {
   case "$1" in
@@ -109,7 +117,7 @@ load() {
 # one BUILD SCENARIO ROUND: a fresh node of BUILD, the scenario's load, one line appended to
 # $results. Runs in this shell (never in $(...)), so the cleanup trap knows the node's pid.
 one() {
-  local dir="$work/run" out t0 t1 n line
+  local dir="$work/run" out t0 t1 g0 g1 n line
   n="$(count "$2")"
   rm -rf "$dir"; mkdir -p "$dir"
   "$work/narad-$1" serve --dev --node-id cmp --data-dir "$dir/data" --http-addr "$addr" \
@@ -118,21 +126,24 @@ one() {
   for _ in $(seq 1 150); do curl -fsS "http://$addr/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
   curl -fsS "http://$addr/readyz" >/dev/null
   t0="$(cpu_ticks "$pid")"
+  children_cpu "$dir/times" >"$dir/g0"; g0="$(cat "$dir/g0")"
   if ! out="$(load "$2" "$n" 2>"$dir/gen.err")"; then
     echo "build $1, scenario $2: the load generator failed:" >&2
     cat "$dir/gen.err" >&2; echo "$out" >&2; tail -20 "$dir/log" >&2
     return 1
   fi
   t1="$(cpu_ticks "$pid")"
+  children_cpu "$dir/times" >"$dir/g1"; g1="$(cat "$dir/g1")"
   kill "$pid"; wait "$pid" 2>/dev/null || true
   pid=""
-  line="$(python3 - "$1" "$2" "$3" "$out" "$t0" "$t1" "$tck" "$n" <<'PY'
+  line="$(python3 - "$1" "$2" "$3" "$out" "$t0" "$t1" "$tck" "$n" "$g0" "$g1" <<'PY'
 import json, sys
-build, scenario, rnd, out, t0, t1, tck, n = sys.argv[1:]
+build, scenario, rnd, out, t0, t1, tck, n, g0, g1 = sys.argv[1:]
 d = json.loads(out)
 rate = d["produce_msgs_per_sec"] if scenario == "p64" else d["full_flow_msgs_per_sec"]
 cpu_us = (float(t1) - float(t0)) / float(tck) / int(n) * 1e6
-print(build, scenario, rnd, rate, d["p99_ms"], round(cpu_us, 2))
+gen_us = (float(g1) - float(g0)) / int(n) * 1e6
+print(build, scenario, rnd, rate, d["p99_ms"], round(cpu_us, 2), round(gen_us, 2))
 PY
   )"
   echo "round $3: $line" >&2
