@@ -75,7 +75,9 @@ bench-nodes-cpu: build ## Broker CPU per message of one node against three (R = 
 	./hack/bench-nodes-cpu.sh $(NARAD)
 
 chaos: build ## Long crash/soak loops (not part of make test)
-	cd test && NARAD_BIN=$(NARAD) NARAD_CHAOS=1 $(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -v '/test/kube$$')
+	./hack/test-deps.sh
+	assets="$$(./hack/setup-envtest.sh)" && cd test && KUBEBUILDER_ASSETS="$$assets" \
+	  NARAD_BIN=$(NARAD) NARAD_CHAOS=1 $(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -v '/test/kube$$')
 
 lint: ## go vet, staticcheck, gofmt, each module on its own (GOWORK=off), the CRD and protobuf drift checks, the doc-reference and version checks
 	$(GO) vet $(GO_PKGS)
