@@ -6,7 +6,8 @@
 #             --replica-failover-after 10s;
 #   catch-up  the rate at which a node that returns with an empty data directory copies its
 #             replicas back (R = 3, M = 2, BENCH_CATCHUP_MIB of 8 KiB records), against the
-#             disk's sequential write rate measured in the same run.
+#             disk's sequential write rate measured in the same run, and the three nodes' CPU
+#             time over it (utime + stime from /proc) per GiB copied.
 # Three fresh nodes on loopback (127.0.0.51-53, HTTP 17942, node RPC 17943, pprof 16060), every
 # other setting at its default. Prints a markdown section on stdout (kept in
 # hack/bench-notes-replication.md, which `make bench` puts into the page), progress on stderr.
@@ -16,7 +17,8 @@
 #   BENCH_CATCHUP_PARTITIONS=N   partitions of the catch-up topic (default 3)
 #   BENCH_CATCHUP_REPS=N         catch-ups to measure, each wiping another node (default 1)
 #   BENCH_PPROF_DIR=dir          CPU profiles of the three nodes during a catch-up (BENCH_PPROF_SECONDS,
-#                                default 10, from BENCH_PPROF_DELAY seconds after the restart, 0.3)
+#                                default 10, from BENCH_PPROF_DELAY seconds after the restart, 0.3);
+#                                BENCH_PPROF_KIND=trace takes execution traces instead (`go tool trace`)
 #   BENCH_KEEP=dir               copy the node logs and the failover answer logs there
 #   BENCH_ADDR_PREFIX=127.0.0.5  node I listens on ${BENCH_ADDR_PREFIX}I (another prefix lets two
 #                                runs share a machine)
@@ -49,6 +51,9 @@ replbench="$work/replbench"
 # start_node I: node I (n1 bootstraps on its first start; every other start joins through the
 # other two nodes, as a node that returns with an empty data directory must).
 booted=""
+# node_ticks I: node I's CPU time so far, in clock ticks (utime + stime).
+node_ticks() { awk '{print $14 + $15}' "/proc/${pid[$1]}/stat"; }
+
 start_node() {
   local i="$1" j how=()
   if [ "$i" = 1 ] && [ -z "$booted" ]; then
@@ -182,24 +187,31 @@ for rep in $(seq 1 "$creps"); do
   until_ok 60 "the wiped node's partitions failed over" not_led
   near_all="$(dd_median)"
   log "catch-up $rep: sequential write right before the restart ${near_all}MB/s"
+  # The nodes' CPU over the catch-up (utime + stime from /proc): the returning node's since
+  # its start, the others' from here on.
+  declare -A cpu0=()
+  for i in 1 2 3; do [ "$i" = "$victim" ] || cpu0[$i]="$(node_ticks "$i")"; done
   start_ns="$(date +%s%N)"
   start_node "$victim"
+  cpu0[$victim]=0
   if [ -n "${BENCH_PPROF_DIR:-}" ]; then
     mkdir -p "$BENCH_PPROF_DIR"
     (sleep "${BENCH_PPROF_DELAY:-0.3}"; for i in 1 2 3; do
-      curl -fsS -o "$BENCH_PPROF_DIR/catchup$rep-n$i.pprof" "http://$(host "$i"):16060/debug/pprof/profile?seconds=${BENCH_PPROF_SECONDS:-10}" &
+      curl -fsS -o "$BENCH_PPROF_DIR/catchup$rep-n$i.pprof" "http://$(host "$i"):16060/debug/pprof/${BENCH_PPROF_KIND:-profile}?seconds=${BENCH_PPROF_SECONDS:-10}" &
     done; wait) &
   fi
   out="$("$replbench" catchup -server "$(url "$s")" -follower "$(url "$victim")" -topic cu \
     -replica "$(id_of "$victim")" -start-ns "$start_ns")"
-  log "catch-up $rep: $out"
-  echo "$rep $(id_of "$victim") $(echo "$near_all" | awk '{print $2}') $out" >>"$work/catchup.txt"
+  cpu=""
+  for i in 1 2 3; do cpu="${cpu:+$cpu,}$(( $(node_ticks "$i") - ${cpu0[$i]} ))"; done
+  log "catch-up $rep: $out; node CPU ticks n1,n2,n3 $cpu"
+  echo "$rep $(id_of "$victim") $(echo "$near_all" | awk '{print $2}') $cpu $out" >>"$work/catchup.txt"
   until_ok 60 "three alive voters" all_alive_voters "$s"
 done
 
 # --- Report -------------------------------------------------------------------------------
 python3 - "$work" "$(nproc)" "$cpu" "$fsync_rate" "$seq_all" "$mib" "$cparts" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" <<'PY'
-import json, statistics, sys, time
+import json, os, statistics, sys, time
 work, ncpu, cpu, fsync_rate, seq_all, mib, cparts, commit = sys.argv[1:9]
 seq = [float(x) for x in seq_all.split()]
 print("## Replicated topics: failover and catch-up")
@@ -240,15 +252,21 @@ print("directory deleted, and once its partitions have failed over it is started
 print("same node id) and copies every replica from the leaders. `replbench catchup` polls the topic")
 print("every 100 ms until the node is in the ISR of every partition with a lag of 0. The rate is the")
 print("partitions' size over that time; the disk rate is dd's, measured again right before the restart.")
+print("CPU is the three nodes' utime + stime from the restart to in sync, per GiB copied, and the")
+print("returning node's share of it.")
 print()
-print("| rep | wiped node | bytes copied | start → in sync | first fetched byte → in sync | rate (whole / copy) | dd right before | ratio (whole / copy) |")
-print("|---|---|---|---|---|---|---|---|")
+print("| rep | wiped node | bytes copied | start → in sync | first fetched byte → in sync | rate (whole / copy) | dd right before | ratio (whole / copy) | nodes' CPU per GiB (returning node) |")
+print("|---|---|---|---|---|---|---|---|---|")
+tck = os.sysconf("SC_CLK_TCK")
 for line in open(work + "/catchup.txt"):
-    rep, node, near, js = line.split(" ", 3)
+    rep, node, near, cpu, js = line.split(" ", 4)
     r, near = json.loads(js), float(near)
+    ticks = [int(x) for x in cpu.split(",")]
+    gib = r["bytes"] / (1 << 30)
+    back = ticks[int(node[1:]) - 1] if node[1:].isdigit() and 1 <= int(node[1:]) <= 3 else 0
     whole = r["bytes"] / 1e6 / (r["total_ms"] / 1000)
     copy = r["bytes"] / 1e6 / (r["copy_ms"] / 1000) if r["copy_ms"] > 0 else 0
-    print("| %s | %s | %.0f MB (%.0f MB fetched) | %.1f s | %.1f s | %.0f / %.0f MB/s | %.0f MB/s | %.0f %% / %.0f %% |" % (
+    print("| %s | %s | %.0f MB (%.0f MB fetched) | %.1f s | %.1f s | %.0f / %.0f MB/s | %.0f MB/s | %.0f %% / %.0f %% | %.2f CPU-s (%.2f) |" % (
         rep, node, r["bytes"] / 1e6, r["in_bytes"] / 1e6, r["total_ms"] / 1000, r["copy_ms"] / 1000, whole, copy, near,
-        100 * whole / near, 100 * copy / near))
+        100 * whole / near, 100 * copy / near, sum(ticks) / tck / gib if gib else 0, back / tck / gib if gib else 0))
 PY

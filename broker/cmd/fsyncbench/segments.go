@@ -16,7 +16,8 @@ import (
 // (docs/internals/replication.md §5, segment pre-copy): writers, one per partition, each
 // write segments of 64 MiB in 1 MiB direct writes, and each segment is installed as a
 // follower installs a copied one (fdatasync, rename, a new empty file, directory fsync),
-// or not synced at all. A single file written through the page cache and fdatasynced once
+// or not synced at all; and once more through the page cache, installed the same way (the
+// layout a follower would use without direct I/O). A single file written through the page cache and fdatasynced once
 // (what `dd conv=fdatasync` measures) runs in the same process for the ratio.
 
 const (
@@ -46,19 +47,28 @@ func (r segmentRun) String() string {
 	return s
 }
 
+// segmentLayout is how the segments of one run are written.
+type segmentLayout struct {
+	name            string
+	install, direct bool
+}
+
 // segmentsCompare prints the rate of writers × segs segments installed one by one, the same
-// without any sync, and one page-cache file of the same size with one fdatasync.
+// without any sync, the same installed but written through the page cache, and one page-cache
+// file of the same size with one fdatasync.
 func segmentsCompare(dir string, writers, segs int) error {
-	for _, install := range []bool{true, false} {
-		r, err := writeSegments(dir, writers, segs, install)
+	for _, l := range []segmentLayout{
+		{"installed", true, true}, {"unsynced", false, true}, {"buffered", true, false},
+	} {
+		r, err := writeSegments(dir, writers, segs, l)
 		if err != nil {
 			return err
 		}
-		name := "installed"
-		if !install {
-			name = "unsynced"
+		how := "direct writes"
+		if !l.direct {
+			how = "page-cache writes"
 		}
-		fmt.Printf("%-10s %d × %d segments of 64 MiB, direct writes: %s\n", name, writers, segs, r)
+		fmt.Printf("%-10s %d × %d segments of 64 MiB, %s: %s\n", l.name, writers, segs, how, r)
 	}
 	r, err := writeBuffered(dir, int64(writers*segs)*segBytes)
 	if err != nil {
@@ -69,7 +79,7 @@ func segmentsCompare(dir string, writers, segs int) error {
 }
 
 // writeSegments runs the writers at once, each in a directory of its own.
-func writeSegments(dir string, writers, segs int, install bool) (segmentRun, error) {
+func writeSegments(dir string, writers, segs int, l segmentLayout) (segmentRun, error) {
 	root, err := os.MkdirTemp(dir, "fsyncbench-segments-*")
 	if err != nil {
 		return segmentRun{}, err
@@ -95,14 +105,14 @@ func writeSegments(dir string, writers, segs int, install bool) (segmentRun, err
 				buf[i] = byte(i * (w + 1))
 			}
 			for s := range segs {
-				took, err := writeSegment(d, s, buf, install)
+				took, err := writeSegment(d, s, buf, l)
 				if err != nil {
 					errs[w] = err
 					return
 				}
 				mu.Lock()
 				run.bytes += segBytes
-				if install {
+				if l.install {
 					run.syncs = append(run.syncs, took)
 				}
 				mu.Unlock()
@@ -120,11 +130,15 @@ func writeSegments(dir string, writers, segs int, install bool) (segmentRun, err
 }
 
 // writeSegment writes segment s of directory d under a temp name and renames it into place;
-// with install it also makes it durable as an installed copy is. It returns the install's
+// with l.install it also makes it durable as an installed copy is. It returns the install's
 // time.
-func writeSegment(d string, s int, buf []byte, install bool) (time.Duration, error) {
+func writeSegment(d string, s int, buf []byte, l segmentLayout) (time.Duration, error) {
 	tmp := filepath.Join(d, fmt.Sprintf("%020d.seg.tmp", s))
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|unix.O_DIRECT, 0o644)
+	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	if l.direct {
+		flags |= unix.O_DIRECT
+	}
+	f, err := os.OpenFile(tmp, flags, 0o644)
 	if err != nil {
 		return 0, err
 	}
@@ -135,7 +149,7 @@ func writeSegment(d string, s int, buf []byte, install bool) (time.Duration, err
 		}
 	}
 	t := time.Now()
-	if install {
+	if l.install {
 		if err := unix.Fdatasync(int(f.Fd())); err != nil {
 			return 0, err
 		}
@@ -143,7 +157,7 @@ func writeSegment(d string, s int, buf []byte, install bool) (time.Duration, err
 	if err := os.Rename(tmp, filepath.Join(d, fmt.Sprintf("%020d.seg", s))); err != nil {
 		return 0, err
 	}
-	if !install {
+	if !l.install {
 		return 0, nil
 	}
 	next, err := os.Create(filepath.Join(d, fmt.Sprintf("%020d.seg", s+1)))
