@@ -2,10 +2,11 @@
 # Compares two narad builds side by side on this machine (`make bench-compare BASE=<rev>`):
 # builds revision BASE (A) in a temporary git worktree and the working tree (B; or revision
 # NEW), then for ROUNDS rounds runs every scenario against a fresh single dev node of each
-# build in turn (A then B in odd rounds, B then A in even ones), so both meet the same noise. For each run it reads the node's own CPU
-# time (utime + stime from /proc) before and after the load, so the load generator sharing
-# the cores is not counted in it; the generator's own CPU per message is a figure of its own. Prints per scenario and figure each build's median and min–max,
-# and the ratio B/A with its spread over the rounds' pairs. docs/benchmarks.md, "Comparing two
+# build in turn (A then B in odd rounds, B then A in even ones), so both meet the same noise.
+# For each run it reads the node's own CPU time (utime + stime from /proc) before and after the
+# load, so the load generator sharing the cores is not counted in it; the generator's own CPU
+# per message is a figure of its own. Prints per scenario and figure each build's median and
+# min–max, and the ratio B/A with its spread over the rounds' pairs. docs/benchmarks.md, "Comparing two
 # builds", says how to read it.
 #
 #   BASE=<rev> [NEW=<rev>] [ROUNDS=3] [SCENARIOS="p64 full64 http32 batch"] [BENCH_MD=1] \
@@ -81,11 +82,11 @@ addr="$host:17942"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-# children_cpu FILE: the user + system seconds of this shell's finished children (the second
-# line of bash's `times`, which must run in this shell, not in a $(...)). The generator is such
-# a child once its $(...) has returned; the node is not, until it is waited for after the load.
-children_cpu() {
-  times >"$1"
+# children_seconds FILE: the user + system seconds of a shell's finished children in FILE, the
+# output of bash's `times` (second line). `times` must run in the measuring shell itself, not in
+# a $(...): the generator is its child once the $(...) around it has returned; the node is not,
+# until it is waited for after the load.
+children_seconds() {
   awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] } print s }' "$1"
 }
 
@@ -126,14 +127,14 @@ one() {
   for _ in $(seq 1 150); do curl -fsS "http://$addr/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
   curl -fsS "http://$addr/readyz" >/dev/null
   t0="$(cpu_ticks "$pid")"
-  children_cpu "$dir/times" >"$dir/g0"; g0="$(cat "$dir/g0")"
+  times >"$dir/times0"; g0="$(children_seconds "$dir/times0")"
   if ! out="$(load "$2" "$n" 2>"$dir/gen.err")"; then
     echo "build $1, scenario $2: the load generator failed:" >&2
     cat "$dir/gen.err" >&2; echo "$out" >&2; tail -20 "$dir/log" >&2
     return 1
   fi
   t1="$(cpu_ticks "$pid")"
-  children_cpu "$dir/times" >"$dir/g1"; g1="$(cat "$dir/g1")"
+  times >"$dir/times1"; g1="$(children_seconds "$dir/times1")"
   kill "$pid"; wait "$pid" 2>/dev/null || true
   pid=""
   line="$(python3 - "$1" "$2" "$3" "$out" "$t0" "$t1" "$tck" "$n" "$g0" "$g1" <<'PY'

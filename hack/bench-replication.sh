@@ -48,12 +48,12 @@ idx_of() { echo "${1#n}"; }
 (cd "$root/broker" && go build -o "$work/replbench" ./cmd/replbench)
 replbench="$work/replbench"
 
-# start_node I: node I (n1 bootstraps on its first start; every other start joins through the
-# other two nodes, as a node that returns with an empty data directory must).
-booted=""
 # node_ticks I: node I's CPU time so far, in clock ticks (utime + stime).
 node_ticks() { awk '{print $14 + $15}' "/proc/${pid[$1]}/stat"; }
 
+# start_node I: node I (n1 bootstraps on its first start; every other start joins through the
+# other two nodes, as a node that returns with an empty data directory must).
+booted=""
 start_node() {
   local i="$1" j how=()
   if [ "$i" = 1 ] && [ -z "$booted" ]; then
@@ -263,7 +263,7 @@ for line in open(work + "/catchup.txt"):
     r, near = json.loads(js), float(near)
     ticks = [int(x) for x in cpu.split(",")]
     gib = r["bytes"] / (1 << 30)
-    back = ticks[int(node[1:]) - 1] if node[1:].isdigit() and 1 <= int(node[1:]) <= 3 else 0
+    back = ticks[int(node[1:]) - 1]  # node is "nI"
     whole = r["bytes"] / 1e6 / (r["total_ms"] / 1000)
     copy = r["bytes"] / 1e6 / (r["copy_ms"] / 1000) if r["copy_ms"] > 0 else 0
     print("| %s | %s | %.0f MB (%.0f MB fetched) | %.1f s | %.1f s | %.0f / %.0f MB/s | %.0f MB/s | %.0f %% / %.0f %% | %.2f CPU-s (%.2f) |" % (

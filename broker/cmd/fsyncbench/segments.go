@@ -17,8 +17,9 @@ import (
 // write segments of 64 MiB in 1 MiB direct writes, and each segment is installed as a
 // follower installs a copied one (fdatasync, rename, a new empty file, directory fsync),
 // or not synced at all; and once more through the page cache, installed the same way (the
-// layout a follower would use without direct I/O). A single file written through the page cache and fdatasynced once
-// (what `dd conv=fdatasync` measures) runs in the same process for the ratio.
+// layout a follower would use without direct I/O). A single file written through the page
+// cache and fdatasynced once (what `dd conv=fdatasync` measures) runs in the same process for
+// the ratio.
 
 const (
 	segBytes   = 64 << 20
