@@ -16,10 +16,11 @@ import (
 // (docs/internals/replication.md §5, segment pre-copy): writers, one per partition, each
 // write segments of 64 MiB in 1 MiB direct writes, and each segment is installed as a
 // follower installs a copied one (fdatasync, rename, a new empty file, directory fsync),
-// or not synced at all; and once more through the page cache, installed the same way (the
-// layout a follower would use without direct I/O). A single file written through the page
-// cache and fdatasynced once (what `dd conv=fdatasync` measures) runs in the same process for
-// the ratio.
+// or not synced at all; once more through the page cache, installed the same way; and through
+// the page cache with write-behind (durable.WriteBehind), installed the same way: how a
+// follower writes a copied segment (docs/internals/storage-format.md §21). A single file
+// written through the page cache and fdatasynced once (what `dd conv=fdatasync` measures) runs
+// in the same process for the ratio.
 
 const (
 	segBytes   = 64 << 20
@@ -50,23 +51,27 @@ func (r segmentRun) String() string {
 
 // segmentLayout is how the segments of one run are written.
 type segmentLayout struct {
-	name            string
-	install, direct bool
+	name                    string
+	install, direct, behind bool
 }
 
 // segmentsCompare prints the rate of writers × segs segments installed one by one, the same
-// without any sync, the same installed but written through the page cache, and one page-cache
-// file of the same size with one fdatasync.
+// without any sync, the same installed but written through the page cache, without and with
+// write-behind, and one page-cache file of the same size with one fdatasync.
 func segmentsCompare(dir string, writers, segs int) error {
 	for _, l := range []segmentLayout{
-		{"installed", true, true}, {"unsynced", false, true}, {"buffered", true, false},
+		{name: "installed", install: true, direct: true}, {name: "unsynced", direct: true},
+		{name: "buffered", install: true}, {name: "behind", install: true, behind: true},
 	} {
 		r, err := writeSegments(dir, writers, segs, l)
 		if err != nil {
 			return err
 		}
 		how := "direct writes"
-		if !l.direct {
+		switch {
+		case l.behind:
+			how = "page-cache writes with write-behind"
+		case !l.direct:
 			how = "page-cache writes"
 		}
 		fmt.Printf("%-10s %d × %d segments of 64 MiB, %s: %s\n", l.name, writers, segs, how, r)
@@ -144,9 +149,15 @@ func writeSegment(d string, s int, buf []byte, l segmentLayout) (time.Duration, 
 		return 0, err
 	}
 	defer f.Close()
+	wb := durable.NewWriteBehind(f, 0)
 	for off := int64(0); off < segBytes; off += chunkBytes {
 		if _, err := f.WriteAt(buf, off); err != nil {
 			return 0, err
+		}
+		if l.behind {
+			if err := wb.Wrote(off + chunkBytes); err != nil {
+				return 0, err
+			}
 		}
 	}
 	t := time.Now()
@@ -154,6 +165,9 @@ func writeSegment(d string, s int, buf []byte, l segmentLayout) (time.Duration, 
 		if err := unix.Fdatasync(int(f.Fd())); err != nil {
 			return 0, err
 		}
+	}
+	if l.behind {
+		wb.Drop()
 	}
 	if err := os.Rename(tmp, filepath.Join(d, fmt.Sprintf("%020d.seg", s))); err != nil {
 		return 0, err

@@ -1,7 +1,8 @@
 // Package durable holds the crash-safe file primitives of docs/internals/storage-format.md §1: atomic
 // replace (temp + fsync + rename + dir fsync), directory creation with parent fsyncs, and
 // fdatasync. Every file that must survive a crash is written through one of these. direct.go
-// opens files for direct I/O and makes the aligned buffers it needs.
+// opens files for direct I/O and makes the aligned buffers it needs; writebehind.go streams a
+// large file's write-back to the disk while it is being written (§21).
 package durable
 
 import (

@@ -17,7 +17,8 @@ import (
 // pre-copy does, instead of fetching their frames answer by answer. A SegmentCopy receives one
 // segment's bytes in chunks, checks every frame as the bytes pass (magic, header range, CRC,
 // the first at the log's end offset and each next where the previous ended), writes them to a
-// temp file beside the log (whole 4 KiB blocks with direct I/O when the filesystem allows),
+// temp file beside the log through the page cache with write-behind (durable.WriteBehind: the
+// disk writes each window while the next arrives, and the cache lets go of it once written),
 // and Install makes it the log's next sealed segment: fsync, rename over the empty active
 // segment of the same base, a new empty active segment at the copy's end offset, directory
 // fsync. The HWM does not move; the caller advances it as after AppendFrames.
@@ -41,15 +42,14 @@ func copyTempName(base int64) string { return SegmentFileName(base) + durable.Te
 // are for one goroutine; the log is not locked between them, and Install checks again that
 // nothing was appended meanwhile.
 type SegmentCopy struct {
-	l      *Log
-	base   int64
-	path   string
-	f      *os.File // buffered writes, fsync
-	direct *os.File // O_DIRECT on the same inode; nil: every write is buffered
-	pos    int64    // bytes written
-	bounce []byte
-	check  FrameStream
-	done   bool
+	l     *Log
+	base  int64
+	path  string
+	f     *os.File // writes, fsync
+	wb    *durable.WriteBehind
+	pos   int64 // bytes written
+	check FrameStream
+	done  bool
 }
 
 // BeginSegmentCopy starts the copy of a segment whose first frame starts at the log's end
@@ -92,7 +92,7 @@ func (l *Log) beginCopy(base int64) (*SegmentCopy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: segment copy: %w", err)
 	}
-	return &SegmentCopy{l: l, base: base, path: path, f: f, direct: durable.OpenDirect(path),
+	return &SegmentCopy{l: l, base: base, path: path, f: f, wb: durable.NewWriteBehind(f, 0),
 		check: FrameStream{Next: base}}, nil
 }
 
@@ -100,41 +100,20 @@ func (l *Log) beginCopy(base int64) (*SegmentCopy, error) {
 func (c *SegmentCopy) Base() int64 { return c.base }
 
 // Write checks b's frames and appends b to the copy. A check failure wraps ErrCorruptRecord
-// or ErrNotContiguous, and the copy is then unusable (Abort it).
+// or ErrNotContiguous, a write or write-back failure is an error of its own; either way the
+// copy is then unusable (Abort it).
 func (c *SegmentCopy) Write(b []byte) error {
 	if err := c.check.Write(b); err != nil {
 		return err
 	}
-	if err := c.writeAt(b); err != nil {
+	if _, err := c.f.WriteAt(b, c.pos); err != nil {
 		return fmt.Errorf("log: segment copy: write %s: %w", c.path, err)
 	}
 	c.pos += int64(len(b))
+	if err := c.wb.Wrote(c.pos); err != nil {
+		return fmt.Errorf("log: segment copy: %w", err)
+	}
 	return nil
-}
-
-// writeAt writes b at the copy's position: directly when position and length are whole
-// blocks, from b when it is aligned, else from a bounce copy.
-func (c *SegmentCopy) writeAt(b []byte) error {
-	if c.direct == nil || c.pos%durable.DirectAlign != 0 || len(b)%durable.DirectAlign != 0 || len(b) == 0 {
-		_, err := c.f.WriteAt(b, c.pos)
-		return err
-	}
-	src := b
-	if !durable.Aligned(b) {
-		if cap(c.bounce) < len(b) {
-			c.bounce = durable.AlignedBuffer(len(b))
-		}
-		src = c.bounce[:len(b)]
-		copy(src, b)
-	}
-	n, err := c.direct.WriteAt(src, c.pos)
-	if err != nil {
-		// The filesystem refused a direct write it accepted at open: the rest goes buffered.
-		c.direct.Close()
-		c.direct = nil
-		_, err = c.f.WriteAt(b[n:], c.pos+int64(n))
-	}
-	return err
 }
 
 // End is the offset after the last whole frame written so far.
@@ -158,6 +137,7 @@ func (c *SegmentCopy) Install() (int64, error) {
 	if err := durable.Fdatasync(c.f); err != nil {
 		return 0, fmt.Errorf("log: segment copy: fsync %s: %w", c.path, err)
 	}
+	c.wb.Drop() // on disk now: a copied segment is old data, the cache has better uses
 	l := c.l
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
@@ -237,13 +217,7 @@ func (c *SegmentCopy) Abort() {
 	os.Remove(c.path)
 }
 
-func (c *SegmentCopy) closeFiles() {
-	if c.direct != nil {
-		c.direct.Close()
-		c.direct = nil
-	}
-	c.f.Close()
-}
+func (c *SegmentCopy) closeFiles() { c.f.Close() }
 
 // FrameStream checks a run of frames that arrives in pieces of any size, without holding
 // more than one frame header: each frame must parse, pass its CRC, and start at Next, which

@@ -17,8 +17,9 @@ import (
 // its end offset (an empty one after its data directory was lost, or one whose last pre-copy
 // install just ended) copies the leader's sealed segments whole before it fetches: the move
 // transfer plane's listing (op 22) names them, the segment stream (op 23 streamed) carries
-// their bytes, and log.SegmentCopy checks every frame as it passes, writes the blocks with
-// direct I/O and installs the segment with one fsync and two directory entries. That is one
+// their bytes, and log.SegmentCopy checks every frame as it passes, writes them through the
+// page cache with write-behind (the disk writes each window while the next arrives) and
+// installs the segment with one fsync and two directory entries. That is one
 // read and one write per segment and no per-answer round trip, where the frame fetch costs a
 // round trip, an fsync and a verify re-read per 8 MiB.
 //

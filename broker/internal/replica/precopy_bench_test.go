@@ -10,7 +10,7 @@ import (
 
 // BenchmarkPreCopy measures the follower's side of a segment pre-copy: the leader's sealed
 // 64 MiB segments read in-process (no node RPC) into an empty follower's log, every frame
-// checked, the blocks written with direct I/O and each segment installed with its fsync. It
+// checked, the bytes written with write-behind and each segment installed with its fsync. It
 // bounds what a catch-up can reach on this disk with the transport taken out.
 func BenchmarkPreCopy(b *testing.B) {
 	const segBytes = 64 << 20
