@@ -221,6 +221,15 @@ func TestQueueProbeAddsOnlyWhatFitsTheAnswer(t *testing.T) {
 	if err := e.Produce(ctx, top, []service.ProduceRecord{{Partition: owned, Payload: []byte("0123456789")}}); err != nil {
 		t.Fatal(err)
 	}
+	// Wait until the record is committed, without leasing it: a probe before the commit finds
+	// nothing whatever its bound, which would pass the first checks and fail the last.
+	deadline := time.Now().Add(10 * time.Second)
+	for e.PartitionStats(ctx, top, owned)[0].HighWatermark < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the record was not committed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	probe := func(taken int64) *nodepb.ConsumeReply {
 		t.Helper()
 		rep, err := s.Consume(ctx, &nodepb.ConsumeRequest{Topic: top.Name, Partition: -1, Offset: -1, LocalOnly: true,
