@@ -24,6 +24,9 @@ const commitRPCTimeout = 30 * time.Second
 // each reply's status and reason back into errcode's sentinels by the plane of its op.
 type Peers struct {
 	pool *rpc.Pool
+	// grpcSegments: segment streams always go over gRPC, never raw (tests and benchmarks
+	// of the gRPC stream).
+	grpcSegments bool
 }
 
 // NewPeers returns the node RPC client over pool.

@@ -108,11 +108,23 @@ func (s transferSource) Fetch(ctx context.Context, addr, topic string, partition
 	return rep.Data, nil
 }
 
-// Stream implements transfer.Source (op 23 streamed), over the segment codec: each chunk is
-// copied once, from the transport's buffers into the caller's.
+// Stream implements transfer.Source (op 23 streamed): over a raw segment stream, each chunk
+// read straight into the caller's buffer (docs/internals/node-rpc.md §1.2); when that cannot
+// be opened (a source of an older release closes it at its first byte), over the gRPC stream
+// with the segment codec, each chunk copied once from the transport's buffers.
 func (s transferSource) Stream(ctx context.Context, addr, topic string, partition int, base, at, n int64, chunk int) (transfer.SegmentStream, error) {
 	if chunk <= 0 || chunk > transfer.ChunkBytes {
 		chunk = transfer.ChunkBytes
+	}
+	if !s.p.grpcSegments {
+		raw, err := s.p.pool.OpenSegmentStream(ctx, addr, rpc.SegmentRequest{Topic: topic,
+			Partition: int32(partition), Base: base, At: at, Len: n, Chunk: int32(chunk)})
+		if err == nil {
+			return &rawSegmentStream{addr: addr, st: raw, chunk: chunk}, nil
+		}
+		if !errors.Is(err, rpc.ErrSegmentStreamHandshake) {
+			return nil, sourceUnavailable(addr, err)
+		}
 	}
 	c, err := s.client(addr)
 	if err != nil {
@@ -154,6 +166,30 @@ func (s *segmentStream) Recv(buf []byte) (int, error) {
 }
 
 func (s *segmentStream) Close() { s.cancel() }
+
+// rawSegmentStream is the receiving end of a raw segment stream.
+type rawSegmentStream struct {
+	addr  string
+	st    *rpc.SegmentStream
+	chunk int
+}
+
+func (s *rawSegmentStream) Recv(buf []byte) (int, error) {
+	if len(buf) < s.chunk {
+		return 0, fmt.Errorf("segment stream: a %d-byte buffer for chunks of up to %d", len(buf), s.chunk)
+	}
+	n, err := s.st.Next(buf[:s.chunk])
+	var refused *rpc.SegmentRefusal
+	switch {
+	case err == nil, errors.Is(err, io.EOF):
+		return n, err
+	case errors.As(err, &refused):
+		return 0, sourceError(refused.Status, refused.Reason, refused.Msg)
+	}
+	return 0, sourceUnavailable(s.addr, err)
+}
+
+func (s *rawSegmentStream) Close() { s.st.Close() }
 
 // streamError maps a transport error of the segment stream: Unimplemented is an older source.
 func streamError(addr string, err error) error {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"narad.dev/broker/internal/errcode"
+	"narad.dev/broker/internal/rpc"
 	"narad.dev/broker/internal/rpc/nodepb"
 	"narad.dev/broker/internal/transfer"
 )
@@ -63,11 +64,31 @@ func drainStream(t *testing.T, st transfer.SegmentStream, bufLen int) ([]byte, [
 	}
 }
 
+// segmentTransports are the two ways a segment stream travels: a raw segment stream
+// connection, and the gRPC stream (a source of an older release, or a raw stream that could
+// not be opened).
+var segmentTransports = []struct {
+	name string
+	grpc bool
+}{{"raw", false}, {"grpc", true}}
+
+// over returns p sending segment streams over gRPC when grpc is set, else raw when it can.
+func over(p Peers, grpc bool) Peers {
+	p.grpcSegments = grpc
+	return p
+}
+
 func TestSegmentStreamSendsTheCommittedBytesInChunks(t *testing.T) {
+	for _, tr := range segmentTransports {
+		t.Run(tr.name, func(t *testing.T) { testSegmentStreamSendsTheCommittedBytesInChunks(t, tr.grpc) })
+	}
+}
+
+func testSegmentStreamSendsTheCommittedBytesInChunks(t *testing.T, grpc bool) {
 	data := randomBytes(3*transfer.ChunkBytes + 12345)
 	src := &bytesSource{data: data}
 	addr, p := serveLoopback(t, &Service{mv: testDeps(src, nil, nil)})
-	ts := NewTransferSource(p)
+	ts := NewTransferSource(over(p, grpc))
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name      string
@@ -120,6 +141,12 @@ func commonPrefix(a, b []byte) int {
 }
 
 func TestSegmentStreamEndsWithTheSourcesRefusal(t *testing.T) {
+	for _, tr := range segmentTransports {
+		t.Run(tr.name, func(t *testing.T) { testSegmentStreamEndsWithTheSourcesRefusal(t, tr.grpc) })
+	}
+}
+
+func testSegmentStreamEndsWithTheSourcesRefusal(t *testing.T, grpc bool) {
 	data := randomBytes(3 * transfer.ChunkBytes)
 	for _, tc := range []struct {
 		name string
@@ -133,7 +160,7 @@ func TestSegmentStreamEndsWithTheSourcesRefusal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &bytesSource{data: data, failAt: 2 * transfer.ChunkBytes, failErr: fmt.Errorf("wrapped: %w", tc.err)}
 			addr, p := serveLoopback(t, &Service{mv: testDeps(src, nil, nil)})
-			st, err := NewTransferSource(p).Stream(context.Background(), addr, "t", 0, 0, 0, int64(len(data)), 0)
+			st, err := NewTransferSource(over(p, grpc)).Stream(context.Background(), addr, "t", 0, 0, 0, int64(len(data)), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,8 +259,14 @@ func TestSegmentStreamOfAnOlderSourceIsUnsupported(t *testing.T) {
 }
 
 func TestSegmentStreamRecvWantsRoomForAChunk(t *testing.T) {
+	for _, tr := range segmentTransports {
+		t.Run(tr.name, func(t *testing.T) { testSegmentStreamRecvWantsRoomForAChunk(t, tr.grpc) })
+	}
+}
+
+func testSegmentStreamRecvWantsRoomForAChunk(t *testing.T, grpc bool) {
 	addr, p := serveLoopback(t, &Service{mv: testDeps(&bytesSource{data: randomBytes(100)}, nil, nil)})
-	st, err := NewTransferSource(p).Stream(context.Background(), addr, "t", 0, 0, 0, 100, 64)
+	st, err := NewTransferSource(over(p, grpc)).Stream(context.Background(), addr, "t", 0, 0, 0, 100, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,5 +277,56 @@ func TestSegmentStreamRecvWantsRoomForAChunk(t *testing.T) {
 	got, _, err := drainStream(t, st, 64)
 	if err != nil || len(got) != 100 {
 		t.Fatalf("%d bytes, %v", len(got), err)
+	}
+}
+
+// noGRPCStream is a node that serves segments only as raw segment streams.
+type noGRPCStream struct{ *Service }
+
+func (noGRPCStream) StreamSegment(*nodepb.StreamSegmentRequest, nodepb.Node_StreamSegmentServer) error {
+	return errors.New("the gRPC stream was used")
+}
+
+// A source that serves raw segment streams gets asked over one.
+func TestSegmentStreamGoesRawWhenTheSourceServesIt(t *testing.T) {
+	data := randomBytes(2*transfer.ChunkBytes + 5)
+	addr, p := serveLoopback(t, noGRPCStream{&Service{mv: testDeps(&bytesSource{data: data}, nil, nil)}})
+	st, err := NewTransferSource(p).Stream(context.Background(), addr, "t", 0, 0, 0, int64(len(data)), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := drainStream(t, st, transfer.ChunkBytes)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("%d bytes of %d, %v", len(got), len(data), err)
+	}
+}
+
+// The raw stream answers a bad request and an unwired node as the gRPC stream does.
+func TestRawSegmentStreamRefusesABadRequestAndAnUnwiredNode(t *testing.T) {
+	addr, p := serveLoopback(t, &Service{mv: testDeps(&bytesSource{data: randomBytes(10)}, nil, nil)})
+	bareAddr, bareP := serveLoopback(t, &Service{})
+	for _, tc := range []struct {
+		name string
+		addr string
+		p    Peers
+		req  rpc.SegmentRequest
+		want int32
+	}{
+		{"negative partition", addr, p, rpc.SegmentRequest{Topic: "t", Partition: -1, Len: 1}, 400},
+		{"negative position", addr, p, rpc.SegmentRequest{Topic: "t", At: -1, Len: 1}, 400},
+		{"no length", addr, p, rpc.SegmentRequest{Topic: "t"}, 400},
+		{"moves not wired", bareAddr, bareP, rpc.SegmentRequest{Topic: "t", Len: 1}, 503},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := tc.p.pool.OpenSegmentStream(context.Background(), tc.addr, tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			var r *rpc.SegmentRefusal
+			if _, err := st.Next(make([]byte, 16)); !errors.As(err, &r) || r.Status != tc.want || r.Msg == "" {
+				t.Fatalf("%v; want status %d with a reason", err, tc.want)
+			}
+		})
 	}
 }

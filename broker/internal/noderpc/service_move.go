@@ -158,6 +158,44 @@ func (s *Service) StreamSegment(req *nodepb.StreamSegmentRequest, stream nodepb.
 	return nil
 }
 
+// SendSegment serves a raw segment stream (rpc.SegmentSender, docs/internals/node-rpc.md
+// §1.2): the same bytes, chunks and refusals as StreamSegment, each chunk written from the
+// pooled buffer it was read into.
+func (s *Service) SendSegment(ctx context.Context, req rpc.SegmentRequest, out *rpc.SegmentWriter) {
+	if st, msg := s.segmentRefusal(req.Topic, req.Partition, req.Base, req.At, req.Len); st != 0 {
+		_ = out.Refuse(st, "", msg)
+		return
+	}
+	chunk := int64(transfer.ChunkBytes)
+	if req.Chunk > 0 && int64(req.Chunk) < chunk {
+		chunk = int64(req.Chunk)
+	}
+	pool := rpc.Buffers
+	buf := pool.Get(int(chunk))
+	defer pool.Put(buf)
+	for at, left := req.At, req.Len; left > 0; {
+		n := int(min(left, chunk))
+		k, err := s.mv.Source.ReadSegmentChunk(ctx, req.Topic, int(req.Partition), req.Base, at, (*buf)[:n])
+		k = min(k, n)
+		if err != nil {
+			st, reason, msg := errcode.Source.Reply(err)
+			_ = out.Refuse(st, string(reason), msg)
+			return
+		}
+		if k == 0 {
+			break
+		}
+		if err := out.Data((*buf)[:k]); err != nil {
+			return // the receiver is gone
+		}
+		at, left = at+int64(k), left-int64(k)
+		if k < n {
+			break // the committed boundary
+		}
+	}
+	_ = out.End()
+}
+
 // PrepareHandoff (op 24): arm, re-arm or fence the handoff freeze (docs/internals/moves.md §3.3).
 func (s *Service) PrepareHandoff(ctx context.Context, req *nodepb.PrepareHandoffRequest) (*nodepb.PrepareHandoffReply, error) {
 	switch {

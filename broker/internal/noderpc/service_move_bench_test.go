@@ -112,12 +112,20 @@ func serveBenchSegments(b *testing.B, count int, size int64) (string, transferSo
 	return addr, src
 }
 
-// BenchmarkMoveStreamOverGRPC measures op 23's stream on loopback, as BenchmarkMoveFetchOverGRPC
-// measures its single chunks: one stream per segment, each chunk received into one reused
-// buffer (the destination's copy into its aligned write buffers) and dropped.
-func BenchmarkMoveStreamOverGRPC(b *testing.B) {
+// BenchmarkMoveStreamOverGRPC measures op 23's stream over gRPC on loopback, as
+// BenchmarkMoveFetchOverGRPC measures its single chunks: one stream per segment, each chunk
+// received into one reused buffer (the destination's copy into its aligned write buffers) and
+// dropped.
+func BenchmarkMoveStreamOverGRPC(b *testing.B) { benchMoveStream(b, true) }
+
+// BenchmarkMoveStreamRaw is BenchmarkMoveStreamOverGRPC over raw segment streams
+// (docs/internals/node-rpc.md §1.2), as nodes use them.
+func BenchmarkMoveStreamRaw(b *testing.B) { benchMoveStream(b, false) }
+
+func benchMoveStream(b *testing.B, grpc bool) {
 	const segs, segSize = 4, int64(64 << 20)
 	addr, src := serveBenchSegments(b, segs, segSize)
+	src.p.grpcSegments = grpc
 	ctx := context.Background()
 	buf := make([]byte, transfer.ChunkBytes)
 	b.SetBytes(segs * segSize)

@@ -32,10 +32,10 @@ const maxPendingHandshakes = 1024
 // ErrStreamLayerTaken is returned when a second StreamLayer is created on one Mux.
 var ErrStreamLayerTaken = errors.New("rpc: mux already has a raft stream layer")
 
-// Mux splits one cluster-port listener into a gRPC listener and a Raft stream (docs/internals/node-rpc.md §1). Every connection first sends a kind byte (RaftTag, GRPCTag or GRPCBulkTag; anything else is
+// Mux splits one cluster-port listener into a gRPC listener and a Raft stream (docs/internals/node-rpc.md §1). Every connection first sends a kind byte (RaftTag, GRPCTag, GRPCBulkTag or SegmentStreamTag; anything else is
 // closed), then, under cluster TLS (WithTLS), runs the TLS server handshake, then the cluster
 // handshake of handshake.go. Only a connection that passed all three within HandshakeTimeout
-// reaches a listener: Raft's Accept, or the gRPC listener (as the connection after TLS,
+// reaches a listener: Raft's Accept, the raw segment streams' (rawsegment.go), or the gRPC listener (as the connection after TLS,
 // which the server credentials of NewServer take as is). Nothing else of an unauthenticated
 // peer is ever read. Run owns the accept loop; Close stops it and both sub-listeners.
 type Mux struct {
@@ -50,6 +50,7 @@ type Mux struct {
 
 	grpc *subListener // control-class gRPC
 	bulk *subListener // bulk-class gRPC (classes.go)
+	seg  *subListener // raw segment streams (rawsegment.go)
 	raft *subListener
 
 	pending  chan struct{} // semaphore of in-flight classifications
@@ -100,6 +101,7 @@ func NewMux(ln net.Listener, secret []byte, logger *slog.Logger, opts ...Option)
 	}
 	m.grpc = newSubListener(ln.Addr())
 	m.bulk = newSubListener(ln.Addr())
+	m.seg = newSubListener(ln.Addr())
 	m.raft = newSubListener(ln.Addr())
 	return m
 }
@@ -111,6 +113,9 @@ func (m *Mux) GRPCListener() net.Listener { return m.grpc }
 
 // bulkListener is GRPCListener for bulk-class connections.
 func (m *Mux) bulkListener() net.Listener { return m.bulk }
+
+// segmentListener is the listener of raw segment stream connections (rawsegment.go).
+func (m *Mux) segmentListener() *subListener { return m.seg }
 
 // Addr is the address the underlying listener is bound to (may be 0.0.0.0).
 func (m *Mux) Addr() net.Addr { return m.ln.Addr() }
@@ -221,6 +226,13 @@ func (m *Mux) readHello(conn net.Conn) (_ classified, ok bool) {
 		to = m.grpc
 	case GRPCBulkTag:
 		to = m.bulk
+	case SegmentStreamTag:
+		if m.seg.closed() {
+			// Not served (no SegmentSender): refused as an older node refuses the kind, so the
+			// caller knows before its handshake to use the gRPC stream.
+			return classified{}, false
+		}
+		to = m.seg
 	default:
 		m.authed(false)
 		m.warnTLS("rpc: closed a cluster connection that did not start with a cluster handshake (a node of an older version?)", conn, nil)
@@ -248,7 +260,7 @@ func (m *Mux) readHello(conn net.Conn) (_ classified, ok bool) {
 		return classified{}, false
 	}
 	m.authed(true)
-	if m.acceptIn.Allow() {
+	if kind[0] != SegmentStreamTag && m.acceptIn.Allow() { // a segment stream is one of many per copy
 		m.logger.Info("rpc: accepted cluster connection", "remote", conn.RemoteAddr().String(),
 			"node", logNodeID(nodeID), "kind", kindName(kind[0]))
 	}
@@ -267,6 +279,8 @@ func kindName(k byte) string {
 		return "raft"
 	case GRPCBulkTag:
 		return "grpc-bulk"
+	case SegmentStreamTag:
+		return "segment"
 	}
 	return "grpc"
 }
@@ -319,6 +333,7 @@ func (m *Mux) Close() error {
 		err = m.ln.Close()
 		m.grpc.Close()
 		m.bulk.Close()
+		m.seg.Close()
 		m.raft.Close()
 	}
 	m.wg.Wait()
@@ -363,6 +378,16 @@ func (l *subListener) Accept() (net.Conn, error) {
 func (l *subListener) Close() error {
 	l.closeOnce.Do(func() { close(l.done) })
 	return nil
+}
+
+// closed reports whether Close was called.
+func (l *subListener) closed() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Addr is the bound address of the cluster listener.

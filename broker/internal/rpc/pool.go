@@ -44,6 +44,7 @@ var reconnectBackoff = grpc.ConnectParams{
 // certificate (and presents the node certificate under mutual TLS).
 type Pool struct {
 	control, bulk []grpc.DialOption
+	segment       *clusterCreds // the handshake of raw segment streams (rawsegment.go)
 
 	mu     sync.Mutex
 	conns  map[string]*peerConn
@@ -71,6 +72,7 @@ func NewPool(secret []byte, opts ...Option) *Pool {
 	return &Pool{
 		control: dialOpts(controlClass),
 		bulk:    dialOpts(bulkClass),
+		segment: &clusterCreds{secret: secret, nodeID: o.nodeID, tls: o.tls, kind: SegmentStreamTag},
 		conns:   make(map[string]*peerConn),
 	}
 }

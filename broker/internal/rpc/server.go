@@ -47,6 +47,7 @@ const (
 // the Mux's matching listeners.
 type Server struct {
 	control, bulk *grpc.Server
+	seg           *segmentServer // nil: impl serves no raw segment streams
 }
 
 // NewServer returns the node RPC server with impl registered as the Node service, each
@@ -65,10 +66,14 @@ func NewServer(secret []byte, impl nodepb.NodeServer, logger *slog.Logger, opts 
 	if o.maxStreams == 0 {
 		o.maxStreams = MaxStreamsPerConn
 	}
-	return &Server{
+	s := &Server{
 		control: newClassServer(secret, impl, o, controlClass),
 		bulk:    newClassServer(secret, impl, o, bulkClass),
 	}
+	if sender, ok := impl.(SegmentSender); ok {
+		s.seg = newSegmentServer(sender, o.served, logger)
+	}
+	return s
 }
 
 func newClassServer(secret []byte, impl nodepb.NodeServer, o options, c messageClass) *grpc.Server {
@@ -99,14 +104,26 @@ func newClassServer(secret []byte, impl nodepb.NodeServer, o options, c messageC
 	return s
 }
 
-// Serve serves both classes on m's listeners until Stop, GracefulStop or m's Close; it
-// returns the first error of the two (nil after Stop).
+// Serve serves both classes, and the raw segment streams when impl sends them, on m's
+// listeners until Stop, GracefulStop or m's Close; it returns the first error (nil after
+// Stop). Without a SegmentSender the mux closes raw segment stream connections at once, and
+// their callers use the gRPC stream.
 func (s *Server) Serve(m *Mux) error {
 	bulk := make(chan error, 1)
 	go func() { bulk <- s.bulk.Serve(m.bulkListener()) }()
+	seg := make(chan error, 1)
+	if s.seg != nil {
+		go func() { seg <- s.seg.serve(m.segmentListener()) }()
+	} else {
+		m.segmentListener().Close()
+		seg <- nil
+	}
 	err := s.control.Serve(m.GRPCListener())
 	if bulkErr := <-bulk; err == nil {
 		err = bulkErr
+	}
+	if segErr := <-seg; err == nil {
+		err = segErr
 	}
 	return err
 }
@@ -115,12 +132,21 @@ func (s *Server) Serve(m *Mux) error {
 func (s *Server) Stop() {
 	s.control.Stop()
 	s.bulk.Stop()
+	s.stopSegments()
+}
+
+// stopSegments ends the raw segment streams being served, and makes the serve loop return.
+func (s *Server) stopSegments() {
+	if s.seg != nil {
+		s.seg.stop()
+	}
 }
 
 // GracefulStop stops taking calls and waits for those in flight.
 func (s *Server) GracefulStop() {
 	s.control.GracefulStop()
 	s.bulk.GracefulStop()
+	s.stopSegments()
 }
 
 // observeUnary reports each served unary call to f (WithCallObserver).
