@@ -176,10 +176,15 @@ func (w *worker) stampAges(l transfer.Listing) {
 
 // seal makes the staged copy durable and writes its move marker (docs/internals/moves.md §5.7):
 // every file is fsynced, then move.marker (durable_at_ms stamped) and the staging directory.
-// It returns the marker's bytes as written.
+// It returns the marker's bytes as written. A file whose fsync failed, now or in the
+// background, is deleted and the seal fails: a later fsync could succeed over pages the
+// failed write-back dropped, so only a fresh copy is trusted (the next attempt makes it, and a
+// force-promote finds the copy behind).
 func (w *worker) seal(hwm int64, force bool) ([]byte, transfer.Marker, error) {
 	dir := w.sess.dir
-	w.sess.waitSyncs()
+	if err := w.sess.settle(w.log); err != nil {
+		return nil, transfer.Marker{}, err
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, transfer.Marker{}, fmt.Errorf("list staging: %w", err)
@@ -188,8 +193,15 @@ func (w *worker) seal(hwm int64, force bool) ([]byte, transfer.Marker, error) {
 		if !e.Type().IsRegular() || durable.IsTemp(e.Name()) || e.Name() == transfer.MarkerFile {
 			continue
 		}
-		if err := fsyncFile(filepath.Join(dir, e.Name())); err != nil {
-			return nil, transfer.Marker{}, err
+		path := filepath.Join(dir, e.Name())
+		if err := syncStaged(path, false); err != nil {
+			if base, ok := plog.ParseSegmentFileName(e.Name()); ok {
+				delete(w.sess.synced, base)
+			}
+			if rerr := removeIfExists(path); rerr != nil {
+				w.log.Warn("move: cannot delete a staged file whose fsync failed", "path", path, "err", rerr)
+			}
+			return nil, transfer.Marker{}, fmt.Errorf("%w: %w", errSyncLost, err)
 		}
 	}
 	if err := durable.SyncDir(dir); err != nil {
@@ -211,18 +223,6 @@ func (w *worker) seal(hwm int64, force bool) ([]byte, transfer.Marker, error) {
 		return nil, transfer.Marker{}, err
 	}
 	return raw, m, nil
-}
-
-func fsyncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("open %s for fsync: %w", path, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", path, err)
-	}
-	return nil
 }
 
 func removeIfExists(path string) error {

@@ -36,6 +36,12 @@ type session struct {
 	// bg tracks the background fsyncs of sealed segments; bgSem runs one at a time.
 	bg    sync.WaitGroup
 	bgSem chan struct{}
+	// lost: sealed segments whose background fsync failed, guarded by lostMu. A failed
+	// write-back may have dropped the dirty pages, and the kernel reports it to one fsync
+	// only, so a later fsync that succeeds proves nothing: their staged files are deleted and
+	// copied again (dropLost).
+	lostMu sync.Mutex
+	lost   []int64
 	// noStream: the source answered the segment stream with Unimplemented (an older
 	// release); chunks are fetched with op 23 instead.
 	noStream bool
@@ -48,23 +54,77 @@ func newSession(dir string) *session {
 }
 
 // syncLater fsyncs a sealed segment whose last chunk landed (docs/internals/moves.md §5.7 rule 1) in the
-// background, so the copy of the next segment does not wait for the write-back. seal fsyncs
-// every file again before the marker, so a failure here only loses the head start.
-func (s *session) syncLater(path string, log *slog.Logger) {
+// background, so the copy of the next segment does not wait for the write-back. A failure is
+// remembered: the segment's staged file is deleted and copied again before the copy can
+// converge or be sealed (dropLost).
+func (s *session) syncLater(base int64) {
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
 		s.bgSem <- struct{}{}
 		defer func() { <-s.bgSem }()
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
-		if err == nil {
-			err = durable.Fdatasync(f)
-			f.Close()
-		}
+		err := syncStaged(s.segPath(base), true)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			log.Debug("move: background fsync of a sealed staged segment failed; seal retries it", "path", path, "err", err)
+			s.lostMu.Lock()
+			s.lost = append(s.lost, base)
+			s.lostMu.Unlock()
 		}
 	}()
+}
+
+// dropLost deletes the staged files of the sealed segments whose background fsync failed so
+// far (without waiting for the ones running), so that the next copy pass fetches them again,
+// and reports how many it deleted.
+func (s *session) dropLost(log *slog.Logger) (int, error) {
+	s.lostMu.Lock()
+	lost := s.lost
+	s.lost = nil
+	s.lostMu.Unlock()
+	for _, base := range lost {
+		log.Warn("move: the fsync of a staged segment failed; copying it again", "base", base)
+		if err := removeIfExists(s.segPath(base)); err != nil {
+			return 0, fmt.Errorf("discard a staged segment whose fsync failed: %w", err)
+		}
+		delete(s.synced, base)
+	}
+	return len(lost), nil
+}
+
+// errSyncLost: a staged segment's fsync failed, so its bytes cannot be trusted; the attempt
+// ends and the next one copies the segment again.
+var errSyncLost = errors.New("move: the fsync of a staged segment failed")
+
+// settle waits for the background fsyncs and fails if one of them failed, having deleted the
+// segments they were for.
+func (s *session) settle(log *slog.Logger) error {
+	s.waitSyncs()
+	n, err := s.dropLost(log)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("%w (%d segments); copying them again", errSyncLost, n)
+	}
+	return nil
+}
+
+// syncStaged fsyncs the staged file at path (fdatasync when dataOnly); tests replace it to
+// fail the way a disk does.
+var syncStaged = func(path string, dataOnly bool) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("open %s for fsync: %w", path, err)
+	}
+	defer f.Close()
+	if dataOnly {
+		err = durable.Fdatasync(f)
+	} else {
+		err = f.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return nil
 }
 
 // waitSyncs waits for the background fsyncs (before seal, and before the staging dir goes).
@@ -167,13 +227,16 @@ func (w *worker) noteListing(l transfer.Listing) transfer.Listing {
 // (a short fetch is normal at the end of the source's committed bytes).
 func (w *worker) copyPass(ctx context.Context, l transfer.Listing) (copied int64, complete bool, err error) {
 	s := w.sess
-	staged, err := s.staged()
-	if err != nil {
-		return 0, false, fmt.Errorf("list staging: %w", err)
-	}
 	listed := make(map[int64]bool, len(l.Segments))
 	for _, seg := range l.Segments {
 		listed[seg.Base] = true
+	}
+	if _, err := s.dropLost(w.log); err != nil {
+		return 0, false, err
+	}
+	staged, err := s.staged()
+	if err != nil {
+		return 0, false, fmt.Errorf("list staging: %w", err)
 	}
 	for base := range staged {
 		if !listed[base] { // aged out on the source, or past its committed boundary
@@ -240,7 +303,7 @@ func (w *worker) copySegment(ctx context.Context, addr string, seg transfer.Segm
 	}
 	full = have == seg.Size
 	if seg.Sealed && full && !s.synced[seg.Base] { // docs/internals/moves.md §5.7 rule 1
-		s.syncLater(path, w.log)
+		s.syncLater(seg.Base)
 		s.synced[seg.Base] = true
 	}
 	return copied, full, nil
@@ -421,7 +484,9 @@ func (w *worker) catchUp(ctx context.Context) error {
 		}
 		if pass >= 1 {
 			if copied <= w.cfg.LagBytes {
-				w.sess.waitSyncs() // as below, for a non-converged cutover
+				if err := w.sess.settle(w.log); err != nil { // as below
+					return err
+				}
 				w.log.Info("move: catch-up converged", "passes", pass+1, "last_pass_bytes", copied,
 					"copied_bytes", total, "copy_duration", time.Since(began))
 				return nil
@@ -434,7 +499,9 @@ func (w *worker) catchUp(ctx context.Context) error {
 			if noProgress >= w.cfg.NoProgressPasses || pass+1 >= w.cfg.MaxPasses {
 				// The pre-copy ends: the freeze must not wait on a sealed segment's fsync
 				// still running, and copy_duration includes the copy's durability (§5.7).
-				w.sess.waitSyncs()
+				if err := w.sess.settle(w.log); err != nil {
+					return err
+				}
 				w.log.Warn("move: non-converged cutover", "passes", pass+1, "last_pass_bytes", copied,
 					"min_pass_bytes", minBytes, "lag_bytes", w.cfg.LagBytes, "copied_bytes", total,
 					"copy_duration", time.Since(began))
