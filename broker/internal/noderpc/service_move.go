@@ -123,37 +123,19 @@ func (s *Service) StreamSegment(req *nodepb.StreamSegmentRequest, stream nodepb.
 	}
 	ctx := stream.Context()
 	raw := rpc.SegmentCodecIn(ctx)
-	pool := rpc.Buffers
-	chunk := int64(transfer.ChunkBytes)
-	if req.Chunk > 0 && int64(req.Chunk) < chunk {
-		chunk = int64(req.Chunk)
-	}
-	for at, left := req.At, req.Len; left > 0; {
-		n := int(min(left, chunk))
-		buf := pool.Get(n)
-		k, err := s.mv.Source.ReadSegmentChunk(ctx, req.Topic, int(req.Partition), req.Base, at, *buf)
-		k = min(k, n)
-		if err != nil || k == 0 {
-			pool.Put(buf)
-			if err != nil {
-				return refuse(errcode.Source.Reply(err))
-			}
-			return nil
-		}
+	rerr, serr := s.readSegment(ctx, rpc.SegmentRequest{Topic: req.Topic, Partition: req.Partition,
+		Base: req.Base, At: req.At, Len: req.Len, Chunk: req.Chunk}, func(buf *[]byte) error {
 		if raw {
-			*buf = (*buf)[:k]
-			err = stream.SendMsg(&rpc.SegmentChunk{Status: 200, Data: mem.NewBuffer(buf, pool)})
-		} else {
-			err = stream.Send(&nodepb.FetchSegmentChunkReply{Status: 200, Data: (*buf)[:k]})
-			pool.Put(buf) // the protobuf codec copied it
+			return stream.SendMsg(&rpc.SegmentChunk{Status: 200, Data: mem.NewBuffer(buf, rpc.Buffers)})
 		}
-		if err != nil {
-			return err
-		}
-		at, left = at+int64(k), left-int64(k)
-		if k < n {
-			return nil // the committed boundary
-		}
+		defer rpc.Buffers.Put(buf) // the protobuf codec copies it
+		return stream.Send(&nodepb.FetchSegmentChunkReply{Status: 200, Data: *buf})
+	})
+	switch {
+	case serr != nil:
+		return serr
+	case rerr != nil:
+		return refuse(errcode.Source.Reply(rerr))
 	}
 	return nil
 }
@@ -166,34 +148,49 @@ func (s *Service) SendSegment(ctx context.Context, req rpc.SegmentRequest, out *
 		_ = out.Refuse(st, "", msg)
 		return
 	}
+	rerr, serr := s.readSegment(ctx, req, func(buf *[]byte) error {
+		defer rpc.Buffers.Put(buf)
+		return out.Data(*buf)
+	})
+	switch {
+	case serr != nil: // the receiver is gone
+	case rerr != nil:
+		st, reason, msg := errcode.Source.Reply(rerr)
+		_ = out.Refuse(st, string(reason), msg)
+	default:
+		_ = out.End()
+	}
+}
+
+// readSegment reads the committed bytes req asks for (op 23 streamed) in chunks of at most
+// req.Chunk (≤ transfer.ChunkBytes) and hands each to send in a buffer of rpc.Buffers, cut to
+// the bytes read, which send owns from then on. It stops at the committed boundary (a short
+// read). readErr is the source's refusal or failed read, after the chunks already sent;
+// sendErr is send's failure (the receiver is gone).
+func (s *Service) readSegment(ctx context.Context, req rpc.SegmentRequest, send func(buf *[]byte) error) (readErr, sendErr error) {
 	chunk := int64(transfer.ChunkBytes)
 	if req.Chunk > 0 && int64(req.Chunk) < chunk {
 		chunk = int64(req.Chunk)
 	}
-	pool := rpc.Buffers
-	buf := pool.Get(int(chunk))
-	defer pool.Put(buf)
 	for at, left := req.At, req.Len; left > 0; {
 		n := int(min(left, chunk))
+		buf := rpc.Buffers.Get(n)
 		k, err := s.mv.Source.ReadSegmentChunk(ctx, req.Topic, int(req.Partition), req.Base, at, (*buf)[:n])
 		k = min(k, n)
-		if err != nil {
-			st, reason, msg := errcode.Source.Reply(err)
-			_ = out.Refuse(st, string(reason), msg)
-			return
+		if err != nil || k == 0 {
+			rpc.Buffers.Put(buf)
+			return err, nil
 		}
-		if k == 0 {
-			break
-		}
-		if err := out.Data((*buf)[:k]); err != nil {
-			return // the receiver is gone
+		*buf = (*buf)[:k]
+		if err := send(buf); err != nil {
+			return nil, err
 		}
 		at, left = at+int64(k), left-int64(k)
 		if k < n {
-			break // the committed boundary
+			return nil, nil // the committed boundary
 		}
 	}
-	_ = out.End()
+	return nil, nil
 }
 
 // PrepareHandoff (op 24): arm, re-arm or fence the handoff freeze (docs/internals/moves.md §3.3).

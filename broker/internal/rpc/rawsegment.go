@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -298,7 +297,6 @@ func (w *SegmentWriter) frame(t byte, body []byte) error {
 type segmentServer struct {
 	sender SegmentSender
 	served func(string, time.Duration) // WithCallObserver; nil: none
-	logger *slog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
 	slots  chan struct{}
@@ -309,9 +307,9 @@ type segmentServer struct {
 	wg    sync.WaitGroup
 }
 
-func newSegmentServer(sender SegmentSender, served func(string, time.Duration), logger *slog.Logger) *segmentServer {
+func newSegmentServer(sender SegmentSender, served func(string, time.Duration)) *segmentServer {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &segmentServer{sender: sender, served: served, logger: logger, ctx: ctx, cancel: cancel,
+	return &segmentServer{sender: sender, served: served, ctx: ctx, cancel: cancel,
 		slots: make(chan struct{}, MaxSegmentStreams), conns: map[net.Conn]struct{}{}}
 }
 

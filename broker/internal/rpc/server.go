@@ -71,7 +71,7 @@ func NewServer(secret []byte, impl nodepb.NodeServer, logger *slog.Logger, opts 
 		bulk:    newClassServer(secret, impl, o, bulkClass),
 	}
 	if sender, ok := impl.(SegmentSender); ok {
-		s.seg = newSegmentServer(sender, o.served, logger)
+		s.seg = newSegmentServer(sender, o.served)
 	}
 	return s
 }
