@@ -195,6 +195,7 @@ func (w *worker) seal(hwm int64, force bool) ([]byte, transfer.Marker, error) {
 		}
 		path := filepath.Join(dir, e.Name())
 		if err := syncStaged(path, false); err != nil {
+			w.log.Warn("move: the fsync of a staged file failed in the seal; copying it again", "path", path, "err", err)
 			if base, ok := plog.ParseSegmentFileName(e.Name()); ok {
 				delete(w.sess.synced, base)
 			}

@@ -54,37 +54,34 @@ func failOneSegmentSync(t *testing.T, dataOnly bool) func() int64 {
 	}
 }
 
-// docs/internals/moves.md §5.7 rule 5: a sealed segment whose background fsync failed is
-// copied again. Without that, the retried fsync succeeds over the lost bytes and the move
+// docs/internals/moves.md §5.7 rule 5: a segment whose fsync failed, in the background (a
+// sealed segment whose last chunk landed) or in the seal, is deleted and copied again before
+// the copy is sealed. Without that, a retried fsync succeeds over the lost bytes and the move
 // installs them.
-func TestFailedBackgroundFsyncCopiesTheSegmentAgain(t *testing.T) {
-	h := newHarness(t, 4096)
-	h.src.MustProduce(60, 100)
-	failed := failOneSegmentSync(t, true)
-	h.start()
-	h.waitFlipped(10 * time.Second)
-	if failed() < 0 {
-		t.Fatal("no background fsync of a sealed segment ran")
+func TestFailedFsyncCopiesTheSegmentAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		dataOnly bool
+		warning  string
+	}{
+		{"background", true, "move: the fsync of a staged segment failed; copying it again"},
+		{"seal", false, "move: the fsync of a staged file failed in the seal; copying it again"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 4096)
+			h.src.MustProduce(60, 100)
+			failed := failOneSegmentSync(t, tc.dataOnly)
+			h.start()
+			h.waitFlipped(10 * time.Second)
+			if failed() < 0 {
+				t.Fatal("no fsync of that kind ran on a staged segment")
+			}
+			h.checkInstalled()
+			if recs := h.logs.find(tc.warning); len(recs) != 1 || recs[0].level.String() != "WARN" {
+				t.Fatalf("want one warning %q, got %v", tc.warning, recs)
+			}
+		})
 	}
-	h.checkInstalled()
-	recs := h.logs.find("move: the fsync of a staged segment failed; copying it again")
-	if len(recs) != 1 || recs[0].level.String() != "WARN" {
-		t.Fatalf("want one warning for the lost segment, got %v", recs)
-	}
-}
-
-// docs/internals/moves.md §5.7 rule 5: a segment whose fsync fails in the seal is deleted and
-// the next attempt copies it again before sealing.
-func TestFailedSealFsyncCopiesTheSegmentAgain(t *testing.T) {
-	h := newHarness(t, 4096)
-	h.src.MustProduce(60, 100)
-	failed := failOneSegmentSync(t, false)
-	h.start()
-	h.waitFlipped(10 * time.Second)
-	if failed() < 0 {
-		t.Fatal("the seal fsynced no segment")
-	}
-	h.checkInstalled()
 }
 
 // settle reports a failed background fsync once, having deleted its segment.
