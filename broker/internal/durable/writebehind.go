@@ -76,3 +76,6 @@ func (w *WriteBehind) Drop() {
 	w.sys.drop(w.f, w.settled, 0)
 	w.settled = w.started
 }
+
+// DropCached drops f's clean cached pages (advice: pages still dirty stay cached).
+func DropCached(f *os.File) { platformWB{}.drop(f, 0, 0) }

@@ -3,7 +3,6 @@ package move
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -38,6 +37,12 @@ func (m memSource) Stream(ctx context.Context, addr, topic string, p int, base, 
 	}}, nil
 }
 
+// writeModes are the ways a sealed segment's chunks can reach the disk.
+var writeModes = []struct {
+	name   string
+	behind bool
+}{{"buffered", false}, {"behind", true}}
+
 // copyWorker returns a worker whose session stages into dir and whose source is src.
 func copyWorker(tb testing.TB, dir string, src transfer.Source) *worker {
 	tb.Helper()
@@ -69,14 +74,14 @@ func memSegments(count int, size int64) (memSource, transfer.Listing) {
 	return src, l
 }
 
-// TestStagedCopyIsVerbatimWithDirectAndBufferedWrites: the direct-I/O path and the page-cache
-// path stage the same bytes, including a segment tail that is not block-aligned and a resume
-// from an unaligned staged size.
-func TestStagedCopyIsVerbatimWithDirectAndBufferedWrites(t *testing.T) {
-	for _, direct := range []bool{true, false} {
-		t.Run(fmt.Sprintf("direct=%v", direct), func(t *testing.T) {
-			defer func(old bool) { directWrites = old }(directWrites)
-			directWrites = direct
+// TestStagedCopyIsVerbatimWithAndWithoutWriteBehind: with write-behind and without it the copy
+// stages the same bytes, including a segment tail that is not block-aligned and a resume from
+// an unaligned staged size.
+func TestStagedCopyIsVerbatimWithAndWithoutWriteBehind(t *testing.T) {
+	for _, mode := range writeModes {
+		t.Run(mode.name, func(t *testing.T) {
+			defer func(old bool) { behindWrites = old }(behindWrites)
+			behindWrites = mode.behind
 			src, l := memSegments(3, 5<<20+4096)
 			dir := t.TempDir()
 			w := copyWorker(t, dir, src)
@@ -135,7 +140,7 @@ func TestAStreamLongerThanAskedIsRefused(t *testing.T) {
 
 // BenchmarkCopyPassToDisk measures the destination half of a move's copy (the fetch pipeline,
 // the staged writes and the per-segment fsync) with an in-memory source, through the page
-// cache and with direct writes.
+// cache, with and without write-behind.
 func BenchmarkCopyPassToDisk(b *testing.B) {
 	const segs, segSize = 8, int64(64 << 20)
 	src, l := memSegments(segs+1, segSize)
@@ -143,10 +148,10 @@ func BenchmarkCopyPassToDisk(b *testing.B) {
 	for _, s := range l.Segments {
 		total += s.Size
 	}
-	for _, direct := range []bool{false, true} {
-		b.Run(fmt.Sprintf("direct=%v", direct), func(b *testing.B) {
-			defer func(old bool) { directWrites = old }(directWrites)
-			directWrites = direct
+	for _, mode := range writeModes {
+		b.Run(mode.name, func(b *testing.B) {
+			defer func(old bool) { behindWrites = old }(behindWrites)
+			behindWrites = mode.behind
 			b.SetBytes(total)
 			for range b.N {
 				b.StopTimer()
@@ -168,48 +173,5 @@ func BenchmarkCopyPassToDisk(b *testing.B) {
 				f.Close()
 			}
 		})
-	}
-}
-
-// TestStagedFileWritesAlignedChunksDirectly: where the filesystem takes O_DIRECT, aligned
-// chunks (from aligned or unaligned memory) go direct and stay readable, an unaligned tail
-// goes through the page cache, and the file holds exactly the bytes written.
-func TestStagedFileWritesAlignedChunksDirectly(t *testing.T) {
-	path := t.TempDir() + "/00000000000000000000.log"
-	f, err := openStaged(path, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	probe := openDirect(path)
-	if probe != nil {
-		probe.Close()
-	}
-	if (f.direct != nil) != (probe != nil) {
-		t.Fatalf("direct descriptor %v, but the filesystem takes O_DIRECT: %v", f.direct != nil, probe != nil)
-	}
-	want := make([]byte, 3<<20+100)
-	for i := range want {
-		want[i] = byte(i*13 + 5)
-	}
-	unaligned := make([]byte, 1<<20+1)[1:] // a chunk whose memory is not aligned
-	copy(unaligned, want[1<<20:2<<20])
-	for _, w := range []struct {
-		b   []byte
-		off int64
-	}{{want[:1<<20], 0}, {unaligned, 1 << 20}, {want[2<<20 : 3<<20], 2 << 20}, {want[3<<20:], 3 << 20}} {
-		if n, err := f.WriteAt(w.b, w.off); err != nil || n != len(w.b) {
-			t.Fatalf("WriteAt(%d bytes, %d) = %d, %v", len(w.b), w.off, n, err)
-		}
-	}
-	if probe != nil && f.direct == nil {
-		t.Fatal("a direct write failed and the file fell back to the page cache")
-	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("file holds %d bytes, not the %d written", len(got), len(want))
 	}
 }

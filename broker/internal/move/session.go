@@ -45,7 +45,7 @@ type session struct {
 	// noStream: the source answered the segment stream with Unimplemented (an older
 	// release); chunks are fetched with op 23 instead.
 	noStream bool
-	// chunks are the receive buffers of the segment stream, directAlign-aligned, made once.
+	// chunks are the receive buffers of the segment stream, made once.
 	chunks [][]byte
 }
 
@@ -64,7 +64,10 @@ func (s *session) syncLater(base int64) {
 		s.bgSem <- struct{}{}
 		defer func() { <-s.bgSem }()
 		err := syncStaged(s.segPath(base), true)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
+		switch {
+		case err == nil:
+			dropCached(s.segPath(base))
+		case !errors.Is(err, os.ErrNotExist):
 			s.lostMu.Lock()
 			s.lost = append(s.lost, base)
 			s.lostMu.Unlock()
@@ -125,6 +128,16 @@ var syncStaged = func(path string, dataOnly bool) error {
 		return fmt.Errorf("fsync %s: %w", path, err)
 	}
 	return nil
+}
+
+// dropCached drops the cached pages of a staged segment its fsync made durable: write-behind
+// dropped all but the last windows already, and the copy is not read again before it is
+// installed.
+func dropCached(path string) {
+	if f, err := os.Open(path); err == nil {
+		durable.DropCached(f)
+		f.Close()
+	}
 }
 
 // waitSyncs waits for the background fsyncs (before seal, and before the staging dir goes).
@@ -298,6 +311,13 @@ func (w *worker) copySegment(ctx context.Context, addr string, seg transfer.Segm
 	if n > 0 {
 		s.synced[seg.Base] = false
 	}
+	if errors.Is(err, errWriteBack) { // docs/internals/moves.md §5.7 rule 5
+		w.log.Warn("move: the write-back of a staged segment failed; copying it again", "base", seg.Base, "err", err)
+		delete(s.synced, seg.Base)
+		if rerr := removeIfExists(path); rerr != nil {
+			return copied, false, fmt.Errorf("discard a staged segment whose write-back failed: %w (after %w)", rerr, err)
+		}
+	}
 	if err != nil {
 		return copied, false, err
 	}
@@ -387,7 +407,7 @@ func (w *worker) streamInto(ctx context.Context, f io.WriterAt, addr string, seg
 	if len(s.chunks) == 0 || len(s.chunks[0]) != w.cfg.ChunkBytes {
 		s.chunks = s.chunks[:0]
 		for range streamChunks {
-			s.chunks = append(s.chunks, alignedBuffer(w.cfg.ChunkBytes))
+			s.chunks = append(s.chunks, make([]byte, w.cfg.ChunkBytes))
 		}
 	}
 	free := make(chan []byte, len(s.chunks))

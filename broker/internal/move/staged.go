@@ -1,76 +1,72 @@
 package move
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"unsafe"
+
+	"narad.dev/broker/internal/durable"
 )
 
-// directAlign is the alignment of a direct write's memory, file position and length: the
-// largest logical block size of the disks Narad runs on (512 B or 4 KiB).
-const directAlign = 4096
+// behindWrites turns write-behind on for sealed segments; the benchmarks turn it off to
+// compare with plain buffered writes.
+var behindWrites = true
 
-// directWrites turns direct chunk writes on; the benchmarks turn it off to compare.
-var directWrites = true
+// errWriteBack: the write-back of staged bytes already written failed. The kernel reports such
+// a failure once, so no later fsync can prove those bytes: the worker deletes the staged file
+// and copies the segment again (docs/internals/moves.md §5.7 rule 5).
+var errWriteBack = errors.New("move: the write-back of a staged segment failed")
 
-// stagedFile is a staged segment being copied (docs/internals/moves.md §5.3). Chunks of a sealed
-// segment go to the disk with direct I/O when the platform and the filesystem allow it and
-// the chunk is aligned (whole 1 MiB chunks from an aligned position: all of a bulk copy but
-// the active segment). The copy then never dirties the page cache, so it neither pays the
-// kernel's per-page copy and dirty accounting nor waits behind write-back throttling, which
-// made the buffered copy cost several times the CPU of the disk write itself. Any other
-// chunk (the short tail of a segment, a resume from an unaligned staged size, the active
-// segment) is written through the buffered file; the kernel keeps the two views of the file
-// coherent. Durability is unchanged: the segment is still fdatasynced before anything relies
-// on it (§5.7), since a direct write may sit in the disk's volatile cache and its extent in
-// the journal.
+// stagedFile is a staged segment being copied (docs/internals/moves.md §5.3). Chunks are
+// written through the page cache, in order, by one goroutine, so the file never holds a gap:
+// a crash leaves it holding a prefix of the source's bytes.
 //
-// Chunks are written in order by one goroutine, so the file never holds a gap: a crash
-// leaves it holding a prefix of the source's bytes.
+// A sealed segment's chunks go with write-behind (durable.WriteBehind,
+// docs/internals/storage-format.md §21): every 8 MiB the write-back of the window just written
+// starts, and the window before it is waited for and dropped from the cache. The disk then
+// gets deep queues of large merged writes while the next chunks arrive, the copy never waits
+// behind the kernel's dirty-page throttling (which made a plain buffered copy cost several
+// times the CPU of the disk write), and the segment's fdatasync (§5.7) finds it mostly
+// written. The active segment is written plainly: it is read back under the freeze, and from
+// the page cache that read costs no disk time. Nothing here makes anything durable; the
+// fsyncs of §5.7 do.
 type stagedFile struct {
-	f      *os.File // O_RDWR: buffered writes, truncation, fsync
-	direct *os.File // O_WRONLY|O_DIRECT on the same inode; nil → every write is buffered
-	bounce []byte   // directAlign-aligned copy of a chunk whose memory is not aligned
+	f *os.File
+	// behind is the file's write-behind from offset 0 (sealed segments; nil otherwise). A
+	// resumed copy starts past 0: its first window also covers the bytes staged before, which
+	// write-back passes over when they are clean.
+	behind behindWriter
 }
 
-// openStaged opens (creating) the staged segment at path; direct asks for direct writes. The
-// worker asks for them for sealed segments only: the active segment is read back under the
-// freeze (the verify recovers it), and from the page cache that read costs no disk time.
-func openStaged(path string, direct bool) (*stagedFile, error) {
+// behindWriter is the part of durable.WriteBehind the staged file uses.
+type behindWriter interface{ Wrote(end int64) error }
+
+// newBehind returns a sealed segment's write-behind; tests replace it to fail the way a disk
+// does.
+var newBehind = func(f *os.File) behindWriter { return durable.NewWriteBehind(f, 0) }
+
+// openStaged opens (creating) the staged segment at path, with write-behind when sealed.
+func openStaged(path string, sealed bool) (*stagedFile, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	s := &stagedFile{f: f}
-	if direct && directWrites {
-		s.direct = openDirect(path)
+	if sealed && behindWrites {
+		s.behind = newBehind(f)
 	}
 	return s, nil
 }
 
-// WriteAt writes b at off, directly when both are aligned.
+// WriteAt writes b at off, which must be where the previous write ended (or the staged size,
+// for the first). A write-back failure wraps errWriteBack: bytes written before b may be lost.
 func (s *stagedFile) WriteAt(b []byte, off int64) (int, error) {
-	if s.direct == nil || off%directAlign != 0 || len(b)%directAlign != 0 || len(b) == 0 {
-		return s.f.WriteAt(b, off)
+	n, err := s.f.WriteAt(b, off)
+	if err != nil || s.behind == nil {
+		return n, err
 	}
-	src := b
-	if uintptr(unsafe.Pointer(unsafe.SliceData(b)))%directAlign != 0 {
-		if cap(s.bounce) < len(b) {
-			s.bounce = alignedBuffer(len(b))
-		}
-		src = s.bounce[:len(b)]
-		copy(src, b)
-	}
-	n, err := s.direct.WriteAt(src, off)
-	if err != nil {
-		// A filesystem can refuse a direct write it accepted at open; the rest of this
-		// file goes through the page cache (n bytes are on the file either way).
-		s.direct.Close()
-		s.direct = nil
-		if n < len(b) {
-			k, err := s.f.WriteAt(b[n:], off+int64(n))
-			return n + k, err
-		}
+	if err := s.behind.Wrote(off + int64(n)); err != nil {
+		return n, fmt.Errorf("%w: %w", errWriteBack, err)
 	}
 	return n, nil
 }
@@ -78,20 +74,10 @@ func (s *stagedFile) WriteAt(b []byte, off int64) (int, error) {
 // Truncate cuts the file to size.
 func (s *stagedFile) Truncate(size int64) error { return s.f.Truncate(size) }
 
-// Close closes both descriptors.
+// Close closes the file.
 func (s *stagedFile) Close() error {
-	if s.direct != nil {
-		s.direct.Close()
-	}
 	if err := s.f.Close(); err != nil {
 		return fmt.Errorf("close staged segment: %w", err)
 	}
 	return nil
-}
-
-// alignedBuffer returns n bytes starting at a directAlign boundary.
-func alignedBuffer(n int) []byte {
-	b := make([]byte, n+directAlign)
-	skip := (directAlign - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%directAlign)) % directAlign
-	return b[skip : skip+n : skip+n]
 }

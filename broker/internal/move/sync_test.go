@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -106,5 +107,47 @@ func TestSyncLostIsAnAttemptError(t *testing.T) {
 	}
 	if err := s.settle(slog.New(newLogRecorder())); err != nil {
 		t.Fatalf("a second settle = %v; the loss was reported already", err)
+	}
+}
+
+// failingBehind is a write-behind whose first wait fails as a disk's write-back does: the bytes
+// written so far are gone (zeros on the file) and the call returns EIO.
+type failingBehind struct {
+	f      *os.File
+	failed *atomic.Int64 // the base of the segment it failed, -1 until then
+}
+
+func (b failingBehind) Wrote(end int64) error {
+	base, _ := plog.ParseSegmentFileName(filepath.Base(b.f.Name()))
+	if !b.failed.CompareAndSwap(-1, base) {
+		return nil
+	}
+	if _, err := b.f.WriteAt(make([]byte, end), 0); err != nil {
+		return err
+	}
+	return syscall.EIO
+}
+
+// docs/internals/moves.md §5.7 rule 5: a sealed segment whose write-back failed while it was
+// copied is deleted and copied again from its start. Resuming from its staged size would keep
+// the bytes the failed write-back lost, and the move would install them.
+func TestFailedWriteBackCopiesTheSegmentAgain(t *testing.T) {
+	var failed atomic.Int64
+	failed.Store(-1)
+	real := newBehind
+	t.Cleanup(func() { newBehind = real })
+	newBehind = func(f *os.File) behindWriter { return failingBehind{f: f, failed: &failed} }
+
+	h := newHarness(t, 4096)
+	h.src.MustProduce(60, 100)
+	h.start()
+	h.waitFlipped(10 * time.Second)
+	if failed.Load() < 0 {
+		t.Fatal("no sealed segment was written with write-behind")
+	}
+	h.checkInstalled()
+	const warning = "move: the write-back of a staged segment failed; copying it again"
+	if recs := h.logs.find(warning); len(recs) != 1 || recs[0].level.String() != "WARN" {
+		t.Fatalf("want one warning %q, got %v", warning, recs)
 	}
 }
