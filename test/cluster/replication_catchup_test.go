@@ -147,7 +147,7 @@ var _ = Describe("A wiped follower far behind its leader", func() {
 		Expect(len(firstSegment(c, victim, topic, p))).To(BeNumerically(">=", 64<<20), "the first segment is sealed")
 		logs, err := os.ReadFile(c.Node(victim).LogPath)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(logs)).To(ContainSubstring("pre-copied the leader's sealed segments"),
+		Expect(string(logs)).To(ContainSubstring("pre-copied the leader's segments"),
 			"the wiped follower copied the sealed segment whole, not by fetch")
 
 		drain(h, topic, c.Endpoints())

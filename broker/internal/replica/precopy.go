@@ -15,7 +15,7 @@ import (
 
 // Segment pre-copy (docs/internals/replication.md §5). A follower whose log holds nothing at
 // its end offset (an empty one after its data directory was lost, or one whose last pre-copy
-// install just ended) copies the leader's sealed segments whole before it fetches: the move
+// install just ended) copies the leader's committed segments before it fetches: the move
 // transfer plane's listing (op 22) names them, the segment stream (op 23 streamed) carries
 // their bytes, and log.SegmentCopy checks every frame as it passes, writes them through the
 // page cache with write-behind (the disk writes each window while the next arrives) and
@@ -23,14 +23,18 @@ import (
 // read and one write per segment and no per-answer round trip, where the frame fetch costs a
 // round trip, an fsync and a verify re-read per 8 MiB.
 //
-// Only sealed segments are copied: every byte of one is below the leader's HWM when it is
-// listed, so it is on every ISR member and is never truncated, and its leader-epoch entries
-// (sent with the listing) are final. The segment the leader is writing, and anything the
-// follower cannot pre-copy (a log with records of its own at the end, a leader of a release
-// without the listing's epochs or the stream, a segment retention removed meanwhile), is left
-// to the frame fetch, which is correct from any frame boundary.
+// The listing names committed bytes only: all of a sealed segment, and of the segment the
+// leader is writing the part below its HWM. Every listed byte is therefore on every ISR member
+// and never truncated, and the leader-epoch entries that start in it (sent with the listing)
+// are final. So the written part of the leader's active segment is copied too, when it holds at
+// least activePreCopyMin bytes: it is installed as a segment of its own in the follower's log,
+// whose segment boundaries need not match the leader's (each replica rolls its own), and the
+// fetch goes on from its end. A smaller part, and anything the follower cannot pre-copy (a log
+// with records of its own at the end, a leader of a release without the listing's epochs or the
+// stream, a segment retention removed meanwhile), is left to the frame fetch, which is correct
+// from any frame boundary.
 
-// SegmentSource is a follower's way to its leader's sealed segments (the move transfer plane
+// SegmentSource is a follower's way to its leader's segments (the move transfer plane
 // over node RPC, bound to the leader's address and one partition).
 type SegmentSource interface {
 	// List returns the leader's transfer listing (op 22).
@@ -53,8 +57,8 @@ type PreCopyResult struct {
 	From, To int64 // the offsets they cover: [From, To)
 }
 
-// PreCopy copies the leader's sealed segments that start at the follower's end offset, in
-// order, each installed once it is whole and durable, and moves the follower's HWM over them.
+// PreCopy copies the leader's sealed segments that start at the follower's end offset, and
+// the committed part of its active segment (see above), in order, each installed once it is whole and durable, and moves the follower's HWM over them.
 // It does nothing (a zero result, no error) when the follower cannot pre-copy: see the
 // package comment above. An error leaves the log as it was after the last installed segment;
 // the caller retries, and the next attempt continues from there.
@@ -75,7 +79,7 @@ func (f *Follower) PreCopy(ctx context.Context, src SegmentSource) (PreCopyResul
 	if len(l.Epochs) == 0 {
 		return res, nil
 	}
-	segs := sealedSegments(l.Segments)
+	segs := copyableSegments(l.Segments)
 	if len(segs) > 0 && from < segs[0].Base && from == f.oldestOffset() {
 		// The leader's log starts past this empty one: begin where it does (as a refused
 		// fetch would, below its log start).
@@ -212,10 +216,19 @@ func startsAt(segs []transfer.Segment, off int64) bool {
 	return false
 }
 
-// sealedSegments returns the listing's sealed segments (a prefix of it).
-func sealedSegments(segs []transfer.Segment) []transfer.Segment {
+// activePreCopyMin is the least of the leader's active segment a pre-copy takes: below it the
+// frame fetch copies it in one or two answers, and the follower's log keeps no small segment.
+// Tests lower it.
+var activePreCopyMin int64 = 4 << 20
+
+// copyableSegments returns the listing's sealed segments (a prefix of it), followed by the
+// committed part of the active segment when that holds at least activePreCopyMin bytes.
+func copyableSegments(segs []transfer.Segment) []transfer.Segment {
 	for i, s := range segs {
 		if !s.Sealed {
+			if s.Size >= activePreCopyMin {
+				return segs[:i+1]
+			}
 			return segs[:i]
 		}
 	}

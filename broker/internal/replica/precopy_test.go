@@ -167,6 +167,56 @@ func TestAnEmptyFollowerPreCopiesTheSealedSegments(t *testing.T) {
 	}
 }
 
+// The committed part of the leader's active segment is copied too once it holds at least
+// activePreCopyMin bytes, and becomes a segment of its own in the follower's log; the fetch
+// goes on from its end.
+func TestPreCopyTakesTheCommittedPartOfTheActiveSegment(t *testing.T) {
+	a, b := newNode(t, "a"), newNode(t, "b")
+	ld := leaderOverEpochs(t, a)
+	_, sealed := sealedEnd(t, a)
+	_, segs, err := a.log.CommittedListing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	active := segs[len(segs)-1]
+	if active.Sealed || active.Size == 0 {
+		t.Fatalf("the test needs records in the leader's active segment: %+v", active)
+	}
+	hwm := a.log.HighWatermark()
+	for _, tc := range []struct {
+		min      int64
+		segments int
+	}{{active.Size + 1, sealed}, {active.Size, sealed + 1}} {
+		defer func(old int64) { activePreCopyMin = old }(activePreCopyMin)
+		activePreCopyMin = tc.min
+		c := newNode(t, "b")
+		src := &segSource{n: a}
+		res, err := follow(c, a, ld).PreCopy(context.Background(), src)
+		if err != nil || res.Segments != tc.segments {
+			t.Fatalf("PreCopy with activePreCopyMin %d = %+v, %v; want %d segments", tc.min, res, err, tc.segments)
+		}
+	}
+	activePreCopyMin = active.Size
+	src := &segSource{n: a}
+	fw := follow(b, a, ld)
+	res, err := fw.PreCopy(context.Background(), src)
+	if err != nil || res.To != hwm || b.log.NextOffset() != hwm || b.log.HighWatermark() != hwm {
+		t.Fatalf("PreCopy = %+v, %v: follower next %d hwm %d, want both at the leader's HWM %d",
+			res, err, b.log.NextOffset(), b.log.HighWatermark(), hwm)
+	}
+	sameRecords(t, a.log, b.log, 0, hwm)
+	if got, want := b.epochs.Entries(), a.epochs.Entries(); !slices.Equal(got, want) {
+		t.Fatalf("follower's epochs %v, leader's %v", got, want)
+	}
+	// The leader goes on writing its active segment; the follower fetches from its own new one.
+	produce(t, a, ld, "z", 20)
+	catchUp(t, fw, a)
+	sameRecords(t, a.log, b.log, 0, a.log.NextOffset())
+	if err := fw.Reconcile(context.Background()); err != nil || b.log.NextOffset() != a.log.NextOffset() {
+		t.Fatalf("Reconcile = %v, end %d", err, b.log.NextOffset())
+	}
+}
+
 func TestPreCopyLeavesToTheFetchWhatItCannotCopy(t *testing.T) {
 	t.Run("a follower with records of its own", func(t *testing.T) {
 		a, b := newNode(t, "a"), newNode(t, "b")

@@ -402,7 +402,7 @@ func (m *Manager) preCopy(ctx context.Context, k key, s Slot, fw *replica.Follow
 	res, err := fw.PreCopy(ctx, segs)
 	if res.Segments > 0 {
 		secs := time.Since(start).Seconds()
-		m.log.Info("replication: pre-copied the leader's sealed segments", "topic", k.topic, "partition", k.p,
+		m.log.Info("replication: pre-copied the leader's segments", "topic", k.topic, "partition", k.p,
 			"leader", s.A.Owner, "segments", res.Segments, "bytes", res.Bytes, "from", res.From, "to", res.To,
 			"seconds", secs, "mb_per_s", float64(res.Bytes)/1e6/max(secs, 1e-6))
 	}
