@@ -64,10 +64,7 @@ func (s *session) syncLater(base int64) {
 		s.bgSem <- struct{}{}
 		defer func() { <-s.bgSem }()
 		err := syncStaged(s.segPath(base), true)
-		switch {
-		case err == nil:
-			dropCached(s.segPath(base))
-		case !errors.Is(err, os.ErrNotExist):
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.lostMu.Lock()
 			s.lost = append(s.lost, base)
 			s.lostMu.Unlock()
@@ -112,7 +109,9 @@ func (s *session) settle(log *slog.Logger) error {
 }
 
 // syncStaged fsyncs the staged file at path (fdatasync when dataOnly); tests replace it to
-// fail the way a disk does.
+// fail the way a disk does. A sealed segment's fdatasync (dataOnly) also drops its cached
+// pages: write-behind dropped all but the last windows already, and the copy is not read
+// again before it is installed.
 var syncStaged = func(path string, dataOnly bool) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -127,17 +126,10 @@ var syncStaged = func(path string, dataOnly bool) error {
 	if err != nil {
 		return fmt.Errorf("fsync %s: %w", path, err)
 	}
-	return nil
-}
-
-// dropCached drops the cached pages of a staged segment its fsync made durable: write-behind
-// dropped all but the last windows already, and the copy is not read again before it is
-// installed.
-func dropCached(path string) {
-	if f, err := os.Open(path); err == nil {
+	if dataOnly {
 		durable.DropCached(f)
-		f.Close()
 	}
+	return nil
 }
 
 // waitSyncs waits for the background fsyncs (before seal, and before the staging dir goes).

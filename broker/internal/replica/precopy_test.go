@@ -183,11 +183,11 @@ func TestPreCopyTakesTheCommittedPartOfTheActiveSegment(t *testing.T) {
 		t.Fatalf("the test needs records in the leader's active segment: %+v", active)
 	}
 	hwm := a.log.HighWatermark()
+	defer func(old int64) { activePreCopyMin = old }(activePreCopyMin)
 	for _, tc := range []struct {
 		min      int64
 		segments int
 	}{{active.Size + 1, sealed}, {active.Size, sealed + 1}} {
-		defer func(old int64) { activePreCopyMin = old }(activePreCopyMin)
 		activePreCopyMin = tc.min
 		c := newNode(t, "b")
 		src := &segSource{n: a}
